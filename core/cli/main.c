@@ -1,0 +1,374 @@
+/*
+ * soren-host - run Soren MapReduce jobs (plugins) on a GPU or the CPU.
+ *
+ * Exit codes: 0 success, 1 job or input error, 2 usage error,
+ * 128+N killed by signal N (after removing a partial output).
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "engine/job.h"
+#include "plugin/loader.h"
+#include "plugin/search.h"
+#include <soren/soren.h>
+
+#define EXIT_USAGE 2
+
+static const char usage_text[] =
+    "Usage: soren-host [OPTIONS] COMMAND [ARGS]\n"
+    "\n"
+    "Run MapReduce jobs written as Soren plugins, on a GPU where one is usable\n"
+    "and on the CPU elsewhere.\n"
+    "\n"
+    "Commands:\n"
+    "  list                 list the plugins in the plugin path (loads none)\n"
+    "  info NAME|PATH       describe a plugin from its manifest\n"
+    "  check NAME|PATH      validate a manifest and load its library, reporting\n"
+    "                       every disagreement between them\n"
+    "  run NAME|PATH [INPUT...]\n"
+    "                       run a job over the INPUT files (standard input if none)\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE    write the result to FILE (default: standard output);\n"
+    "                       FILE appears only when the run succeeds\n"
+    "  -p, --param NAME=VALUE, --param NAME=@FILE\n"
+    "                       set a job parameter (see `soren-host info NAME`)\n"
+    "      --device auto|cpu|gpu\n"
+    "                       where to run (default auto: a usable GPU, else the CPU)\n"
+    "      --engine auto|hash|block|direct|dense|sort\n"
+    "                       force a GPU engine variant (default auto)\n"
+    "  -t, --threads N      CPU engine threads (default: every online CPU)\n"
+    "  -f, --format tsv|json\n"
+    "                       output format (default tsv)\n"
+    "  -P, --plugin-path DIR\n"
+    "                       search DIR for plugins first (repeatable; DIR may be a\n"
+    "                       colon-separated list)\n"
+    "  -v, --verbose        say what was decided and done, on standard error\n"
+    "  -h, --help           show this help\n"
+    "  -V, --version        show the version\n"
+    "\n"
+    "Plugins are found by name in: --plugin-path, $SOREN_PLUGIN_PATH,\n"
+    "$XDG_DATA_HOME/soren/plugins (~/.local/share/soren/plugins), and\n"
+    SOREN_PLUGINDIR ".\n"
+    "\n"
+    "Exit status: 0 success, 1 job or input error, 2 usage error.\n";
+
+typedef struct cli {
+    const char *command;
+    char **args; /* after the command */
+    int arg_count;
+    soren_run_options run;
+    const char **plugin_paths;
+    size_t plugin_path_count;
+    const char **params;
+    size_t param_count;
+} cli;
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fputs("soren-host: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\nTry 'soren-host --help'.\n", stderr);
+    return EXIT_USAGE;
+}
+
+static int report(const soren_error *err)
+{
+    fprintf(stderr, "soren-host: %s\n", err->text);
+    return soren_status_exit_code(err->code);
+}
+
+/* A partial output must not survive an interrupted run. */
+static void on_signal(int sig)
+{
+    const char *pending = soren_output_pending_path();
+    if (pending)
+        unlink(pending);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static int parse_threads(const char *text, unsigned *out)
+{
+    char *end = NULL;
+    unsigned long n = strtoul(text, &end, 10);
+    if (!*text || *end || text[0] == '-' || n < 1 || n > 4096)
+        return 0;
+    *out = (unsigned)n;
+    return 1;
+}
+
+static int push(const char ***list, size_t *count, const char *value)
+{
+    const char **grown = realloc(*list, (*count + 1) * sizeof *grown);
+    if (!grown)
+        return 0;
+    grown[(*count)++] = value;
+    *list = grown;
+    return 1;
+}
+
+/* Fills c from argv; returns -1 to go on, or an exit code. */
+static int parse_args(cli *c, int argc, char **argv)
+{
+    enum { OPT_DEVICE = 256, OPT_ENGINE };
+    static const struct option options[] = {
+        {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
+        {"device", required_argument, 0, OPT_DEVICE}, {"engine", required_argument, 0, OPT_ENGINE},
+        {"threads", required_argument, 0, 't'},  {"format", required_argument, 0, 'f'},
+        {"plugin-path", required_argument, 0, 'P'}, {"verbose", no_argument, 0, 'v'},
+        {"help", no_argument, 0, 'h'},           {"version", no_argument, 0, 'V'},
+        {0, 0, 0, 0}};
+    c->run.engine = "auto";
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":o:p:t:f:P:vhV", options, NULL)) != -1) {
+        switch (opt) {
+        case 'o': c->run.output = optarg; break;
+        case 'p':
+            if (!push(&c->params, &c->param_count, optarg))
+                return usage_error("%s", "out of memory");
+            break;
+        case OPT_DEVICE:
+            if (strcmp(optarg, "auto") == 0)
+                c->run.device = SOREN_DEVICE_AUTO;
+            else if (strcmp(optarg, "cpu") == 0)
+                c->run.device = SOREN_DEVICE_CPU;
+            else if (strcmp(optarg, "gpu") == 0)
+                c->run.device = SOREN_DEVICE_GPU;
+            else
+                return usage_error("--device: expected auto, cpu or gpu, got \"%s\"", optarg);
+            break;
+        case OPT_ENGINE:
+            if (!soren_engine_name_valid(optarg))
+                return usage_error("--engine: expected one of auto, hash, block, direct, dense, "
+                                   "sort, got \"%s\"", optarg);
+            c->run.engine = optarg;
+            break;
+        case 't':
+            if (!parse_threads(optarg, &c->run.threads))
+                return usage_error("--threads: expected a number from 1 to 4096, got \"%s\"",
+                                   optarg);
+            break;
+        case 'f':
+            if (strcmp(optarg, "tsv") == 0)
+                c->run.format = SOREN_FORMAT_TSV;
+            else if (strcmp(optarg, "json") == 0)
+                c->run.format = SOREN_FORMAT_JSON;
+            else
+                return usage_error("--format: expected tsv or json, got \"%s\"", optarg);
+            break;
+        case 'P':
+            if (!push(&c->plugin_paths, &c->plugin_path_count, optarg))
+                return usage_error("%s", "out of memory");
+            break;
+        case 'v': c->run.verbose = 1; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        case 'V':
+            printf("soren-host %s (plugin ABI %d.%d)\n", PACKAGE_VERSION, SOREN_ABI_MAJOR,
+                   SOREN_ABI_MINOR);
+            return 0;
+        case ':': return usage_error("%s needs a value", argv[optind - 1]);
+        default: return usage_error("unknown option %s", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return usage_error("%s", "no command given (list, info, check or run)");
+    c->command = argv[optind];
+    c->args = argv + optind + 1;
+    c->arg_count = argc - optind - 1;
+    c->run.params = c->params;
+    c->run.param_count = c->param_count;
+    return -1;
+}
+
+static void print_entry(void *ctx, const soren_plugin_entry *e)
+{
+    int verbose = *(const int *)ctx;
+    if (!e->m) {
+        printf("%-16s %-8s %s\n", "?", "BROKEN", e->error->text);
+        return;
+    }
+    if (e->shadowed_by) {
+        if (verbose)
+            printf("%-16s %-8s shadowed by %s\n", e->m->name, e->m->version, e->shadowed_by);
+        return;
+    }
+    printf("%-16s %-8s %s", e->m->name, e->m->version, e->m->summary);
+    if (verbose)
+        printf("  (%s)", e->manifest_path);
+    putchar('\n');
+}
+
+static int cmd_list(cli *c, const soren_search_path *sp)
+{
+    if (c->arg_count)
+        return usage_error("list takes no arguments, got \"%s\"", c->args[0]);
+    soren_error err;
+    soren_error_clear(&err);
+    if (soren_plugin_list(sp, print_entry, &c->run.verbose, &err) != SOREN_OK)
+        return report(&err);
+    return 0;
+}
+
+static const char *input_name(soren_input_format f)
+{
+    switch (f) {
+    case SOREN_INPUT_LINES: return "lines";
+    case SOREN_INPUT_FIXED: return "fixed";
+    case SOREN_INPUT_INDEX: return "index";
+    case SOREN_INPUT_PAIRS: return "pairs";
+    }
+    return "?";
+}
+
+static const char *order_name(soren_order o)
+{
+    static const char *const names[] = {"key", "value_desc", "value_asc", "none"};
+    return names[o];
+}
+
+static void print_info(const soren_manifest *m)
+{
+    static const char *const combines[] = {"none", "sum", "min", "max", "count", "function"};
+    static const char *const reduces[] = {"none", "combine", "function"};
+    static const char *const params[] = {"", "string", "u32", "u64", "i64", "f32", "f64",
+                                         "regex"};
+    printf("name:      %s\nversion:   %s\nsummary:   %s\nmanifest:  %s\nlibrary:   %s/%s\n",
+           m->name, m->version, m->summary, m->path, m->dir, m->library);
+    printf("input:     %s", input_name(m->input.format));
+    if (m->input.format == SOREN_INPUT_FIXED)
+        printf(" (records of %llu bytes)", (unsigned long long)m->input.record_size);
+    printf("\nkey:       %s", soren_type_name(m->key.type));
+    if (m->key.type == SOREN_TYPE_STRING)
+        printf(" (at most %u bytes)", m->key.max_size);
+    if (m->key.type == SOREN_TYPE_INDEX)
+        printf(" (0 to %llu)", (unsigned long long)m->key.count - 1);
+    printf("\nvalue:     %s\ncombine:   %s\nreduce:    %s\noutput:    order %s",
+           soren_type_name(m->value.type), combines[m->combine], reduces[m->reduce],
+           order_name(m->output.order));
+    if (m->output.limit)
+        printf(", first %llu", (unsigned long long)m->output.limit);
+    putchar('\n');
+    for (size_t i = 0; i < m->param_count; i++) {
+        const soren_manifest_param *p = &m->params[i];
+        printf("param:     %s (%s%s", p->name, params[p->type], p->required ? ", required" : "");
+        if (p->default_value)
+            printf(", default %s", p->default_value);
+        printf(")%s%s\n", p->help ? ": " : "", p->help ? p->help : "");
+    }
+}
+
+/* Resolves the one NAME|PATH argument of info, check and run. */
+static int resolve_job(cli *c, const soren_search_path *sp, char **path)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    if (soren_plugin_resolve(sp, c->args[0], path, &err) != SOREN_OK)
+        return report(&err);
+    return -1;
+}
+
+static int cmd_info(cli *c, const soren_search_path *sp)
+{
+    if (c->arg_count != 1)
+        return usage_error("%s", "info takes one NAME or PATH");
+    char *path = NULL;
+    int rc = resolve_job(c, sp, &path);
+    if (rc >= 0)
+        return rc;
+    soren_error err;
+    soren_error_clear(&err);
+    soren_manifest *m = NULL;
+    if (soren_manifest_load(path, &m, &err) != SOREN_OK) {
+        free(path);
+        return report(&err);
+    }
+    print_info(m);
+    soren_manifest_free(m);
+    free(path);
+    return 0;
+}
+
+static int cmd_check(cli *c, const soren_search_path *sp)
+{
+    if (c->arg_count != 1)
+        return usage_error("%s", "check takes one NAME or PATH");
+    char *path = NULL;
+    int rc = resolve_job(c, sp, &path);
+    if (rc >= 0)
+        return rc;
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    if (soren_plugin_open(path, &p, &err) != SOREN_OK) {
+        free(path);
+        return report(&err);
+    }
+    printf("%s: ok (%s %s, library %s, plugin ABI %u.%u)\n", path, p->manifest->name,
+           p->manifest->version, p->library_path, p->table->abi_major, p->table->abi_minor);
+    soren_plugin_close(p);
+    free(path);
+    return 0;
+}
+
+static int cmd_run(cli *c, const soren_search_path *sp)
+{
+    if (c->arg_count < 1)
+        return usage_error("%s", "run needs a job: soren-host run NAME|PATH [INPUT...]");
+    char *path = NULL;
+    int rc = resolve_job(c, sp, &path);
+    if (rc >= 0)
+        return rc;
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    if (soren_plugin_open(path, &p, &err) == SOREN_OK) {
+        c->run.inputs = (const char *const *)c->args + 1;
+        c->run.input_count = (size_t)c->arg_count - 1;
+        soren_job_run(p, &c->run, &err);
+    }
+    soren_plugin_close(p);
+    free(path);
+    return err.code == SOREN_OK ? 0 : report(&err);
+}
+
+int main(int argc, char **argv)
+{
+    cli c = {0};
+    int rc = parse_args(&c, argc, argv);
+    if (rc >= 0) {
+        free(c.params);
+        free(c.plugin_paths);
+        return rc;
+    }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+
+    soren_search_path sp;
+    soren_error err;
+    soren_error_clear(&err);
+    if (soren_search_path_init(&sp, c.plugin_paths, c.plugin_path_count, &err) != SOREN_OK) {
+        rc = report(&err);
+    } else {
+        if (strcmp(c.command, "list") == 0)
+            rc = cmd_list(&c, &sp);
+        else if (strcmp(c.command, "info") == 0)
+            rc = cmd_info(&c, &sp);
+        else if (strcmp(c.command, "check") == 0)
+            rc = cmd_check(&c, &sp);
+        else if (strcmp(c.command, "run") == 0)
+            rc = cmd_run(&c, &sp);
+        else
+            rc = usage_error("unknown command \"%s\" (list, info, check or run)", c.command);
+        soren_search_path_destroy(&sp);
+    }
+    free(c.params);
+    free(c.plugin_paths);
+    return rc;
+}

@@ -1,0 +1,162 @@
+#include "job.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cpu/cpu.h"
+#include "../io/input.h"
+#include "../plugin/params.h"
+#include "result.h"
+#include "stage.h"
+
+const char soren_engine_names[] = "auto hash block direct dense sort";
+
+int soren_engine_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = soren_engine_names; *p;) {
+        const char *space = strchr(p, ' ');
+        size_t len = space ? (size_t)(space - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0)
+            return 1;
+        p += len + (space != NULL);
+    }
+    return 0;
+}
+
+/* Standard input is read whole: it cannot be mapped, and records may span
+ * any two reads. */
+static soren_status slurp_stdin(char **out, size_t *size, soren_error *err)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf)
+            return soren_error_set(err, SOREN_ENOMEM, "out of memory reading standard input");
+        n += fread(buf + n, 1, cap - n, stdin);
+        if (n < cap)
+            break;
+        char *bigger = realloc(buf, cap *= 2);
+        if (!bigger)
+            free(buf);
+        buf = bigger;
+    }
+    if (ferror(stdin)) {
+        free(buf);
+        return soren_error_set(err, SOREN_EINPUT, "error reading standard input");
+    }
+    *out = buf;
+    *size = n;
+    return SOREN_OK;
+}
+
+/* Chooses where the stage runs, or says why it cannot run where asked. */
+static soren_status choose_device(const soren_plugin *p, const soren_run_options *o,
+                                  soren_device_choice *where, soren_error *err)
+{
+    char why[256] = "";
+    int gpus = o->device == SOREN_DEVICE_CPU ? 0 : soren_device_count(why, sizeof why);
+    const soren_stage *code = &p->table->stages[0];
+    if (gpus > 0 && !code->gpu)
+        snprintf(why, sizeof why, "the plugin %s has no GPU engine compiled in",
+                 p->library_path);
+    int gpu_ok = gpus > 0 && code->gpu;
+
+    if (o->device == SOREN_DEVICE_GPU && !gpu_ok)
+        return soren_error_set(err, SOREN_EDEVICE,
+                               "--device gpu: no usable GPU: %s; use --device cpu or auto", why);
+    if (o->device == SOREN_DEVICE_GPU || (o->device == SOREN_DEVICE_AUTO && gpu_ok)) {
+        /* Every plugin built by this release has code->gpu == NULL; the GPU
+         * engine fills it.  Until then no path reaches here. */
+        return soren_error_set(err, SOREN_EDEVICE, "the GPU engine is not part of this build");
+    }
+    if (o->verbose) {
+        if (o->device == SOREN_DEVICE_AUTO)
+            fprintf(stderr, "soren-host: device: cpu (no usable GPU: %s)\n", why);
+        else
+            fprintf(stderr, "soren-host: device: cpu (--device cpu)\n");
+    }
+    *where = SOREN_DEVICE_CPU;
+    return SOREN_OK;
+}
+
+static soren_status run_stage(const soren_stage_spec *spec, const soren_input *inputs,
+                              size_t input_count, const soren_params *params,
+                              const soren_run_options *o, soren_result *res, soren_error *err)
+{
+    if (spec->input_format != SOREN_INPUT_LINES && spec->input_format != SOREN_INPUT_FIXED)
+        return soren_error_set(err, SOREN_EJOB,
+                               "%s: input format %s is not supported by this release's engines "
+                               "(lines and fixed are)", spec->job_name,
+                               spec->input_format == SOREN_INPUT_INDEX ? "index" : "pairs");
+    for (size_t i = 0; i < input_count; i++) {
+        soren_status rc = soren_input_check(&inputs[i], spec, err);
+        if (rc != SOREN_OK)
+            return rc;
+    }
+    if (o->verbose && o->engine && strcmp(o->engine, "auto") != 0)
+        fprintf(stderr, "soren-host: engine: the CPU engine has one variant; --engine %s "
+                        "applies to the GPU\n", o->engine);
+    soren_cpu_options cpu = {.threads = o->threads};
+    if (o->verbose)
+        fprintf(stderr, "soren-host: cpu engine: %u threads\n",
+                o->threads ? o->threads : soren_cpu_count());
+    return soren_cpu_run(spec, inputs, input_count, params, &cpu, res, err);
+}
+
+soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, soren_error *err)
+{
+    const soren_manifest *m = p->manifest;
+    soren_param_set params;
+    soren_status rc = soren_param_set_build(&params, m, o->params, o->param_count, err);
+    if (rc != SOREN_OK)
+        return rc;
+
+    soren_stage_spec spec;
+    soren_stage_spec_init(&spec, m, &p->table->stages[0]);
+    soren_device_choice where;
+    rc = choose_device(p, o, &where, err);
+
+    size_t input_count = o->input_count ? o->input_count : 1;
+    soren_input *inputs = calloc(input_count, sizeof *inputs);
+    char *stdin_data = NULL;
+    if (rc == SOREN_OK && !inputs)
+        rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++)
+        rc = soren_input_open(&inputs[i], o->inputs[i], err);
+    if (rc == SOREN_OK && o->input_count == 0) {
+        size_t size = 0;
+        rc = slurp_stdin(&stdin_data, &size, err);
+        if (rc == SOREN_OK)
+            soren_input_wrap(&inputs[0], "(standard input)", stdin_data, size);
+    }
+
+    soren_result res;
+    soren_result_init(&res, &spec);
+    if (rc == SOREN_OK)
+        rc = run_stage(&spec, inputs, input_count, &params.params, o, &res, err);
+    if (rc == SOREN_OK)
+        rc = soren_result_order(&res, spec.order, spec.limit, err);
+
+    soren_output out = {0};
+    if (rc == SOREN_OK)
+        rc = soren_output_open(&out, o->output, err);
+    if (rc == SOREN_OK)
+        rc = soren_output_write(&out, &res, o->format, err);
+    if (rc == SOREN_OK)
+        rc = soren_output_commit(&out, err);
+    else
+        soren_output_abort(&out);
+    if (rc == SOREN_OK && o->verbose)
+        fprintf(stderr, "soren-host: %s: %llu pairs written\n", m->name,
+                (unsigned long long)res.count);
+
+    soren_result_destroy(&res);
+    for (size_t i = 0; inputs && i < input_count; i++)
+        soren_input_close(&inputs[i]);
+    free(inputs);
+    free(stdin_data);
+    soren_param_set_destroy(&params);
+    return rc;
+}

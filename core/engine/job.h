@@ -1,0 +1,39 @@
+/*
+ * job.h - one run of a loaded plugin, from inputs to the output file.
+ *
+ * Builds the parameters, picks the device (auto: a usable GPU with the
+ * plugin's GPU engine, else the CPU engine), runs the stage, orders the
+ * result as the manifest (or the options) say and writes it through a
+ * temporary file, so a failed run leaves no output behind.
+ */
+#ifndef SOREN_JOB_H
+#define SOREN_JOB_H
+
+#include <stddef.h>
+
+#include "../error.h"
+#include "../gpu/device.h"
+#include "../io/output.h"
+#include "../plugin/loader.h"
+
+typedef struct soren_run_options {
+    const char *const *inputs; /* files; none: standard input */
+    size_t input_count;
+    const char *output;        /* NULL or "-": standard output */
+    soren_format format;
+    soren_device_choice device;
+    const char *engine;        /* "auto" or a variant name (see soren_engine_names) */
+    unsigned threads;          /* CPU engine; 0: every online CPU */
+    const char *const *params; /* "name=value" / "name=@file" */
+    size_t param_count;
+    int verbose;               /* report decisions on stderr */
+} soren_run_options;
+
+/* The values --engine accepts, space-separated. */
+extern const char soren_engine_names[];
+/* 1 if name is one of soren_engine_names. */
+int soren_engine_name_valid(const char *name);
+
+soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, soren_error *err);
+
+#endif /* SOREN_JOB_H */

@@ -1,0 +1,45 @@
+/*
+ * stage.h - one stage of a job, as the engines run it.
+ *
+ * The host builds a soren_stage_spec from the manifest and the plugin's table
+ * once they have been checked to agree (see plugin/loader.h); engines read
+ * nothing else.  Types and sizes come from the manifest, functions from the
+ * plugin.
+ */
+#ifndef SOREN_STAGE_H
+#define SOREN_STAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../plugin/manifest.h"
+#include <soren/soren.h>
+
+typedef struct soren_stage_spec {
+    const char *job_name;
+    const soren_stage *code; /* the plugin's functions (host entry points) */
+
+    soren_input_format input_format;
+    uint64_t record_size; /* SOREN_INPUT_FIXED */
+    uint64_t task_count;  /* SOREN_INPUT_INDEX */
+
+    soren_type key_type;
+    uint32_t key_max_size; /* largest key in bytes (the type's size for typed keys) */
+    uint64_t key_count;    /* SOREN_TYPE_INDEX: keys are 0 .. key_count-1 */
+
+    soren_type value_type;
+    size_t value_size;
+
+    soren_combine_op combine; /* NONE for map-only, or reduce-without-combine */
+    soren_reduce_kind reduce;
+
+    soren_order order;
+    uint64_t limit; /* 0: all pairs */
+} soren_stage_spec;
+
+/* Fills spec from a manifest and the stage the plugin compiled (already
+ * checked to agree). */
+void soren_stage_spec_init(soren_stage_spec *spec, const soren_manifest *m,
+                           const soren_stage *code);
+
+#endif /* SOREN_STAGE_H */

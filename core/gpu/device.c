@@ -1,0 +1,21 @@
+#include "device.h"
+
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+
+int soren_device_count(char *why, size_t why_size)
+{
+    int n = 0;
+    cudaError_t rc = cudaGetDeviceCount(&n);
+    if (rc != cudaSuccess) {
+        if (why)
+            snprintf(why, why_size, "%s (%s)", cudaGetErrorString(rc), cudaGetErrorName(rc));
+        /* A failed query leaves a sticky error in the runtime; clear it so
+         * later CUDA calls in this process report their own failures. */
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (n == 0 && why)
+        snprintf(why, why_size, "the CUDA driver reports no devices");
+    return n;
+}

@@ -1,0 +1,23 @@
+/*
+ * device.h - finding a usable GPU.
+ *
+ * soren-host runs on the GPU where one is usable and on the CPU engine
+ * elsewhere; `--device gpu` without one is an error that says why (no driver,
+ * no device, a driver older than the runtime ...).
+ */
+#ifndef SOREN_DEVICE_H
+#define SOREN_DEVICE_H
+
+#include "../error.h"
+
+typedef enum soren_device_choice {
+    SOREN_DEVICE_AUTO = 0, /* a usable GPU, else the CPU */
+    SOREN_DEVICE_CPU,
+    SOREN_DEVICE_GPU
+} soren_device_choice;
+
+/* Number of usable GPUs.  When there are none, returns 0 and, if why is not
+ * NULL, writes the CUDA runtime's reason into why (at most why_size bytes). */
+int soren_device_count(char *why, size_t why_size);
+
+#endif /* SOREN_DEVICE_H */

@@ -1,0 +1,59 @@
+/*
+ * input.h - input files mapped into memory, and the records in them.
+ *
+ * Inputs are mmapped read-only (an empty file maps to size 0 with no
+ * mapping).  Records are found by soren_records_*: a range [begin, end) of a
+ * buffer owns every record that *starts* inside it, so cutting a buffer into
+ * ranges anywhere visits each record exactly once.
+ *
+ *  lines: a record ends before '\n' or at the end of the buffer; a last line
+ *         without '\n' counts; an empty buffer has no records; '\r' is an
+ *         ordinary byte.
+ *  fixed: records of record_size bytes; a size that is not a multiple of it
+ *         is an input error (soren_input_check).
+ */
+#ifndef SOREN_INPUT_H
+#define SOREN_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../engine/stage.h"
+#include "../error.h"
+
+typedef struct soren_input {
+    char *path;           /* owned copy */
+    const uint8_t *data;  /* NULL when size == 0 */
+    uint64_t size;
+    void *mapping;        /* private: what munmap releases */
+    uint64_t mapping_size;
+} soren_input;
+
+/* Maps path read-only.  Directories, FIFOs and unreadable files are input
+ * errors that name the path. */
+soren_status soren_input_open(soren_input *in, const char *path, soren_error *err);
+/* Wraps bytes the caller keeps alive (tests, stdin slurps).  No copy. */
+void soren_input_wrap(soren_input *in, const char *name, const void *data, uint64_t size);
+void soren_input_close(soren_input *in);
+
+/* Checks the input against the stage's record format (fixed: size is a
+ * multiple of record_size), naming the file in the error. */
+soren_status soren_input_check(const soren_input *in, const soren_stage_spec *spec,
+                               soren_error *err);
+
+/* Iterator over the records that start in [begin, end) of buf. */
+typedef struct soren_records {
+    const uint8_t *buf;
+    uint64_t buf_size;
+    uint64_t pos;  /* start of the next record */
+    uint64_t end;  /* records starting at or after end belong to the next range */
+    soren_input_format format;
+    uint64_t record_size;
+} soren_records;
+
+void soren_records_init(soren_records *it, const soren_stage_spec *spec, const uint8_t *buf,
+                        uint64_t buf_size, uint64_t begin, uint64_t end);
+/* Fills *r with the next record; returns 0 when none is left. */
+int soren_records_next(soren_records *it, soren_record *r);
+
+#endif /* SOREN_INPUT_H */

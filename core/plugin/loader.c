@@ -1,0 +1,226 @@
+#include "loader.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sha256.h"
+
+/* The library's real path, refused if it is missing or leaves the manifest's
+ * folder (a symlink pointing elsewhere included). */
+static soren_status resolve_library(const soren_manifest *m, char **out, soren_error *err)
+{
+    char *joined = NULL;
+    if (asprintf(&joined, "%s/%s", m->dir, m->library) < 0)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    char *real = realpath(joined, NULL);
+    int saved = errno;
+    char *real_dir = realpath(m->dir, NULL);
+    soren_status rc = SOREN_OK;
+    if (!real) {
+        rc = soren_error_errno(err, SOREN_EPLUGIN, saved,
+                               "%s: $.library: cannot open %s (build the plugin, or install "
+                               "NAME.so beside NAME.json)", m->path, joined);
+    } else if (!real_dir) {
+        rc = soren_error_errno(err, SOREN_EPLUGIN, errno, "%s: cannot resolve its folder %s",
+                               m->path, m->dir);
+    } else {
+        size_t n = strlen(real_dir);
+        int inside = strncmp(real, real_dir, n) == 0 && (real[n] == '/' || n == 1);
+        if (!inside)
+            rc = soren_error_set(err, SOREN_EPLUGIN,
+                                 "%s: $.library: \"%s\" resolves to %s, outside the manifest's "
+                                 "folder %s; a plugin's library must live beside its manifest",
+                                 m->path, m->library, real, real_dir);
+    }
+    free(joined);
+    free(real_dir);
+    if (rc != SOREN_OK)
+        free(real);
+    else
+        *out = real;
+    return rc;
+}
+
+static soren_status verify_digest(const soren_manifest *m, const char *lib, soren_error *err)
+{
+    if (!m->sha256)
+        return SOREN_OK;
+    char hex[65];
+    soren_status rc = soren_sha256_file(lib, hex, err);
+    if (rc != SOREN_OK)
+        return rc;
+    if (strcmp(hex, m->sha256) != 0)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: SHA-256 of %s is %s but $.sha256 says %s; the library was "
+                               "changed or replaced: reinstall the plugin", m->path, lib, hex,
+                               m->sha256);
+    return SOREN_OK;
+}
+
+/* The embedded copy must equal the side-car: a plugin rebuilt without its new
+ * manifest (or the reverse) is caught here, not by a wrong result. */
+static soren_status check_embedded(const soren_plugin *p, soren_error *err)
+{
+    const char *text = p->table->manifest;
+    const char *begin = text ? strstr(text, SOREN_MANIFEST_BEGIN) : NULL;
+    const char *body = begin ? begin + strlen(SOREN_MANIFEST_BEGIN) : NULL;
+    const char *end = body ? strstr(body, SOREN_MANIFEST_END) : NULL;
+    if (!end)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: the library has no embedded manifest between the SOREN "
+                               "MANIFEST markers: rebuild it with build-aux/embed-manifest",
+                               p->library_path);
+    size_t size = (size_t)(end - body);
+    if (size != p->manifest->text_size || memcmp(body, p->manifest->text, size) != 0)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: the manifest embedded in %s differs from %s (a stale pair): "
+                               "rebuild the plugin, or install NAME.so and NAME.json together",
+                               p->manifest->path, p->library_path, p->manifest->path);
+    return SOREN_OK;
+}
+
+static const char *combine_name(uint32_t op)
+{
+    switch (op) {
+    case SOREN_COMBINE_NONE: return "none";
+    case SOREN_COMBINE_SUM: return "sum";
+    case SOREN_COMBINE_MIN: return "min";
+    case SOREN_COMBINE_MAX: return "max";
+    case SOREN_COMBINE_COUNT: return "count";
+    case SOREN_COMBINE_USER: return "function";
+    }
+    return "unknown";
+}
+
+static const char *reduce_name(soren_reduce_kind k)
+{
+    return k == SOREN_REDUCE_FUNCTION ? "function" : k == SOREN_REDUCE_COMBINE ? "combine" : "none";
+}
+
+/* The types the compiled stage assumes: an unset key is a string key, an
+ * unset value is the built-in combine's type. */
+static soren_type stage_key(const soren_stage *s)
+{
+    return s->key ? (soren_type)s->key : SOREN_TYPE_STRING;
+}
+
+static soren_type stage_value(const soren_stage *s)
+{
+    return s->value ? (soren_type)s->value : (soren_type)s->combine.type;
+}
+
+static soren_status check_table(const soren_plugin *p, soren_error *err)
+{
+    const soren_plugin_table *t = p->table;
+    const soren_manifest *m = p->manifest;
+    const char *lib = p->library_path;
+
+    if (t->abi_major != SOREN_ABI_MAJOR)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: built for plugin ABI %u.%u, this soren-host loads ABI %d.x: "
+                               "%s", lib, t->abi_major, t->abi_minor, SOREN_ABI_MAJOR,
+                               t->abi_major > SOREN_ABI_MAJOR ? "upgrade soren-host"
+                                                              : "rebuild the plugin");
+    if (t->size < sizeof(soren_plugin_table))
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: its plugin table is %u bytes, ABI %d.%d needs at least %zu: "
+                               "the library is corrupt or was built with a broken SDK", lib,
+                               t->size, SOREN_ABI_MAJOR, SOREN_ABI_MINOR,
+                               sizeof(soren_plugin_table));
+    if (!t->name || strcmp(t->name, m->name) != 0)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: the library is job \"%s\" but %s names \"%s\"", lib,
+                               t->name ? t->name : "(null)", m->path, m->name);
+    soren_status rc = check_embedded(p, err);
+    if (rc != SOREN_OK)
+        return rc;
+    if (t->stage_count != 1 || !t->stages)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: the library has %u stages, %s describes 1", lib,
+                               t->stage_count, m->path);
+
+    const soren_stage *s = &t->stages[0];
+    if (!s->map)
+        return soren_error_set(err, SOREN_EPLUGIN, "%s: stage 1 has no map function", lib);
+    if (stage_key(s) != m->key.type)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: key type: the library was built for %s, %s says %s", lib,
+                               soren_type_name(stage_key(s)), m->path,
+                               soren_type_name(m->key.type));
+    if (stage_value(s) != m->value.type)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: value type: the library was built for %s, %s says %s", lib,
+                               soren_type_name(stage_value(s)), m->path,
+                               soren_type_name(m->value.type));
+    if (s->combine.op != (uint32_t)m->combine)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: combine: the library has %s, %s says %s", lib,
+                               combine_name(s->combine.op), m->path, combine_name(m->combine));
+    if (s->combine.op == SOREN_COMBINE_USER && (!s->combine.fn || !s->combine.identity))
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: a user combine needs both a function and an identity "
+                               "(SOREN_COMBINE_FN(fn, &identity))", lib);
+    if ((s->reduce != NULL) != (m->reduce == SOREN_REDUCE_FUNCTION))
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: reduce: the library %s a reduce function, %s says \"%s\"", lib,
+                               s->reduce ? "has" : "has no", m->path, reduce_name(m->reduce));
+    return SOREN_OK;
+}
+
+soren_status soren_plugin_open(const char *manifest_path, soren_plugin **out, soren_error *err)
+{
+    *out = NULL;
+    soren_plugin *p = calloc(1, sizeof *p);
+    if (!p)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    soren_status rc = soren_manifest_load(manifest_path, &p->manifest, err);
+    if (rc == SOREN_OK)
+        rc = resolve_library(p->manifest, &p->library_path, err);
+    if (rc == SOREN_OK)
+        rc = verify_digest(p->manifest, p->library_path, err);
+    if (rc == SOREN_OK) {
+        dlerror();
+        p->handle = dlopen(p->library_path, RTLD_NOW | RTLD_LOCAL);
+        if (!p->handle) {
+            const char *why = dlerror();
+            rc = soren_error_set(err, SOREN_EPLUGIN, "cannot load %s: %s", p->library_path,
+                                 why ? why : "unknown dlopen error");
+        }
+    }
+    if (rc == SOREN_OK) {
+        dlerror();
+        p->table = dlsym(p->handle, SOREN_PLUGIN_SYMBOL);
+        if (!p->table) {
+            const char *why = dlerror();
+            rc = soren_error_set(err, SOREN_EPLUGIN,
+                                 "%s: no symbol %s (%s): not a Soren plugin, or one built for "
+                                 "another ABI; rebuild it against this SDK (soren.h ABI %d.%d)",
+                                 p->library_path, SOREN_PLUGIN_SYMBOL,
+                                 why ? why : "its value is NULL", SOREN_ABI_MAJOR,
+                                 SOREN_ABI_MINOR);
+        }
+    }
+    if (rc == SOREN_OK)
+        rc = check_table(p, err);
+    if (rc != SOREN_OK) {
+        soren_plugin_close(p);
+        return rc;
+    }
+    *out = p;
+    return SOREN_OK;
+}
+
+void soren_plugin_close(soren_plugin *p)
+{
+    if (!p)
+        return;
+    if (p->handle)
+        dlclose(p->handle);
+    free(p->library_path);
+    soren_manifest_free(p->manifest);
+    free(p);
+}

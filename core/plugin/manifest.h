@@ -1,0 +1,123 @@
+/*
+ * manifest.h - NAME.json: parse and validate a job's manifest.
+ *
+ * The manifest is checked against the rules documented in
+ * share/manifest.schema.json.  Every error names the file, the JSON path and
+ * what was expected, e.g.
+ *
+ *   wordcount.json: $.value.type: expected one of u32, u64, i64, f32, f64, got "int"
+ *
+ * Unknown keys are errors.  A parsed manifest owns all of its strings.
+ */
+#ifndef SOREN_MANIFEST_H
+#define SOREN_MANIFEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../error.h"
+#include <soren/soren.h>
+
+#define SOREN_MANIFEST_VERSION 1
+#define SOREN_KEY_MAX_SIZE_DEFAULT 256u
+#define SOREN_KEY_MAX_SIZE_LIMIT 65536u
+
+typedef enum soren_input_format {
+    SOREN_INPUT_LINES = 1, /* records end at '\n'; a last line without one counts */
+    SOREN_INPUT_FIXED,     /* records of input.record_size bytes */
+    SOREN_INPUT_INDEX,     /* input.count tasks known only by their index */
+    SOREN_INPUT_PAIRS      /* a previous stage's output */
+} soren_input_format;
+
+typedef enum soren_reduce_kind {
+    SOREN_REDUCE_NONE = 0, /* map-only, or the combine result is the output */
+    SOREN_REDUCE_COMBINE,  /* "reduce": "combine": the combined value per key */
+    SOREN_REDUCE_FUNCTION  /* "reduce": "function": the plugin's reduce */
+} soren_reduce_kind;
+
+typedef enum soren_order {
+    SOREN_ORDER_KEY = 0,
+    SOREN_ORDER_VALUE_DESC,
+    SOREN_ORDER_VALUE_ASC,
+    SOREN_ORDER_NONE
+} soren_order;
+
+typedef enum soren_param_type {
+    SOREN_PARAM_STRING = 1,
+    SOREN_PARAM_U32,
+    SOREN_PARAM_U64,
+    SOREN_PARAM_I64,
+    SOREN_PARAM_F32,
+    SOREN_PARAM_F64,
+    SOREN_PARAM_REGEX /* compiled on the host into a soren_dfa */
+} soren_param_type;
+
+typedef struct soren_manifest_param {
+    char *name;          /* [A-Za-z_][A-Za-z0-9_]* , unique */
+    soren_param_type type;
+    int required;
+    char *default_value; /* textual, as on the command line; NULL if none */
+    char *help;          /* NULL if none */
+} soren_manifest_param;
+
+typedef struct soren_manifest {
+    char *path; /* as given to soren_manifest_load */
+    char *dir;  /* folder of path ("." when none) */
+    char *text; /* the file's bytes, NUL-terminated, for the embedded-copy check */
+    size_t text_size;
+
+    char *name;    /* [a-z0-9_-]+, at most 64 bytes */
+    char *version; /* semantic version string */
+    char *summary; /* one line */
+    char *library; /* file name of the .so, relative to dir, no "/" components leaving it */
+    char *sha256;  /* 64 lowercase hex digits, or NULL */
+
+    struct {
+        soren_input_format format;
+        uint64_t record_size; /* fixed: required, >= 1 */
+        uint64_t count;       /* index: number of tasks, 0 if given by a parameter */
+    } input;
+
+    struct {
+        soren_type type;   /* STRING, U32, U64, I64, F32, F64 or INDEX */
+        uint32_t max_size; /* STRING: bytes, default SOREN_KEY_MAX_SIZE_DEFAULT; else the type's size */
+        uint64_t count;    /* INDEX: keys are 0 .. count-1 (required) */
+    } key;
+
+    struct {
+        soren_type type; /* U32, U64, I64, F32 or F64 */
+    } value;
+
+    soren_combine_op combine; /* NONE, SUM, MIN, MAX, COUNT, or USER for "function" */
+    soren_reduce_kind reduce;
+
+    struct {
+        soren_order order;
+        uint64_t limit; /* 0: no limit */
+    } output;
+
+    soren_manifest_param *params;
+    size_t param_count; /* at most SOREN_MAX_PARAMS */
+} soren_manifest;
+
+/* Reads and validates the manifest at path.  On success *out owns a new
+ * manifest (free with soren_manifest_free); on failure *out is NULL and err
+ * says why (SOREN_EMANIFEST, or SOREN_EIO when the file cannot be read). */
+soren_status soren_manifest_load(const char *path, soren_manifest **out, soren_error *err);
+
+/* Same, from bytes already in memory; source names them in messages (usually
+ * the file name). */
+soren_status soren_manifest_parse(const char *text, size_t size, const char *source,
+                                  soren_manifest **out, soren_error *err);
+
+void soren_manifest_free(soren_manifest *m);
+
+/* Size in bytes of a value of type t (0 for STRING and NONE). */
+size_t soren_type_size(soren_type t);
+/* The manifest spelling of t ("u32", "string", "index", ...). */
+const char *soren_type_name(soren_type t);
+
+/* Index of the parameter called name, or -1. */
+int soren_manifest_param_index(const soren_manifest *m, const char *name);
+
+#endif /* SOREN_MANIFEST_H */

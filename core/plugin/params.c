@@ -1,0 +1,222 @@
+#include "params.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "regex.h"
+
+static const char *param_type_name(soren_param_type t)
+{
+    switch (t) {
+    case SOREN_PARAM_STRING: return "string";
+    case SOREN_PARAM_U32: return "u32";
+    case SOREN_PARAM_U64: return "u64";
+    case SOREN_PARAM_I64: return "i64";
+    case SOREN_PARAM_F32: return "f32";
+    case SOREN_PARAM_F64: return "f64";
+    case SOREN_PARAM_REGEX: return "regex";
+    }
+    return "?";
+}
+
+/* Reads a whole file for "name=@file". */
+static soren_status read_value_file(const char *job, const char *name, const char *path,
+                                    char **out, size_t *size, soren_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return soren_error_errno(err, SOREN_EUSAGE, errno, "%s: --param %s=@%s: cannot read %s",
+                                 job, name, path, path);
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n - 1, f);
+        if (n < cap - 1)
+            break;
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf)
+        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading %s", job, path);
+    if (failed) {
+        free(buf);
+        return soren_error_set(err, SOREN_EUSAGE, "%s: --param %s=@%s: read error", job, name,
+                               path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *size = n;
+    return SOREN_OK;
+}
+
+/* Converts text to the parameter's native representation in a new block. */
+static soren_status convert(const char *job, const soren_manifest_param *mp, const char *text,
+                            size_t text_size, void **out, uint64_t *size, soren_error *err)
+{
+    if (mp->type == SOREN_PARAM_STRING) {
+        char *copy = malloc(text_size + 1);
+        if (!copy)
+            return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", job);
+        memcpy(copy, text, text_size);
+        copy[text_size] = '\0';
+        *out = copy;
+        *size = text_size;
+        return SOREN_OK;
+    }
+    if (mp->type == SOREN_PARAM_REGEX) {
+        soren_dfa *dfa = NULL;
+        size_t dfa_size = 0;
+        if (strlen(text) != text_size)
+            return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s: a pattern cannot "
+                                   "contain a NUL byte", job, mp->name);
+        soren_status rc = soren_regex_compile(text, &dfa, &dfa_size, err);
+        if (rc != SOREN_OK)
+            return rc;
+        *out = dfa;
+        *size = dfa_size;
+        return SOREN_OK;
+    }
+
+    union {
+        uint32_t u32;
+        uint64_t u64;
+        int64_t i64;
+        float f32;
+        double f64;
+    } v;
+    char *end = NULL;
+    errno = 0;
+    int ok = text_size > 0 && strlen(text) == text_size;
+    size_t width = 0;
+    switch (mp->type) {
+    case SOREN_PARAM_U32:
+    case SOREN_PARAM_U64: {
+        ok = ok && text[0] != '-';
+        unsigned long long x = strtoull(text, &end, 0);
+        ok = ok && !errno && *end == '\0' &&
+             (mp->type == SOREN_PARAM_U64 || x <= UINT32_MAX);
+        if (mp->type == SOREN_PARAM_U32) {
+            v.u32 = (uint32_t)x;
+            width = 4;
+        } else {
+            v.u64 = x;
+            width = 8;
+        }
+        break;
+    }
+    case SOREN_PARAM_I64:
+        v.i64 = strtoll(text, &end, 0);
+        ok = ok && !errno && *end == '\0';
+        width = 8;
+        break;
+    case SOREN_PARAM_F32:
+        v.f32 = strtof(text, &end);
+        ok = ok && !errno && *end == '\0';
+        width = 4;
+        break;
+    case SOREN_PARAM_F64:
+        v.f64 = strtod(text, &end);
+        ok = ok && !errno && *end == '\0';
+        width = 8;
+        break;
+    default:
+        ok = 0;
+    }
+    if (!ok)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s: \"%.*s\" is not a valid %s",
+                               job, mp->name, (int)(text_size > 64 ? 64 : text_size), text,
+                               param_type_name(mp->type));
+    void *block = malloc(width);
+    if (!block)
+        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", job);
+    memcpy(block, &v, width);
+    *out = block;
+    *size = width;
+    return SOREN_OK;
+}
+
+static soren_status unknown_param(const soren_manifest *m, const char *name, size_t name_len,
+                                  soren_error *err)
+{
+    char known[512] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < m->param_count && used < sizeof known; i++)
+        used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", i ? ", " : "",
+                                 m->params[i].name);
+    if (m->param_count == 0)
+        return soren_error_set(err, SOREN_EUSAGE, "%s takes no parameters (got \"%.*s\")",
+                               m->name, (int)name_len, name);
+    return soren_error_set(err, SOREN_EUSAGE, "%s has no parameter \"%.*s\" (it takes: %s)",
+                           m->name, (int)name_len, name, known);
+}
+
+soren_status soren_param_set_build(soren_param_set *set, const soren_manifest *m,
+                                   const char *const *assignments, size_t count,
+                                   soren_error *err)
+{
+    memset(set, 0, sizeof *set);
+    set->params.count = (uint32_t)m->param_count;
+    const char *given[SOREN_MAX_PARAMS] = {0};
+    soren_status rc = SOREN_OK;
+
+    for (size_t i = 0; i < count; i++) {
+        const char *a = assignments[i];
+        const char *eq = strchr(a, '=');
+        if (!eq)
+            return soren_error_set(err, SOREN_EUSAGE,
+                                   "--param %s: expected NAME=VALUE or NAME=@FILE", a);
+        size_t name_len = (size_t)(eq - a);
+        int found = -1;
+        for (size_t j = 0; j < m->param_count; j++)
+            if (strlen(m->params[j].name) == name_len &&
+                memcmp(m->params[j].name, a, name_len) == 0)
+                found = (int)j;
+        if (found < 0)
+            return unknown_param(m, a, name_len, err);
+        given[found] = eq + 1; /* a later assignment overrides an earlier one */
+    }
+
+    for (size_t j = 0; j < m->param_count && rc == SOREN_OK; j++) {
+        const soren_manifest_param *mp = &m->params[j];
+        const char *text = given[j] ? given[j] : mp->default_value;
+        if (!text) {
+            if (mp->required)
+                rc = soren_error_set(err, SOREN_EUSAGE,
+                                     "%s: missing required parameter %s (give --param %s=VALUE)",
+                                     m->name, mp->name, mp->name);
+            continue;
+        }
+        char *file_text = NULL;
+        size_t text_size = strlen(text);
+        if (given[j] && text[0] == '@') {
+            rc = read_value_file(m->name, mp->name, text + 1, &file_text, &text_size, err);
+            if (rc != SOREN_OK)
+                break;
+            text = file_text;
+        }
+        rc = convert(m->name, mp, text, text_size, &set->owned[j], &set->params.size[j], err);
+        set->params.data[j] = set->owned[j];
+        free(file_text);
+    }
+    if (rc != SOREN_OK)
+        soren_param_set_destroy(set);
+    return rc;
+}
+
+void soren_param_set_destroy(soren_param_set *set)
+{
+    for (size_t j = 0; j < SOREN_MAX_PARAMS; j++)
+        free(set->owned[j]);
+    memset(set, 0, sizeof *set);
+}

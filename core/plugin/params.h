@@ -1,0 +1,33 @@
+/*
+ * params.h - a job's parameters, from the command line to soren_params.
+ *
+ * The manifest declares the parameters (name, type, required, default);
+ * the user gives `name=value` or `name=@file` (the file's bytes become the
+ * value).  Values are converted once to what map sees (soren_params): strings
+ * as bytes, numbers in native layout, regex parameters compiled to a
+ * soren_dfa.  A parameter neither given nor defaulted is absent (size 0).
+ */
+#ifndef SOREN_PARAMS_H
+#define SOREN_PARAMS_H
+
+#include <stddef.h>
+
+#include "../error.h"
+#include "manifest.h"
+#include <soren/soren.h>
+
+typedef struct soren_param_set {
+    soren_params params;               /* host pointers into owned[] */
+    void *owned[SOREN_MAX_PARAMS];     /* what params.data points to */
+} soren_param_set;
+
+/* Builds the parameters of manifest m from assignments ("name=value" or
+ * "name=@file").  Unknown names, a missing required parameter, a malformed
+ * number and an invalid pattern are SOREN_EUSAGE errors that say which
+ * parameter and what it takes. */
+soren_status soren_param_set_build(soren_param_set *set, const soren_manifest *m,
+                                   const char *const *assignments, size_t count,
+                                   soren_error *err);
+void soren_param_set_destroy(soren_param_set *set);
+
+#endif /* SOREN_PARAMS_H */

@@ -1,0 +1,33 @@
+/*
+ * regex.h - compiling a pattern into a soren_dfa (see soren/dfa.h).
+ *
+ * Syntax, a POSIX extended regular expression subset over bytes (the C
+ * locale): literals; '.' (any byte); bracket expressions "[abc]", "[a-z]",
+ * "[^...]" (']' first is literal, '-' first or last is literal); postfix
+ * '*', '+', '?'; alternation '|'; grouping "(...)"; anchors '^' and '$';
+ * '\' makes the next character literal.  Nothing else ({n,m}, classes,
+ * back-references) is accepted.
+ *
+ * Semantics equal regexec(REG_EXTENDED) in the C locale answering "does the
+ * subject contain a match": ^ and $ anchor at the subject's ends.
+ */
+#ifndef SOREN_REGEX_H
+#define SOREN_REGEX_H
+
+#include <stddef.h>
+
+#include "../error.h"
+#include <soren/dfa.h>
+
+/* Most states a compiled DFA may have; larger patterns are refused. */
+#define SOREN_REGEX_MAX_STATES 4096u
+
+/* Compiles pattern into a new DFA block (free with free()).  On a syntax
+ * error returns SOREN_EUSAGE with a message that shows the pattern and points
+ * at the offending position, e.g.
+ *   invalid pattern "ab(c": unclosed '(' at position 3
+ */
+soren_status soren_regex_compile(const char *pattern, soren_dfa **out, size_t *out_size,
+                                 soren_error *err);
+
+#endif /* SOREN_REGEX_H */

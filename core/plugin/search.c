@@ -1,0 +1,219 @@
+#include "search.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static soren_status push_dir(soren_search_path *sp, const char *dir, size_t len,
+                             soren_error *err)
+{
+    if (len == 0)
+        return SOREN_OK; /* "a::b" or a trailing ':' names no folder */
+    char **grown = realloc(sp->dirs, (sp->count + 1) * sizeof *grown);
+    if (!grown)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory building the plugin path");
+    sp->dirs = grown;
+    if (!(sp->dirs[sp->count] = strndup(dir, len)))
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory building the plugin path");
+    sp->count++;
+    return SOREN_OK;
+}
+
+static soren_status push_list(soren_search_path *sp, const char *list, soren_error *err)
+{
+    while (list && *list) {
+        const char *colon = strchr(list, ':');
+        size_t len = colon ? (size_t)(colon - list) : strlen(list);
+        soren_status rc = push_dir(sp, list, len, err);
+        if (rc != SOREN_OK)
+            return rc;
+        list = colon ? colon + 1 : NULL;
+    }
+    return SOREN_OK;
+}
+
+soren_status soren_search_path_init(soren_search_path *sp, const char *const *extra,
+                                    size_t extra_count, soren_error *err)
+{
+    sp->dirs = NULL;
+    sp->count = 0;
+    soren_status rc = SOREN_OK;
+    for (size_t i = 0; i < extra_count && rc == SOREN_OK; i++)
+        rc = push_list(sp, extra[i], err);
+    if (rc == SOREN_OK)
+        rc = push_list(sp, getenv("SOREN_PLUGIN_PATH"), err);
+
+    char user_dir[4096] = "";
+    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(user_dir, sizeof user_dir, "%s/soren/plugins", xdg);
+    else if (home && *home)
+        snprintf(user_dir, sizeof user_dir, "%s/.local/share/soren/plugins", home);
+    if (rc == SOREN_OK)
+        rc = push_dir(sp, user_dir, strlen(user_dir), err);
+    if (rc == SOREN_OK)
+        rc = push_dir(sp, SOREN_PLUGINDIR, strlen(SOREN_PLUGINDIR), err);
+    if (rc != SOREN_OK)
+        soren_search_path_destroy(sp);
+    return rc;
+}
+
+void soren_search_path_destroy(soren_search_path *sp)
+{
+    for (size_t i = 0; i < sp->count; i++)
+        free(sp->dirs[i]);
+    free(sp->dirs);
+    sp->dirs = NULL;
+    sp->count = 0;
+}
+
+static int is_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    fclose(f);
+    return 1;
+}
+
+soren_status soren_plugin_resolve(const soren_search_path *sp, const char *job,
+                                  char **manifest_path, soren_error *err)
+{
+    *manifest_path = NULL;
+    if (strchr(job, '/') || ends_with(job, ".json") || ends_with(job, ".so")) {
+        /* A path: NAME.so stands for the NAME.json beside it. */
+        size_t n = strlen(job);
+        char *path = ends_with(job, ".so") ? malloc(n + 3) : strdup(job);
+        if (!path)
+            return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+        if (ends_with(job, ".so"))
+            snprintf(path, n + 3, "%.*s.json", (int)(n - 3), job);
+        *manifest_path = path;
+        return SOREN_OK;
+    }
+
+    char searched[2048] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < sp->count; i++) {
+        char *path = NULL;
+        if (asprintf(&path, "%s/%s.json", sp->dirs[i], job) < 0)
+            return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+        if (is_file(path)) {
+            *manifest_path = path;
+            return SOREN_OK;
+        }
+        free(path);
+        if (used < sizeof searched)
+            used += (size_t)snprintf(searched + used, sizeof searched - used, "%s%s",
+                                     i ? ", " : "", sp->dirs[i]);
+    }
+    return soren_error_set(err, SOREN_EPLUGIN,
+                           "no plugin named \"%s\" in the plugin path (%s); `soren-host list` "
+                           "shows the plugins found, --plugin-path DIR adds a folder",
+                           job, searched);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The *.json file names of dir, sorted; NULL with *count 0 when the folder
+ * cannot be read (a missing folder is not an error). */
+static soren_status list_manifests(const char *dir, char ***names, size_t *count,
+                                   soren_error *err)
+{
+    *names = NULL;
+    *count = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return SOREN_OK;
+    struct dirent *de;
+    soren_status rc = SOREN_OK;
+    while ((de = readdir(d)) && rc == SOREN_OK) {
+        if (!ends_with(de->d_name, ".json") || de->d_name[0] == '.')
+            continue;
+        char **grown = realloc(*names, (*count + 1) * sizeof *grown);
+        if (!grown || !(grown[*count] = strdup(de->d_name))) {
+            if (grown)
+                *names = grown;
+            rc = soren_error_set(err, SOREN_ENOMEM, "out of memory listing %s", dir);
+            break;
+        }
+        *names = grown;
+        (*count)++;
+    }
+    closedir(d);
+    if (*count)
+        qsort(*names, *count, sizeof **names, by_name);
+    return rc;
+}
+
+/* Names listed so far, to tell which later manifest is shadowed. */
+typedef struct seen_name {
+    char *name;
+    char *path;
+} seen_name;
+
+soren_status soren_plugin_list(const soren_search_path *sp, soren_plugin_visit_fn *visit,
+                               void *ctx, soren_error *err)
+{
+    seen_name *seen = NULL;
+    size_t seen_count = 0;
+    soren_status rc = SOREN_OK;
+
+    for (size_t i = 0; i < sp->count && rc == SOREN_OK; i++) {
+        char **names = NULL;
+        size_t count = 0;
+        rc = list_manifests(sp->dirs[i], &names, &count, err);
+        for (size_t j = 0; j < count && rc == SOREN_OK; j++) {
+            char *path = NULL;
+            if (asprintf(&path, "%s/%s", sp->dirs[i], names[j]) < 0) {
+                rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
+                break;
+            }
+            soren_manifest *m = NULL;
+            soren_error why;
+            soren_error_clear(&why);
+            soren_manifest_load(path, &m, &why);
+            soren_plugin_entry entry = {path, m, &why, NULL};
+            if (m) {
+                for (size_t k = 0; k < seen_count; k++)
+                    if (strcmp(seen[k].name, m->name) == 0)
+                        entry.shadowed_by = seen[k].path;
+            }
+            visit(ctx, &entry);
+            if (m && !entry.shadowed_by) {
+                seen_name *grown = realloc(seen, (seen_count + 1) * sizeof *grown);
+                char *name = strdup(m->name);
+                if (grown)
+                    seen = grown;
+                if (!grown || !name) {
+                    free(name);
+                    rc = soren_error_set(err, SOREN_ENOMEM, "out of memory listing plugins");
+                } else {
+                    seen[seen_count++] = (seen_name){name, path};
+                    path = NULL;
+                }
+            }
+            free(path);
+            soren_manifest_free(m);
+        }
+        for (size_t j = 0; j < count; j++)
+            free(names[j]);
+        free(names);
+    }
+    for (size_t k = 0; k < seen_count; k++) {
+        free(seen[k].name);
+        free(seen[k].path);
+    }
+    free(seen);
+    return rc;
+}

@@ -1,0 +1,19 @@
+/*
+ * sha256.h - FIPS 180-4 SHA-256, for the manifest's optional "sha256" check
+ * of a plugin library before it is loaded.
+ */
+#ifndef SOREN_SHA256_H
+#define SOREN_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../error.h"
+
+/* Digest of the file at path as 64 lowercase hex digits plus NUL. */
+soren_status soren_sha256_file(const char *path, char hex[65], soren_error *err);
+
+/* Digest of size bytes at data. */
+void soren_sha256(const void *data, size_t size, uint8_t digest[32]);
+
+#endif /* SOREN_SHA256_H */
