@@ -61,15 +61,15 @@ typedef struct soren_manifest_param {
 } soren_manifest_param;
 
 typedef struct soren_manifest {
-    char *path; /* as given to soren_manifest_load */
-    char *dir;  /* folder of path ("." when none) */
+    char *path; /* as given to soren_manifest_load; NULL from soren_manifest_parse */
+    char *dir;  /* folder of path ("." when none); NULL from soren_manifest_parse */
     char *text; /* the file's bytes, NUL-terminated, for the embedded-copy check */
     size_t text_size;
 
     char *name;    /* [a-z0-9_-]+, at most 64 bytes */
     char *version; /* semantic version string */
     char *summary; /* one line */
-    char *library; /* file name of the .so, relative to dir, no "/" components leaving it */
+    char *library; /* path of the .so relative to dir: not absolute, no ".." component */
     char *sha256;  /* 64 lowercase hex digits, or NULL */
 
     struct {
