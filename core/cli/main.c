@@ -5,6 +5,7 @@
  * 128+N killed by signal N (after removing a partial output).
  */
 #include <getopt.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,10 @@ static const char usage_text[] =
     "      --engine auto|hash|block|direct|dense|sort\n"
     "                       force a GPU engine variant (default auto)\n"
     "  -t, --threads N      CPU engine threads (default: every online CPU)\n"
+    "      --table-slots N  GPU hash table slots (default: from the input size)\n"
+    "      --key-bytes SIZE GPU key space, e.g. 512M (default: from the input size)\n"
+    "      --pair-slots N   GPU pair space of the direct and sort variants\n"
+    "                       (default: from the input size); sizes take K, M, G\n"
     "  -f, --format tsv|json\n"
     "                       output format (default tsv)\n"
     "  -P, --plugin-path DIR\n"
@@ -103,6 +108,28 @@ static int parse_threads(const char *text, unsigned *out)
     return 1;
 }
 
+/* A positive count or size, with an optional K, M or G (powers of 1024). */
+static int parse_size(const char *text, uint64_t *out)
+{
+    char *end = NULL;
+    if (!*text || text[0] == '-')
+        return 0;
+    unsigned long long n = strtoull(text, &end, 10);
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift)
+        end++;
+    if (*end || n == 0 || n > (UINT64_MAX >> shift))
+        return 0;
+    *out = (uint64_t)n << shift;
+    return 1;
+}
+
 static int push(const char ***list, size_t *count, const char *value)
 {
     const char **grown = realloc(*list, (*count + 1) * sizeof *grown);
@@ -116,13 +143,16 @@ static int push(const char ***list, size_t *count, const char *value)
 /* Fills c from argv; returns -1 to go on, or an exit code. */
 static int parse_args(cli *c, int argc, char **argv)
 {
-    enum { OPT_DEVICE = 256, OPT_ENGINE };
+    enum { OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
         {"device", required_argument, 0, OPT_DEVICE}, {"engine", required_argument, 0, OPT_ENGINE},
         {"threads", required_argument, 0, 't'},  {"format", required_argument, 0, 'f'},
         {"plugin-path", required_argument, 0, 'P'}, {"verbose", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},           {"version", no_argument, 0, 'V'},
+        {"table-slots", required_argument, 0, OPT_TABLE_SLOTS},
+        {"key-bytes", required_argument, 0, OPT_KEY_BYTES},
+        {"pair-slots", required_argument, 0, OPT_PAIR_SLOTS},
         {0, 0, 0, 0}};
     c->run.engine = "auto";
     opterr = 0;
@@ -167,6 +197,17 @@ static int parse_args(cli *c, int argc, char **argv)
             if (!push(&c->plugin_paths, &c->plugin_path_count, optarg))
                 return usage_error("%s", "out of memory");
             break;
+        case OPT_TABLE_SLOTS:
+        case OPT_KEY_BYTES:
+        case OPT_PAIR_SLOTS: {
+            uint64_t *dst = opt == OPT_TABLE_SLOTS ? &c->run.gpu.table_slots
+                          : opt == OPT_KEY_BYTES   ? &c->run.gpu.key_bytes
+                                                   : &c->run.gpu.pair_slots;
+            if (!parse_size(optarg, dst))
+                return usage_error("expected a size such as 65536, 64K, 512M or 2G, got \"%s\"",
+                                   optarg);
+            break;
+        }
         case 'v': c->run.verbose = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V':

@@ -52,49 +52,87 @@ static soren_status slurp_stdin(char **out, size_t *size, soren_error *err)
 }
 
 /* Chooses where the stage runs, or says why it cannot run where asked. */
-static soren_status choose_device(const soren_plugin *p, const soren_run_options *o,
+static soren_status choose_device(const soren_stage_spec *spec, const soren_run_options *o,
                                   soren_device_choice *where, soren_error *err)
 {
     char why[256] = "";
     int gpus = o->device == SOREN_DEVICE_CPU ? 0 : soren_device_count(why, sizeof why);
-    const soren_stage *code = &p->table->stages[0];
-    if (gpus > 0 && !code->gpu)
-        snprintf(why, sizeof why, "the plugin %s has no GPU engine compiled in",
-                 p->library_path);
-    int gpu_ok = gpus > 0 && code->gpu;
+    const char *unsupported = gpus > 0 ? soren_gpu_unsupported(spec) : NULL;
+    if (unsupported)
+        snprintf(why, sizeof why, "%s", unsupported);
+    int gpu_ok = gpus > 0 && !unsupported;
 
     if (o->device == SOREN_DEVICE_GPU && !gpu_ok)
-        return soren_error_set(err, SOREN_EDEVICE,
-                               "--device gpu: no usable GPU: %s; use --device cpu or auto", why);
-    if (o->device == SOREN_DEVICE_GPU || (o->device == SOREN_DEVICE_AUTO && gpu_ok)) {
-        /* Every plugin built by this release has code->gpu == NULL; the GPU
-         * engine fills it.  Until then no path reaches here. */
-        return soren_error_set(err, SOREN_EDEVICE, "the GPU engine is not part of this build");
-    }
+        return soren_error_set(err, SOREN_EDEVICE, "--device gpu: %s: %s; use --device cpu or "
+                               "auto", gpus > 0 ? "the GPU cannot run this job" : "no usable GPU",
+                               why);
+    *where = gpu_ok ? SOREN_DEVICE_GPU : SOREN_DEVICE_CPU;
     if (o->verbose) {
-        if (o->device == SOREN_DEVICE_AUTO)
-            fprintf(stderr, "soren-host: device: cpu (no usable GPU: %s)\n", why);
+        if (gpu_ok)
+            fprintf(stderr, "soren-host: device: gpu 0 of %d\n", gpus);
+        else if (o->device == SOREN_DEVICE_AUTO)
+            fprintf(stderr, "soren-host: device: cpu (%s: %s)\n",
+                    gpus > 0 ? "the GPU cannot run this job" : "no usable GPU", why);
         else
             fprintf(stderr, "soren-host: device: cpu (--device cpu)\n");
     }
-    *where = SOREN_DEVICE_CPU;
     return SOREN_OK;
 }
 
-static soren_status run_stage(const soren_stage_spec *spec, const soren_input *inputs,
-                              size_t input_count, const soren_params *params,
-                              const soren_run_options *o, soren_result *res, soren_error *err)
+/* The GPU variant for --engine: auto picks direct for map-only stages (no
+ * table, no sort) and the hash table otherwise. */
+static soren_status choose_variant(const soren_stage_spec *spec, const char *engine,
+                                   soren_gpu_engine_variant *variant, soren_error *err)
+{
+    if (!engine || strcmp(engine, "auto") == 0)
+        *variant = spec->combine == SOREN_COMBINE_NONE && spec->reduce == SOREN_REDUCE_NONE
+                       ? SOREN_VARIANT_DIRECT
+                       : SOREN_VARIANT_HASH;
+    else if (strcmp(engine, "hash") == 0)
+        *variant = SOREN_VARIANT_HASH;
+    else if (strcmp(engine, "direct") == 0)
+        *variant = SOREN_VARIANT_DIRECT;
+    else if (strcmp(engine, "sort") == 0)
+        *variant = SOREN_VARIANT_SORT;
+    else
+        return soren_error_set(err, SOREN_EUSAGE, "--engine %s: this release's GPU engine has "
+                               "the hash, direct and sort variants", engine);
+    return SOREN_OK;
+}
+
+static const char *variant_name(soren_gpu_engine_variant v)
+{
+    return v == SOREN_VARIANT_HASH ? "hash" : v == SOREN_VARIANT_DIRECT ? "direct" : "sort";
+}
+
+static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inputs,
+                            size_t input_count, const soren_params *params,
+                            const soren_run_options *o, soren_result *res, soren_error *err)
+{
+    soren_gpu_options gpu = o->gpu;
+    soren_status rc = choose_variant(spec, o->engine, &gpu.variant, err);
+    if (rc != SOREN_OK)
+        return rc;
+    gpu.verbose = o->verbose;
+    soren_gpu_times t = {0};
+    rc = soren_gpu_run(spec, inputs, input_count, params, &gpu, res, &t, err);
+    if (rc == SOREN_OK && o->verbose)
+        fprintf(stderr, "soren-host: gpu engine: %s variant; ms: upload %.3f, split %.3f, "
+                        "map %.3f, merge %.3f, order %.3f, download %.3f\n",
+                variant_name(gpu.variant), t.upload, t.split, t.map, t.merge, t.order,
+                t.download);
+    return rc;
+}
+
+static soren_status run_cpu(const soren_stage_spec *spec, const soren_input *inputs,
+                            size_t input_count, const soren_params *params,
+                            const soren_run_options *o, soren_result *res, soren_error *err)
 {
     if (spec->input_format != SOREN_INPUT_LINES && spec->input_format != SOREN_INPUT_FIXED)
         return soren_error_set(err, SOREN_EJOB,
                                "%s: input format %s is not supported by this release's engines "
                                "(lines and fixed are)", spec->job_name,
                                spec->input_format == SOREN_INPUT_INDEX ? "index" : "pairs");
-    for (size_t i = 0; i < input_count; i++) {
-        soren_status rc = soren_input_check(&inputs[i], spec, err);
-        if (rc != SOREN_OK)
-            return rc;
-    }
     if (o->verbose && o->engine && strcmp(o->engine, "auto") != 0)
         fprintf(stderr, "soren-host: engine: the CPU engine has one variant; --engine %s "
                         "applies to the GPU\n", o->engine);
@@ -102,7 +140,10 @@ static soren_status run_stage(const soren_stage_spec *spec, const soren_input *i
     if (o->verbose)
         fprintf(stderr, "soren-host: cpu engine: %u threads\n",
                 o->threads ? o->threads : soren_cpu_count());
-    return soren_cpu_run(spec, inputs, input_count, params, &cpu, res, err);
+    soren_status rc = soren_cpu_run(spec, inputs, input_count, params, &cpu, res, err);
+    if (rc == SOREN_OK)
+        rc = soren_result_order(res, spec->order, spec->limit, err);
+    return rc;
 }
 
 soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, soren_error *err)
@@ -115,8 +156,8 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
 
     soren_stage_spec spec;
     soren_stage_spec_init(&spec, m, &p->table->stages[0]);
-    soren_device_choice where;
-    rc = choose_device(p, o, &where, err);
+    soren_device_choice where = SOREN_DEVICE_CPU;
+    rc = choose_device(&spec, o, &where, err);
 
     size_t input_count = o->input_count ? o->input_count : 1;
     soren_input *inputs = calloc(input_count, sizeof *inputs);
@@ -131,13 +172,16 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
         if (rc == SOREN_OK)
             soren_input_wrap(&inputs[0], "(standard input)", stdin_data, size);
     }
+    for (size_t i = 0; rc == SOREN_OK && i < input_count; i++)
+        rc = soren_input_check(&inputs[i], &spec, err);
 
+    /* Both engines leave the result in the stage's order. */
     soren_result res;
     soren_result_init(&res, &spec);
-    if (rc == SOREN_OK)
-        rc = run_stage(&spec, inputs, input_count, &params.params, o, &res, err);
-    if (rc == SOREN_OK)
-        rc = soren_result_order(&res, spec.order, spec.limit, err);
+    if (rc == SOREN_OK && where == SOREN_DEVICE_GPU)
+        rc = run_gpu(&spec, inputs, input_count, &params.params, o, &res, err);
+    else if (rc == SOREN_OK)
+        rc = run_cpu(&spec, inputs, input_count, &params.params, o, &res, err);
 
     soren_output out = {0};
     if (rc == SOREN_OK)

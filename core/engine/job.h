@@ -13,6 +13,7 @@
 
 #include "../error.h"
 #include "../gpu/device.h"
+#include "../gpu/engine.h"
 #include "../io/output.h"
 #include "../plugin/loader.h"
 
@@ -23,6 +24,7 @@ typedef struct soren_run_options {
     soren_format format;
     soren_device_choice device;
     const char *engine;        /* "auto" or a variant name (see soren_engine_names) */
+    soren_gpu_options gpu;     /* region sizes; the variant is set from engine */
     unsigned threads;          /* CPU engine; 0: every online CPU */
     const char *const *params; /* "name=value" / "name=@file" */
     size_t param_count;

@@ -197,9 +197,94 @@ typedef struct soren_combine {
 
 /* ---- The plugin table (ABI) -------------------------------------------- */
 
-/* GPU launchers of one stage, filled by the GPU engine; NULL in a plugin
- * built without device code. */
-typedef struct soren_gpu_stage soren_gpu_stage;
+/* ---- The GPU engine's ABI ---------------------------------------------- */
+
+/* What one map launch does (see soren/engine/map.cuh). */
+typedef enum soren_gpu_variant {
+    SOREN_GPU_HASH = 1,   /* insert into the global table, combining as pairs arrive */
+    SOREN_GPU_DIRECT,     /* append every pair at an atomically claimed index */
+    SOREN_GPU_SORT_COUNT, /* Mars pass 1: count each record's pairs and key bytes */
+    SOREN_GPU_SORT_WRITE  /* Mars pass 2: write each record's pairs at its scanned offsets */
+} soren_gpu_variant;
+
+/* soren_gpu_map_args.input_format (the manifest's lines and fixed). */
+enum { SOREN_GPU_LINES = 1, SOREN_GPU_FIXED = 2 };
+
+/* Why a launch stopped early: bits of *status. */
+enum {
+    SOREN_GPU_TABLE_FULL = 1u << 0, /* the hash table has no free slot */
+    SOREN_GPU_KEYS_FULL = 1u << 1,  /* the key space is used up */
+    SOREN_GPU_PAIRS_FULL = 1u << 2, /* the pair space is used up */
+    SOREN_GPU_BAD_KEY = 1u << 3     /* a key broke the manifest's rules; *bad_key says how */
+};
+
+/* The key space holds each key once as [uint32 size][bytes], 4-byte aligned;
+ * a key is referred to by its offset / 4 (offset 0 is reserved: ref 0 means
+ * "no key").  The device memory here is owned by the host; the plugin's
+ * kernels only read and write it. */
+typedef struct soren_gpu_map_args {
+    uint32_t variant;      /* soren_gpu_variant */
+    uint32_t input_format; /* SOREN_GPU_LINES or SOREN_GPU_FIXED */
+    const uint8_t *input;  /* device */
+    uint64_t input_size;
+    /* lines: record i is [line_starts[i], line_starts[i+1] - 1), with
+     * line_starts[record_count] one past the end as if a '\n' followed */
+    const uint64_t *line_starts;
+    uint64_t record_count;
+    uint64_t record_size; /* fixed */
+    soren_params params;  /* device pointers */
+
+    uint32_t key_type;
+    uint32_t key_max_size;
+    uint64_t key_count; /* index keys */
+    uint32_t value_size;
+    uint32_t value_type;
+    uint32_t combine; /* soren_combine_op */
+    uint32_t reserved0;
+
+    uint8_t *keys; /* key space */
+    uint64_t keys_capacity;
+    unsigned long long *keys_used; /* bytes, starts at 4 */
+
+    unsigned long long *slots; /* hash: (hash << 32) | key ref; 0 is empty */
+    uint64_t slot_count;       /* a power of two */
+    void *slot_values;         /* slot_count values, pre-filled with the combine's identity */
+
+    uint32_t *pair_keys;   /* direct, sort: key ref of each pair */
+    void *pair_values;
+    uint64_t pair_capacity;
+    unsigned long long *pairs_used;
+
+    /* sort: per record, pass 1 counts (pairs, padded key bytes); pass 2
+     * reads them back as exclusive prefix sums (offsets) */
+    unsigned long long *record_pairs;
+    unsigned long long *record_key_bytes;
+
+    unsigned int *status;            /* SOREN_GPU_* bits */
+    unsigned long long *bad_key;     /* (what << 56) | size or index of the first bad key */
+} soren_gpu_map_args;
+
+/* Folds values[i] into accumulators[target[i]] with the stage's combine, for
+ * i in [0, count): how the sort and direct variants combine grouped pairs. */
+typedef struct soren_gpu_combine_args {
+    const void *values;
+    const uint64_t *target;
+    void *accumulators; /* pre-filled with the combine's identity */
+    uint64_t count;
+} soren_gpu_combine_args;
+
+/* GPU launchers of one stage; every call is asynchronous on the given
+ * cudaStream_t and returns a cudaError_t.  NULL in a plugin built without
+ * device code. */
+typedef struct soren_gpu_stage {
+    uint32_t size; /* sizeof(soren_gpu_stage) */
+    uint32_t reserved0;
+    int (*map)(const soren_gpu_map_args *args, void *stream);
+    int (*combine)(const soren_gpu_combine_args *args, void *stream);
+    /* Writes the combine's identity into count values. */
+    int (*fill_identity)(void *values, uint64_t count, void *stream);
+    void *reserved[5];
+} soren_gpu_stage;
 
 /* One stage as the author declares it with SOREN_STAGE(...).  Fields in this
  * order (C++ designated initializers must keep it):
@@ -231,21 +316,40 @@ typedef struct soren_plugin_table {
 
 #define SOREN_STAGE(...) {__VA_ARGS__}
 
-/* Defines the plugin's one exported symbol.  The build generates
+#define SOREN__TABLE(job_name, stage_count, stages)                                      \
+    SOREN__EXTERN_C __attribute__((visibility("default"))) const soren_plugin_table      \
+        soren_plugin_v1;                                                                 \
+    const soren_plugin_table soren_plugin_v1 = {SOREN_ABI_MAJOR,                         \
+                                                SOREN_ABI_MINOR,                         \
+                                                (uint32_t)sizeof(soren_plugin_table),    \
+                                                (uint32_t)(stage_count),                 \
+                                                #job_name,                               \
+                                                soren__embedded_manifest,                \
+                                                stages,                                  \
+                                                {0}};
+
+#ifdef __CUDACC__
+#include <soren/engine/plugin.cuh>
+/* Defines the plugin's one exported symbol, with every stage's GPU launchers
+ * instantiated over its functions (soren/engine/).  The build generates
  * soren__embedded_manifest from NAME.json (build-aux/embed-manifest). */
-#define SOREN_PLUGIN(job_name, ...)                                                    \
-    SOREN__EXTERN_C const char soren__embedded_manifest[];                             \
-    static const soren_stage soren__stages[] = {__VA_ARGS__};                          \
-    SOREN__EXTERN_C __attribute__((visibility("default"))) const soren_plugin_table    \
-        soren_plugin_v1;                                                               \
-    const soren_plugin_table soren_plugin_v1 = {                                                            \
-            SOREN_ABI_MAJOR,                                                           \
-            SOREN_ABI_MINOR,                                                           \
-            (uint32_t)sizeof(soren_plugin_table),                                      \
-            (uint32_t)(sizeof soren__stages / sizeof soren__stages[0]),                \
-            #job_name,                                                                 \
-            soren__embedded_manifest,                                                  \
-            soren__stages,                                                             \
-            {0}};
+#define SOREN_PLUGIN(job_name, ...)                                                      \
+    SOREN__EXTERN_C const char soren__embedded_manifest[];                               \
+    static constexpr soren_stage soren__desc[] = {__VA_ARGS__};                          \
+    static constexpr uint32_t soren__stage_count = sizeof soren__desc / sizeof soren__desc[0]; \
+    __device__ void soren__device_emit(soren_emitter *e, const void *key, uint32_t key_size,  \
+                                       const void *value)                                \
+    {                                                                                    \
+        soren::emit_any<soren__desc, soren__stage_count>(e, key, key_size, value);       \
+    }                                                                                    \
+    SOREN__TABLE(job_name, soren__stage_count,                                           \
+                 soren::stages_of<soren__desc>(std::make_index_sequence<soren__stage_count>()))
+#else
+/* Plain C (host-only test plugins): the stages without GPU launchers. */
+#define SOREN_PLUGIN(job_name, ...)                                                      \
+    SOREN__EXTERN_C const char soren__embedded_manifest[];                               \
+    static const soren_stage soren__stages[] = {__VA_ARGS__};                            \
+    SOREN__TABLE(job_name, sizeof soren__stages / sizeof soren__stages[0], soren__stages)
+#endif
 
 #endif /* SOREN_SOREN_H */

@@ -1,0 +1,71 @@
+/*
+ * engine.h - the GPU engine's host side.
+ *
+ * The host owns every device allocation and the stream; the plugin's
+ * launchers (soren_gpu_stage) only run kernels over memory handed to them.
+ * One run:
+ *   1. copy each input to the device (from its mapped pages, registered
+ *      read-only with the driver, else through a plain copy);
+ *   2. split `lines` input into records on the device (a parallel scan for
+ *      line starts, not a CPU loop);
+ *   3. map with the chosen variant:
+ *        hash    one global table collocates each key's values as they are
+ *                emitted, combining them at once (the Soren paper's default);
+ *        direct  every pair appended at an atomically claimed index;
+ *        sort    the Mars design: count pass, prefix sum, write pass;
+ *   4. merge into a compact list: the table's used slots (hash), or the pairs
+ *      sorted by key and combined run by run (direct, sort);
+ *   5. order the list as the stage says with CUB sorts (radix for typed keys
+ *      and values, merge sort for byte-string keys), keep the limit;
+ *   6. pack keys and values and copy them back into a soren_result.
+ * Its result, already ordered, equals the CPU engine's byte for byte (float
+ * sums up to the order of additions).
+ */
+#ifndef SOREN_GPU_ENGINE_H
+#define SOREN_GPU_ENGINE_H
+
+#include <stdint.h>
+
+#include "../engine/result.h"
+#include "../engine/stage.h"
+#include "../error.h"
+#include "../io/input.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum soren_gpu_engine_variant {
+    SOREN_VARIANT_HASH = 1,
+    SOREN_VARIANT_DIRECT,
+    SOREN_VARIANT_SORT
+} soren_gpu_engine_variant;
+
+typedef struct soren_gpu_options {
+    soren_gpu_engine_variant variant;
+    uint64_t table_slots; /* hash table slots (rounded up to a power of two); 0: default */
+    uint64_t key_bytes;   /* key space; 0: default */
+    uint64_t pair_slots;  /* direct: pairs; 0: default */
+    int verbose;          /* phase times and sizes on stderr */
+} soren_gpu_options;
+
+/* Milliseconds per phase, from CUDA events on the run's stream. */
+typedef struct soren_gpu_times {
+    float upload, split, map, merge, order, download;
+} soren_gpu_times;
+
+/* Why the GPU engine cannot run this stage (NULL if it can). */
+const char *soren_gpu_unsupported(const soren_stage_spec *spec);
+
+/* Runs spec on device 0 over the inputs, leaving the ordered pairs in out
+ * (initialised by the caller).  times may be NULL. */
+soren_status soren_gpu_run(const soren_stage_spec *spec, const soren_input *inputs,
+                           size_t input_count, const soren_params *params,
+                           const soren_gpu_options *opt, soren_result *out,
+                           soren_gpu_times *times, soren_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOREN_GPU_ENGINE_H */

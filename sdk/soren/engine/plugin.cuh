@@ -1,0 +1,103 @@
+/*
+ * plugin.cuh - what SOREN_PLUGIN instantiates in a CUDA plugin: for every
+ * stage, the GPU launchers (map, combine, identity fill) of soren_gpu_stage,
+ * with the stage's functions compiled into the kernels.
+ *
+ * Launch shapes come from the device (cudaOccupancyMaxPotentialBlockSize):
+ * grid-stride kernels get as many blocks as can be resident at once.
+ */
+#ifndef SOREN_ENGINE_PLUGIN_CUH
+#define SOREN_ENGINE_PLUGIN_CUH
+
+#include <cuda_runtime.h>
+#include <string.h>
+#include <utility>
+
+#include <soren/engine/map.cuh>
+
+namespace soren {
+
+/* Blocks and threads for a grid-stride kernel over count items. */
+template <typename Kernel>
+static cudaError_t launch_shape(Kernel kernel, uint64_t count, int *grid, int *block)
+{
+    int resident = 0;
+    cudaError_t rc = cudaOccupancyMaxPotentialBlockSize(&resident, block, kernel);
+    if (rc != cudaSuccess)
+        return rc;
+    uint64_t wanted = (count + (uint64_t)*block - 1) / (uint64_t)*block;
+    *grid = (int)(wanted < (uint64_t)resident ? wanted : (uint64_t)resident);
+    return cudaSuccess;
+}
+
+template <const auto &Desc, uint32_t I>
+static int launch_map(const soren_gpu_map_args *args, void *stream)
+{
+    int grid = 0, block = 0;
+    cudaError_t rc = launch_shape(map_kernel<Desc, I>, args->record_count, &grid, &block);
+    if (rc != cudaSuccess || grid == 0)
+        return rc;
+    map_kernel<Desc, I><<<grid, block, 0, (cudaStream_t)stream>>>(*args);
+    return cudaGetLastError();
+}
+
+template <const auto &Desc, uint32_t I>
+static int launch_combine(const soren_gpu_combine_args *args, void *stream)
+{
+    int grid = 0, block = 0;
+    cudaError_t rc = launch_shape(combine_kernel<Desc, I>, args->count, &grid, &block);
+    if (rc != cudaSuccess || grid == 0)
+        return rc;
+    uint32_t value_size = sizeof(typename value_of<stage_traits<Desc, I>::value_type>::type);
+    combine_kernel<Desc, I><<<grid, block, 0, (cudaStream_t)stream>>>(*args, value_size);
+    return cudaGetLastError();
+}
+
+template <const auto &Desc, uint32_t I>
+static int launch_fill_identity(void *values, uint64_t count, void *stream)
+{
+    typedef stage_traits<Desc, I> S;
+    typedef typename value_of<S::value_type>::type T;
+    /* A user identity lives in the plugin's host memory: pass its bits. */
+    T user_identity = T();
+    if constexpr (S::op == SOREN_COMBINE_USER)
+        memcpy(&user_identity, Desc[I].combine.identity, sizeof user_identity);
+    int grid = 0, block = 0;
+    cudaError_t rc = launch_shape(identity_kernel<Desc, I>, count, &grid, &block);
+    if (rc != cudaSuccess || grid == 0)
+        return rc;
+    identity_kernel<Desc, I><<<grid, block, 0, (cudaStream_t)stream>>>(values, count,
+                                                                        user_identity);
+    return cudaGetLastError();
+}
+
+template <const auto &Desc, uint32_t I> constexpr soren_gpu_stage gpu_stage()
+{
+    static_assert(stage_traits<Desc, I>::value_type > SOREN_TYPE_STRING &&
+                      stage_traits<Desc, I>::value_type < SOREN_TYPE_INDEX,
+                  "SOREN_STAGE needs .value (SOREN_TYPE_U32 ...) when .combine is not a built-in");
+    return soren_gpu_stage{sizeof(soren_gpu_stage),        0, &launch_map<Desc, I>,
+                           &launch_combine<Desc, I>,       &launch_fill_identity<Desc, I>,
+                           {0, 0, 0, 0, 0}};
+}
+
+constexpr soren_stage with_gpu(soren_stage s, const soren_gpu_stage *gpu)
+{
+    s.gpu = gpu;
+    return s;
+}
+
+template <const auto &Desc, size_t... I> struct plugin_stages {
+    static constexpr soren_gpu_stage gpu[sizeof...(I)] = {gpu_stage<Desc, I>()...};
+    static constexpr soren_stage stages[sizeof...(I)] = {with_gpu(Desc[I], &gpu[I])...};
+};
+
+template <const auto &Desc, size_t... I>
+constexpr const soren_stage *stages_of(std::index_sequence<I...>)
+{
+    return plugin_stages<Desc, I...>::stages;
+}
+
+} /* namespace soren */
+
+#endif /* SOREN_ENGINE_PLUGIN_CUH */

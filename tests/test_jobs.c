@@ -1,0 +1,209 @@
+/* The three jobs on the CPU engine, end to end through soren-host, against
+ * independent references: coreutils pipelines for wordcount and grep, a
+ * plain C loop for histogram.  Inputs are seeded random data of
+ * $SOREN_TEST_MB megabytes (default 100), run with 1, 2 and 7 threads. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static char *dir;
+
+static void setup(void) { dir = tu_mkdtemp(); }
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+}
+
+TestSuite(jobs, .init = setup, .fini = teardown, .timeout = 600);
+
+static size_t test_bytes(void)
+{
+    const char *mb = getenv("SOREN_TEST_MB");
+    long n = mb && *mb ? atol(mb) : 100;
+    return (size_t)(n > 0 ? n : 1) << 20;
+}
+
+/* A vocabulary with what text really holds: ASCII words, UTF-8 words,
+ * backslashes, punctuation and bytes that are not UTF-8 at all. */
+static char **make_vocabulary(uint64_t *rng, size_t count)
+{
+    static const char *const pieces[] = {"a", "b", "c", "e", "th", "ing", "ed", "x", "Q",
+                                         "7", "-", ".", "\\", "\xc3\xa9", "\xe6\x97\xa5",
+                                         "\xff", "\x80", "'", "z", "o"};
+    size_t npieces = sizeof pieces / sizeof pieces[0];
+    char **words = calloc(count, sizeof *words);
+    cr_assert_not_null(words);
+    for (size_t i = 0; i < count; i++) {
+        char buf[64] = "";
+        size_t parts = 1 + tu_rand_below(rng, 5);
+        for (size_t j = 0; j < parts; j++)
+            strcat(buf, pieces[tu_rand_below(rng, npieces)]);
+        words[i] = strdup(buf);
+    }
+    return words;
+}
+
+/* Zipf-like text: low word indexes are far more frequent. */
+static void make_text(const char *path, size_t bytes, uint64_t seed)
+{
+    static const char *const separators[] = {" ", " ", " ", "  ", "\t", "\n", "\n", "\r\n",
+                                             "\v", "\f", "\n\n", " \r "};
+    uint64_t rng = seed;
+    size_t vocab = 30000;
+    char **words = make_vocabulary(&rng, vocab);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    size_t written = 0;
+    if (tu_rand_below(&rng, 2))
+        written += (size_t)fprintf(f, "  ");
+    while (written < bytes) {
+        double u = (double)(tu_rand(&rng) >> 11) / 9007199254740992.0;
+        size_t w = (size_t)((double)vocab * u * u * u);
+        written += (size_t)fprintf(f, "%s%s", words[w], separators[tu_rand_below(&rng, 12)]);
+    }
+    fputs("last-line-without-newline", f); /* must count like any other line */
+    fclose(f);
+    for (size_t i = 0; i < vocab; i++)
+        free(words[i]);
+    free(words);
+}
+
+/* The coreutils pipeline that splits into words, one a line. */
+#define WORDS_PIPE "LC_ALL=C tr -s ' \\t\\n\\v\\f\\r' '\\n' < '%s' | LC_ALL=C grep -av '^$'"
+/* ... and counts them as soren-host's TSV writes them (backslash escaped). */
+#define COUNT_PIPE "LC_ALL=C sort -S 512M | LC_ALL=C uniq -c | " \
+                   "LC_ALL=C awk '{printf \"%%s\\t%%s\\n\", $2, $1}' | sed 's/\\\\/\\\\\\\\/g'"
+
+static void expect_same_file(const char *got_path, const char *want_path, const char *what)
+{
+    size_t got_n = 0, want_n = 0;
+    char *got = tu_read(got_path, &got_n);
+    char *want = tu_read(want_path, &want_n);
+    cr_assert_gt(want_n, 0, "%s: the reference is empty", what);
+    if (got_n != want_n || memcmp(got, want, got_n) != 0) {
+        char *diff = NULL;
+        tu_runf(&diff, NULL, "diff '%s' '%s' | head -8", want_path, got_path);
+        cr_assert_fail("%s: output differs from the reference (%zu vs %zu bytes):\n%s", what,
+                       got_n, want_n, diff);
+    }
+    free(got);
+    free(want);
+}
+
+/* Runs soren-host with 1, 2 and 7 threads; each output must equal want. */
+static void run_threads(const char *job, const char *args, const char *input, const char *want)
+{
+    static const int threads[] = {1, 2, 7};
+    for (size_t i = 0; i < 3; i++) {
+        char out[4096], what[256];
+        snprintf(out, sizeof out, "%s/out-%d.tsv", dir, threads[i]);
+        snprintf(what, sizeof what, "%s with %d threads", job, threads[i]);
+        char *err = NULL;
+        int rc = tu_runf(NULL, &err, "'%s' run %s %s --device cpu --threads %d -o '%s' '%s'",
+                         tu_host(), job, args, threads[i], out, input);
+        cr_assert_eq(rc, 0, "%s: exit %d: %s", what, rc, err);
+        free(err);
+        expect_same_file(out, want, what);
+    }
+}
+
+Test(jobs, wordcount_equals_coreutils)
+{
+    char in[4096], want[4096];
+    snprintf(in, sizeof in, "%s/text", dir);
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    make_text(in, test_bytes(), 11);
+    cr_assert_eq(tu_runf(NULL, NULL, WORDS_PIPE " | " COUNT_PIPE " > '%s'", in, want), 0);
+    run_threads("wordcount", "", in, want);
+}
+
+static void grep_case(const char *pattern, uint64_t seed)
+{
+    char in[4096], want[4096];
+    snprintf(in, sizeof in, "%s/text", dir);
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    make_text(in, test_bytes() / 2, seed);
+    cr_assert_eq(tu_runf(NULL, NULL, WORDS_PIPE " | LC_ALL=C grep -aE '%s' | " COUNT_PIPE
+                                     " > '%s'", in, pattern, want), 0);
+    char args[256];
+    snprintf(args, sizeof args, "--param 'pattern=%s'", pattern);
+    run_threads("grep", args, in, want);
+}
+
+Test(jobs, grep_equals_coreutils_anchored) { grep_case("^th.*(ed|ing)$", 21); }
+Test(jobs, grep_equals_coreutils_classes) { grep_case("[a-c]+x?[^a-z.]", 22); }
+Test(jobs, grep_equals_coreutils_bytes) { grep_case("\xc3\xa9|Q7|\\\\", 23); }
+
+Test(jobs, histogram_equals_c_loop)
+{
+    char in[4096], want[4096];
+    snprintf(in, sizeof in, "%s/pixels.rgb", dir);
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    size_t pixels = test_bytes() / 3;
+    uint8_t *rgb = malloc(pixels * 3);
+    cr_assert_not_null(rgb);
+    uint64_t rng = 31;
+    /* Skewed channels, so that counts differ from bin to bin, and some bins
+     * stay empty (they must not be written). */
+    for (size_t i = 0; i < pixels * 3; i++) {
+        uint64_t r = tu_rand(&rng);
+        rgb[i] = (uint8_t)(i % 3 == 2 ? (r % 200) : (r & 0xff) & ((r >> 8) & 0xff));
+    }
+    tu_write(in, rgb, pixels * 3);
+    uint64_t bins[768] = {0};
+    for (size_t i = 0; i < pixels * 3; i++)
+        bins[(i % 3) * 256 + rgb[i]]++;
+    FILE *f = fopen(want, "w");
+    cr_assert_not_null(f);
+    for (int b = 0; b < 768; b++)
+        if (bins[b])
+            fprintf(f, "%d\t%llu\n", b, (unsigned long long)bins[b]);
+    fclose(f);
+    free(rgb);
+    run_threads("histogram", "", in, want);
+}
+
+/* Small hand-made inputs whose answers are known exactly. */
+static void expect_output(const char *job, const char *args, const char *input,
+                          size_t input_size, const char *want)
+{
+    char in[4096];
+    snprintf(in, sizeof in, "%s/small", dir);
+    tu_write(in, input, input_size);
+    char *out = NULL, *err = NULL;
+    int rc = tu_runf(&out, &err, "'%s' run %s %s --device cpu '%s'", tu_host(), job, args, in);
+    cr_assert_eq(rc, 0, "%s: exit %d: %s", job, rc, err);
+    cr_expect_str_eq(out, want, "%s on %zu bytes", job, input_size);
+    free(out);
+    free(err);
+}
+
+Test(jobs, wordcount_edge_cases)
+{
+    expect_output("wordcount", "", "", 0, "");
+    expect_output("wordcount", "", "\n\n \t\n", 5, "");
+    expect_output("wordcount", "", "a", 1, "a\t1\n");
+    expect_output("wordcount", "", "b a\r\nb", 7, "a\t1\nb\t2\n");
+    expect_output("wordcount", "", "x\\y x\\y", 7, "x\\\\y\t2\n");
+    expect_output("wordcount", "", "ab a abc b", 10, "a\t1\nab\t1\nabc\t1\nb\t1\n");
+    expect_output("wordcount", "--format json", "b a b", 5,
+                  "[\n{\"key\": \"a\", \"value\": 1},\n{\"key\": \"b\", \"value\": 2}\n]\n");
+}
+
+Test(jobs, histogram_edge_cases)
+{
+    expect_output("histogram", "", "", 0, "");
+    expect_output("histogram", "", "\x01\x02\x03\x01\xff\x03", 6,
+                  "1\t2\n258\t1\n511\t1\n515\t2\n");
+}
+
+Test(jobs, grep_edge_cases)
+{
+    expect_output("grep", "--param pattern=^a$", "a ab ba a", 9, "a\t2\n");
+    expect_output("grep", "--param pattern=", "b a", 3, "a\t1\nb\t1\n");
+    expect_output("grep", "--param pattern=zzz", "b a", 3, "");
+}

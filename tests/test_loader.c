@@ -1,0 +1,295 @@
+/* Discovery and loading: every way a plugin can be wrong gets its own clear
+ * error, and a broken manifest never stops a listing. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plugin/loader.h"
+#include "plugin/search.h"
+#include "plugin/sha256.h"
+#include "testutil.h"
+
+static char *dir;
+
+static void setup(void) { dir = tu_mkdtemp(); }
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+}
+
+TestSuite(loader, .init = setup, .fini = teardown);
+
+/* Copies a built library into the temp folder as NAME. */
+static void copy_lib(const char *from_rel, const char *name)
+{
+    cr_assert_eq(tu_runf(NULL, NULL, "cp '%s/%s' '%s/%s'", tu_builddir(), from_rel, dir, name),
+                 0);
+}
+
+static char *path_in(const char *name)
+{
+    char *p = NULL;
+    cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+    return p;
+}
+
+static void write_text(const char *name, const char *text)
+{
+    char *p = path_in(name);
+    tu_write(p, text, strlen(text));
+    free(p);
+}
+
+/* A minimal valid manifest for a test plugin called name. */
+static void write_manifest(const char *name, const char *library, const char *extra)
+{
+    char *text = NULL;
+    cr_assert(asprintf(&text,
+                       "{\"manifest_version\": 1, \"name\": \"%s\", \"version\": \"1.0.0\",\n"
+                       " \"summary\": \"test\", \"library\": \"%s\",\n"
+                       " \"input\": {\"format\": \"lines\"}, \"key\": {\"type\": \"string\"},\n"
+                       " \"value\": {\"type\": \"u32\"}, \"combine\": \"sum\"%s}\n",
+                       name, library, extra) > 0);
+    char *file = NULL;
+    cr_assert(asprintf(&file, "%s.json", name) > 0);
+    write_text(file, text);
+    free(file);
+    free(text);
+}
+
+/* Opens dir/NAME.json, expecting failure with code and a message containing
+ * every fragment. */
+static void expect_error(const char *name, soren_status code, const char *fragment,
+                         const char *fragment2)
+{
+    char *path = NULL;
+    cr_assert(asprintf(&path, "%s/%s.json", dir, name) > 0);
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = (soren_plugin *)1;
+    soren_status rc = soren_plugin_open(path, &p, &err);
+    cr_expect_eq(rc, code, "%s: status %d, expected %d (%s)", name, rc, code, err.text);
+    cr_expect_null(p, "%s: a failed open returns no plugin", name);
+    cr_expect(strstr(err.text, fragment) != NULL, "%s: \"%s\" lacks \"%s\"", name, err.text,
+              fragment);
+    if (fragment2)
+        cr_expect(strstr(err.text, fragment2) != NULL, "%s: \"%s\" lacks \"%s\"", name,
+                  err.text, fragment2);
+    free(path);
+}
+
+static soren_plugin *open_ok(const char *path)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    cr_assert_eq(soren_plugin_open(path, &p, &err), SOREN_OK, "%s: %s", path, err.text);
+    return p;
+}
+
+Test(loader, opens_a_staged_plugin)
+{
+    char *path = NULL;
+    cr_assert(asprintf(&path, "%s/stage/plugins/wordcount.json", tu_builddir()) > 0);
+    soren_plugin *p = open_ok(path);
+    cr_expect_str_eq(p->table->name, "wordcount");
+    cr_expect_eq(p->table->abi_major, SOREN_ABI_MAJOR);
+    cr_expect_eq(p->table->stage_count, 1);
+    cr_expect_not_null(p->table->stages[0].map);
+    cr_expect_eq(p->table->stages[0].combine.op, SOREN_COMBINE_SUM);
+    cr_expect_eq(p->library_path[0], '/', "the library path is resolved");
+    soren_plugin_close(p);
+    free(path);
+}
+
+Test(loader, missing_symbol)
+{
+    copy_lib("tests/plugins/.libs/no_symbol.so", "no_symbol.so");
+    write_manifest("no_symbol", "no_symbol.so", "");
+    expect_error("no_symbol", SOREN_EPLUGIN, "no symbol soren_plugin_v1", "not a Soren plugin");
+}
+
+Test(loader, future_abi)
+{
+    copy_lib("tests/plugins/.libs/future_abi.so", "future_abi.so");
+    write_manifest("future_abi", "future_abi.so", "");
+    expect_error("future_abi", SOREN_EPLUGIN, "built for plugin ABI 2.0, this soren-host loads "
+                                              "ABI 1.x", "upgrade soren-host");
+}
+
+Test(loader, table_too_small)
+{
+    copy_lib("tests/plugins/.libs/small_table.so", "small_table.so");
+    write_manifest("small_table", "small_table.so", "");
+    expect_error("small_table", SOREN_EPLUGIN, "its plugin table is 16 bytes", NULL);
+}
+
+Test(loader, stale_embedded_manifest)
+{
+    copy_lib("stage/plugins/wordcount.so", "wordcount.so");
+    char *orig = NULL;
+    cr_assert(asprintf(&orig, "%s/plugins/wordcount/wordcount.json", tu_srcdir()) > 0);
+    size_t n = 0;
+    char *text = tu_read(orig, &n);
+    /* The same JSON with one more space: valid, but not what was built. */
+    char *edited = NULL;
+    cr_assert(asprintf(&edited, " %s", text) > 0);
+    write_text("wordcount.json", edited);
+    expect_error("wordcount", SOREN_EPLUGIN, "differs from", "rebuild the plugin");
+    free(orig);
+    free(text);
+    free(edited);
+}
+
+Test(loader, compiled_types_disagree_with_manifest)
+{
+    copy_lib("tests/plugins/.libs/mismatch.so", "mismatch.so");
+    char *src = NULL;
+    cr_assert(asprintf(&src, "%s/tests/plugins/mismatch.json", tu_srcdir()) > 0);
+    size_t n = 0;
+    char *text = tu_read(src, &n);
+    write_text("mismatch.json", text);
+    expect_error("mismatch", SOREN_EPLUGIN, "key type: the library was built for u32",
+                 "says string");
+    free(src);
+    free(text);
+}
+
+Test(loader, missing_library)
+{
+    write_manifest("absent", "absent.so", "");
+    expect_error("absent", SOREN_EPLUGIN, "$.library: cannot open", "absent.so");
+}
+
+Test(loader, not_a_shared_object)
+{
+    write_text("garbage.so", "this is not an ELF file\n");
+    write_manifest("garbage", "garbage.so", "");
+    expect_error("garbage", SOREN_EPLUGIN, "cannot load", "garbage.so");
+}
+
+Test(loader, symlink_leaving_the_folder)
+{
+    char *outside = tu_mkdtemp();
+    cr_assert_eq(tu_runf(NULL, NULL, "cp '%s/stage/plugins/wordcount.so' '%s/w.so' && "
+                                     "ln -s '%s/w.so' '%s/link.so'",
+                         tu_builddir(), outside, outside, dir), 0);
+    write_manifest("linked", "link.so", "");
+    expect_error("linked", SOREN_EPLUGIN, "outside the manifest's folder", NULL);
+    tu_rmtree(outside);
+    free(outside);
+}
+
+Test(loader, sha256_checked)
+{
+    copy_lib("stage/plugins/wordcount.so", "wordcount.so");
+    char *lib = path_in("wordcount.so");
+    char hex[65];
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_sha256_file(lib, hex, &err), SOREN_OK);
+
+    char *src = NULL;
+    cr_assert(asprintf(&src, "%s/plugins/wordcount/wordcount.json", tu_srcdir()) > 0);
+    char *text = tu_read(src, NULL);
+    /* Only the side-car changes, so the embedded copy differs too: the
+     * digest is checked first, before anything is loaded. */
+    char *wrong = strdup(text);
+    char *brace = strrchr(wrong, '}');
+    cr_assert_not_null(brace);
+    *brace = '\0';
+    char *with_digest = NULL;
+    cr_assert(asprintf(&with_digest, "%s, \"sha256\": \"%064d\"}\n", wrong, 0) > 0);
+    write_text("wordcount.json", with_digest);
+    expect_error("wordcount", SOREN_EPLUGIN, "SHA-256 of", "reinstall the plugin");
+
+    /* The right digest passes the check and fails later, on the embedded copy. */
+    free(with_digest);
+    cr_assert(asprintf(&with_digest, "%s, \"sha256\": \"%s\"}\n", wrong, hex) > 0);
+    write_text("wordcount.json", with_digest);
+    expect_error("wordcount", SOREN_EPLUGIN, "differs from", NULL);
+    free(with_digest);
+    free(wrong);
+    free(text);
+    free(src);
+    free(lib);
+}
+
+Test(search, resolves_names_and_paths)
+{
+    soren_search_path sp;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_search_path_init(&sp, NULL, 0, &err), SOREN_OK);
+    char *path = NULL;
+    cr_assert_eq(soren_plugin_resolve(&sp, "wordcount", &path, &err), SOREN_OK, "%s", err.text);
+    cr_expect(strstr(path, "stage/plugins/wordcount.json") != NULL, "%s", path);
+    free(path);
+    cr_assert_eq(soren_plugin_resolve(&sp, "./x/grep.so", &path, &err), SOREN_OK);
+    cr_expect_str_eq(path, "./x/grep.json");
+    free(path);
+    cr_assert_eq(soren_plugin_resolve(&sp, "no_such_job", &path, &err), SOREN_EPLUGIN);
+    cr_expect_null(path);
+    cr_expect(strstr(err.text, "no plugin named \"no_such_job\"") != NULL, "%s", err.text);
+    cr_expect(strstr(err.text, "--plugin-path") != NULL, "%s", err.text);
+    soren_search_path_destroy(&sp);
+}
+
+Test(search, plugin_path_option_comes_first)
+{
+    write_manifest("wordcount", "wordcount.so", "");
+    const char *extra[] = {dir};
+    soren_search_path sp;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_search_path_init(&sp, extra, 1, &err), SOREN_OK);
+    cr_expect_str_eq(sp.dirs[0], dir);
+    char *path = NULL;
+    cr_assert_eq(soren_plugin_resolve(&sp, "wordcount", &path, &err), SOREN_OK);
+    cr_expect(strncmp(path, dir, strlen(dir)) == 0, "%s", path);
+    free(path);
+    soren_search_path_destroy(&sp);
+}
+
+typedef struct listing {
+    int good, broken, shadowed;
+    char broken_text[1024];
+} listing;
+
+static void count_entry(void *ctx, const soren_plugin_entry *e)
+{
+    listing *l = ctx;
+    if (!e->m) {
+        l->broken++;
+        snprintf(l->broken_text, sizeof l->broken_text, "%s", e->error->text);
+    } else if (e->shadowed_by) {
+        l->shadowed++;
+    } else {
+        l->good++;
+    }
+}
+
+Test(search, broken_manifest_does_not_stop_the_listing)
+{
+    write_text("a_broken.json", "{\"manifest_version\": 1, \"name\": 7}\n");
+    write_manifest("zeta", "zeta.so", "");
+    write_manifest("wordcount", "wordcount.so", ""); /* shadows the staged one */
+    write_text("notes.txt", "not a manifest\n");
+    const char *extra[] = {dir};
+    soren_search_path sp;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_search_path_init(&sp, extra, 1, &err), SOREN_OK);
+    listing l = {0};
+    cr_assert_eq(soren_plugin_list(&sp, count_entry, &l, &err), SOREN_OK);
+    cr_expect_eq(l.broken, 1);
+    cr_expect(strstr(l.broken_text, "a_broken.json") != NULL, "%s", l.broken_text);
+    cr_expect(strstr(l.broken_text, "$.name") != NULL, "%s", l.broken_text);
+    /* zeta, wordcount (ours), then the staged histogram and grep at least. */
+    cr_expect_geq(l.good, 4);
+    cr_expect_eq(l.shadowed, 1, "the staged wordcount is shadowed by ours");
+    soren_search_path_destroy(&sp);
+}
