@@ -5,8 +5,9 @@
  * locale): literals; '.' (any byte); bracket expressions "[abc]", "[a-z]",
  * "[^...]" (']' first is literal, '-' first or last is literal); postfix
  * '*', '+', '?'; alternation '|'; grouping "(...)"; anchors '^' and '$';
- * '\' makes the next character literal.  Nothing else ({n,m}, classes,
- * back-references) is accepted.
+ * '\' makes the next character literal, except a letter, a digit or one of
+ * < > ` ' (GNU escapes such as \w, \1, \<).  Nothing else ({n,m}, classes,
+ * back-references, GNU escapes) is accepted.
  *
  * Semantics equal regexec(REG_EXTENDED) in the C locale answering "does the
  * subject contain a match": ^ and $ anchor at the subject's ends.
@@ -25,7 +26,9 @@
 /* Compiles pattern into a new DFA block (free with free()).  On a syntax
  * error returns SOREN_EUSAGE with a message that shows the pattern and points
  * at the offending position, e.g.
- *   invalid pattern "ab(c": unclosed '(' at position 3
+ *   invalid pattern "ab(c": unclosed '(' at position 2
+ * (0-based byte offsets).  Patterns too complex for SOREN_REGEX_MAX_STATES
+ * are refused with SOREN_EUSAGE too.
  */
 soren_status soren_regex_compile(const char *pattern, soren_dfa **out, size_t *out_size,
                                  soren_error *err);

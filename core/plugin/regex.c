@@ -1,0 +1,1085 @@
+/*
+ * regex.c - compiling a pattern into a soren_dfa (see regex.h, soren/dfa.h).
+ *
+ * Three steps:
+ *  1. A recursive-descent parser builds a Thompson NFA whose edges are byte
+ *     sets, epsilons, and the zero-width assertions ^ and $.
+ *  2. Subset construction builds a DFA for "the subject contains a match".
+ *     Every DFA state also holds the NFA's start (the implicit leading .*,
+ *     so there is no dead state), and every state whose closure reaches the
+ *     NFA's final state becomes the one accepting state, which is absorbing.
+ *     Bytes the pattern cannot tell apart share a class, so the work per
+ *     DFA state is per class, not per byte.
+ *  3. Valmari's partition refinement (Hopcroft's minimisation for complete
+ *     DFAs) merges equivalent states; the result is laid out over all 258
+ *     symbols.
+ *
+ * Anchors are zero-width assertions, as in POSIX, not symbols the pattern
+ * consumes: "^^a" and "a$$" match "a", and "$^" matches the empty subject.
+ * A DFA state remembers whether it was entered by BEGIN (then ^ holds) and
+ * keeps the NFA states waiting on a $ until END is read.  The automaton has
+ * no edge on BEGIN or END, so '.' and [^...] never match an end.  Reading
+ * BEGIN or END anywhere restarts the search (no match is in progress across
+ * an end), which keeps the DFA's start state a plain "not at the beginning"
+ * state: a caller that feeds bytes without BEGIN gets a ^ that never holds.
+ *
+ * Limits: the result has at most SOREN_REGEX_MAX_STATES states.  Subset
+ * construction can be exponentially larger than the minimal DFA, so it may
+ * go past that (up to BUILD_MAX_CELLS transitions and BUILD_MAX_KEYS stored
+ * NFA states); beyond those the pattern is refused as too complex even if
+ * its minimal DFA would be small.  The message says which limit was hit.
+ *
+ * The empty pattern matches every subject.
+ *
+ * What this compiler does where POSIX leaves the meaning undefined (GNU
+ * grep -E's choice, where that is simple):
+ *  - '*', '+' or '?' with nothing before it (at the start, after '(' or
+ *    '|') repeats the empty string: "*a" means "a", "(+)" means "()".
+ *    glibc's regcomp refuses these; GNU grep accepts them with a warning.
+ *  - Stacked operators apply in turn: "a**" is (a*)*, "a+?" is (a+)?.
+ *  - An operator after an anchor repeats the assertion: "^*" matches every
+ *    subject and "a^*b" matches "ab", as in GNU grep (glibc refuses these).
+ *  - Empty alternatives and empty groups match the empty string: "a|",
+ *    "|a", "a||b" and "()" all accept; "a|" matches every subject.
+ *  - ']' right after '[' or "[^" is literal ("[]a]", "[^]a]"); '-' first or
+ *    last is literal; '\' inside brackets is literal, as POSIX says.
+ *  - "[a-c-e]" (a range right after a range) and reversed ranges ("[z-a]")
+ *    are refused, as glibc and GNU grep do.
+ *  - ')' with no open group is literal (POSIX, glibc and GNU grep agree);
+ *    '}' is literal; '{' is refused, since intervals are not supported and
+ *    reading "a{2}" literally would silently match something else.
+ *  - '\' before a letter, a digit or one of < > ` ' is refused, because GNU
+ *    gives those escapes meanings this compiler lacks (\w, \1, \<); before
+ *    any other byte it makes that byte literal.
+ *  - "[:", "[." and "[=" inside brackets (classes, collating symbols,
+ *    equivalence classes) are refused.
+ *  - '.' and [^...] match every byte, NUL and newline included (glibc's
+ *    '.' does not match NUL; subjects here are bytes, not C strings).
+ */
+#include "regex.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+
+/* The parser recurses once per group; deeper nesting is refused so that a
+ * hostile pattern cannot exhaust the stack. */
+#define MAX_DEPTH 1000u
+
+/* Subset construction may overshoot the final limit, since minimisation
+ * can shrink its result a lot: "a(a|b){14}" needs 2^15 subsets but only 16
+ * states.  It stops at this many transitions (rows x classes), or at twice
+ * the final limit where the rows are wide. */
+#define BUILD_MAX_CELLS (1u << 20)
+#define BUILD_MIN_STATES (2u * SOREN_REGEX_MAX_STATES)
+/* The NFA states the subset construction may store over all its states: a
+ * long literal's state sets grow with the prefix read (quadratic), and this
+ * still fits one of 4096 bytes. */
+#define BUILD_MAX_KEYS (1u << 24)
+
+/* ---- Messages ------------------------------------------------------------ */
+
+static bool is_control(unsigned char c)
+{
+    return c < 0x20 || c == 0x7f;
+}
+
+static bool has_control(const char *s)
+{
+    for (; *s; s++)
+        if (is_control((unsigned char)*s))
+            return true;
+    return false;
+}
+
+/* One byte as shown in a message: as it is, or JSON-escaped when json. */
+static void show_byte(unsigned char c, bool json, char piece[8])
+{
+    static const char short_escape[] = "btn\0fr"; /* \b .. \r; JSON has no \v */
+    if (json && (c == '"' || c == '\\'))
+        snprintf(piece, 8, "\\%c", c);
+    else if (json && c >= '\b' && c <= '\r' && c != '\v')
+        snprintf(piece, 8, "\\%c", short_escape[c - '\b']);
+    else if (json && is_control(c))
+        snprintf(piece, 8, "\\u%04x", c);
+    else
+        snprintf(piece, 8, "%c", c);
+}
+
+/* The pattern as shown in a message: as typed, JSON-escaped when it holds
+ * control bytes that would garble a terminal, cut short with "..." when
+ * long so the rest of the message survives. */
+static void show_pattern(const char *pattern, char *buf, size_t size)
+{
+    bool json = has_control(pattern);
+    size_t n = 0;
+    for (const unsigned char *s = (const unsigned char *)pattern; *s; s++) {
+        char piece[8];
+        show_byte(*s, json, piece);
+        size_t k = strlen(piece);
+        if (n + k + sizeof "..." > size) {
+            memcpy(buf + n, "...", sizeof "...");
+            return;
+        }
+        memcpy(buf + n, piece, k);
+        n += k;
+    }
+    buf[n] = '\0';
+}
+
+static soren_status out_of_memory(const char *pattern, soren_error *err)
+{
+    char shown[256];
+    show_pattern(pattern, shown, sizeof shown);
+    return soren_error_set(err, SOREN_ENOMEM, "out of memory compiling pattern \"%s\"", shown);
+}
+
+/* why names the limit: the minimal DFA's, or one of the subset
+ * construction's, which may be larger than the DFA it would yield. */
+static soren_status too_complex(const char *pattern, soren_error *err, const char *why)
+{
+    char shown[256];
+    show_pattern(pattern, shown, sizeof shown);
+    return soren_error_set(err, SOREN_EUSAGE, "pattern \"%s\" is too complex: %s", shown, why);
+}
+
+/* ---- NFA ----------------------------------------------------------------- */
+
+enum nfa_kind {
+    NFA_EPS,   /* epsilon edges to out[0] and out[1] (either may be NONE) */
+    NFA_BYTES, /* an edge to out[0] on the bytes in set */
+    NFA_BOL,   /* an edge to out[0] where ^ holds */
+    NFA_EOL,   /* an edge to out[0] where $ holds */
+    NFA_MATCH  /* the final state */
+};
+
+typedef struct nfa_state {
+    uint8_t kind;
+    uint8_t set[32];
+    uint32_t out[2];
+} nfa_state;
+
+typedef struct nfa {
+    nfa_state *st;
+    uint32_t n, cap;
+    uint32_t start;
+} nfa;
+
+static bool has_byte(const uint8_t set[32], unsigned c)
+{
+    return set[c >> 3] >> (c & 7) & 1;
+}
+
+static void add_bytes(uint8_t set[32], unsigned lo, unsigned hi)
+{
+    for (unsigned c = lo; c <= hi; c++)
+        set[c >> 3] |= (uint8_t)(1u << (c & 7));
+}
+
+/* ---- Parser ---------------------------------------------------------------- */
+
+typedef struct parser {
+    const char *pattern;
+    const unsigned char *p;
+    size_t len, pos;
+    unsigned depth;
+    nfa *m;
+    soren_error *err;
+} parser;
+
+/* A piece of NFA: end is an NFA_EPS state with no edges yet. */
+typedef struct frag {
+    uint32_t start, end;
+} frag;
+
+static soren_status syntax_error(const parser *ps, size_t pos, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static soren_status syntax_error(const parser *ps, size_t pos, const char *fmt, ...)
+{
+    char what[128], shown[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    show_pattern(ps->pattern, shown, sizeof shown);
+    return soren_error_set(ps->err, SOREN_EUSAGE, "invalid pattern \"%s\": %s at position %zu",
+                           shown, what, pos);
+}
+
+static soren_status add_state(parser *ps, enum nfa_kind kind, uint32_t *id)
+{
+    nfa *m = ps->m;
+    if (m->n == m->cap) {
+        uint32_t cap = m->cap ? 2 * m->cap : 64;
+        nfa_state *st = realloc(m->st, cap * sizeof *st);
+        if (!st)
+            return out_of_memory(ps->pattern, ps->err);
+        m->st = st;
+        m->cap = cap;
+    }
+    nfa_state *s = &m->st[m->n];
+    memset(s, 0, sizeof *s);
+    s->kind = (uint8_t)kind;
+    s->out[0] = s->out[1] = NONE;
+    *id = m->n++;
+    return SOREN_OK;
+}
+
+static soren_status empty(parser *ps, frag *f)
+{
+    soren_status rc = add_state(ps, NFA_EPS, &f->start);
+    f->end = f->start;
+    return rc;
+}
+
+/* start --kind--> end */
+static soren_status edge(parser *ps, enum nfa_kind kind, frag *f)
+{
+    soren_status rc = add_state(ps, kind, &f->start);
+    if (rc == SOREN_OK)
+        rc = add_state(ps, NFA_EPS, &f->end);
+    if (rc == SOREN_OK)
+        ps->m->st[f->start].out[0] = f->end;
+    return rc;
+}
+
+static soren_status bytes(parser *ps, const uint8_t set[32], frag *f)
+{
+    soren_status rc = edge(ps, NFA_BYTES, f);
+    if (rc == SOREN_OK)
+        memcpy(ps->m->st[f->start].set, set, 32);
+    return rc;
+}
+
+static soren_status byte_range(parser *ps, unsigned lo, unsigned hi, frag *f)
+{
+    uint8_t set[32] = {0};
+    add_bytes(set, lo, hi);
+    return bytes(ps, set, f);
+}
+
+static void join_concat(nfa *m, frag *f, frag g)
+{
+    m->st[f->end].out[0] = g.start;
+    f->end = g.end;
+}
+
+static soren_status join_alt(parser *ps, frag *f, frag g)
+{
+    uint32_t s, e;
+    soren_status rc = add_state(ps, NFA_EPS, &s);
+    if (rc == SOREN_OK)
+        rc = add_state(ps, NFA_EPS, &e);
+    if (rc != SOREN_OK)
+        return rc;
+    nfa_state *st = ps->m->st;
+    st[s].out[0] = f->start;
+    st[s].out[1] = g.start;
+    st[f->end].out[0] = e;
+    st[g.end].out[0] = e;
+    f->start = s;
+    f->end = e;
+    return SOREN_OK;
+}
+
+/* Applies the postfix operator op ('*', '+' or '?') to f. */
+static soren_status repeat(parser *ps, unsigned char op, frag *f)
+{
+    uint32_t s = NONE, e;
+    soren_status rc = op == '+' ? SOREN_OK : add_state(ps, NFA_EPS, &s);
+    if (rc == SOREN_OK)
+        rc = add_state(ps, NFA_EPS, &e);
+    if (rc != SOREN_OK)
+        return rc;
+    nfa_state *st = ps->m->st;
+    if (op == '+') {
+        st[f->end].out[0] = f->start;
+        st[f->end].out[1] = e;
+        f->end = e;
+        return SOREN_OK;
+    }
+    st[s].out[0] = f->start;
+    st[s].out[1] = e;
+    st[f->end].out[0] = op == '*' ? s : e;
+    f->start = s;
+    f->end = e;
+    return SOREN_OK;
+}
+
+static soren_status parse_alt(parser *ps, frag *f);
+
+/* "[:", "[." and "[=" open POSIX classes, which are not supported. */
+static bool opens_class(const parser *ps, size_t i)
+{
+    return ps->p[i] == '[' && i + 1 < ps->len &&
+           (ps->p[i + 1] == ':' || ps->p[i + 1] == '.' || ps->p[i + 1] == '=');
+}
+
+/* True if a range "x-y" starts at i: '-' followed by something but ']'. */
+static bool starts_range(const parser *ps, size_t i)
+{
+    return i + 2 < ps->len && ps->p[i + 1] == '-' && ps->p[i + 2] != ']';
+}
+
+static soren_status refuse_class(const parser *ps, size_t i)
+{
+    return syntax_error(ps, i, "unsupported '[%c' in a bracket expression", ps->p[i + 1]);
+}
+
+/* Adds the byte or range at *at to set and moves *at past it. */
+static soren_status bracket_item(parser *ps, size_t *at, uint8_t set[32])
+{
+    size_t i = *at;
+    const unsigned char *p = ps->p;
+    if (opens_class(ps, i))
+        return refuse_class(ps, i);
+    unsigned lo = p[i], hi = lo;
+    if (starts_range(ps, i)) {
+        if (opens_class(ps, i + 2))
+            return refuse_class(ps, i + 2);
+        hi = p[i + 2];
+        if (hi < lo) {
+            bool json = has_control(ps->pattern);
+            char a[8], b[8];
+            show_byte((unsigned char)lo, json, a);
+            show_byte((unsigned char)hi, json, b);
+            return syntax_error(ps, i, "range '%s-%s' is out of order", a, b);
+        }
+        i += 2;
+        if (starts_range(ps, i))
+            return syntax_error(ps, i + 1, "'-' after a range must come last");
+    }
+    add_bytes(set, lo, hi);
+    *at = i + 1;
+    return SOREN_OK;
+}
+
+static soren_status parse_bracket(parser *ps, frag *f)
+{
+    size_t open = ps->pos, i = open + 1;
+    bool negate = i < ps->len && ps->p[i] == '^';
+    uint8_t set[32] = {0};
+    i += negate;
+    for (size_t first = i;; ) {
+        if (i == ps->len)
+            return syntax_error(ps, open, "unclosed '['");
+        if (ps->p[i] == ']' && i > first)
+            break;
+        soren_status rc = bracket_item(ps, &i, set);
+        if (rc != SOREN_OK)
+            return rc;
+    }
+    ps->pos = i + 1;
+    if (negate)
+        for (int k = 0; k < 32; k++)
+            set[k] = (uint8_t)~set[k];
+    return bytes(ps, set, f);
+}
+
+static soren_status parse_group(parser *ps, frag *f)
+{
+    size_t open = ps->pos;
+    if (ps->depth == MAX_DEPTH)
+        return syntax_error(ps, open, "groups nested more than %u deep", MAX_DEPTH);
+    ps->pos++;
+    ps->depth++;
+    soren_status rc = parse_alt(ps, f);
+    ps->depth--;
+    if (rc != SOREN_OK)
+        return rc;
+    if (ps->pos == ps->len)
+        return syntax_error(ps, open, "unclosed '('");
+    ps->pos++; /* the ')' that stopped parse_alt */
+    return SOREN_OK;
+}
+
+/* Escapes GNU gives a meaning this compiler lacks (\w, \1, \<, ...). */
+static bool gnu_escape(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '<' || c == '>' || c == '`' || c == '\'';
+}
+
+static soren_status parse_escape(parser *ps, frag *f)
+{
+    size_t at = ps->pos;
+    if (at + 1 == ps->len)
+        return syntax_error(ps, at, "trailing '\\'");
+    unsigned char c = ps->p[at + 1];
+    if (gnu_escape(c))
+        return syntax_error(ps, at, "unsupported escape '\\%c'", c);
+    ps->pos += 2;
+    return byte_range(ps, c, c, f);
+}
+
+static soren_status parse_atom(parser *ps, frag *f)
+{
+    size_t at = ps->pos;
+    unsigned char c = ps->p[at];
+    switch (c) {
+    case '(': return parse_group(ps, f);
+    case '[': return parse_bracket(ps, f);
+    case '\\': return parse_escape(ps, f);
+    case '{': return syntax_error(ps, at, "unsupported interval '{'");
+    case '*':
+    case '+':
+    case '?': return empty(ps, f); /* nothing to repeat: repeats "" (GNU grep) */
+    }
+    ps->pos++;
+    switch (c) {
+    case '^': return edge(ps, NFA_BOL, f);
+    case '$': return edge(ps, NFA_EOL, f);
+    case '.': return byte_range(ps, 0, 255, f);
+    }
+    return byte_range(ps, c, c, f);
+}
+
+static bool is_repeat(const parser *ps)
+{
+    if (ps->pos == ps->len)
+        return false;
+    unsigned char c = ps->p[ps->pos];
+    return c == '*' || c == '+' || c == '?';
+}
+
+static soren_status parse_repeat(parser *ps, frag *f)
+{
+    soren_status rc = parse_atom(ps, f);
+    while (rc == SOREN_OK && is_repeat(ps))
+        rc = repeat(ps, ps->p[ps->pos++], f);
+    return rc;
+}
+
+/* A branch ends at '|', at the end, or at the ')' closing an open group;
+ * with no group open, ')' is a literal. */
+static bool ends_branch(const parser *ps)
+{
+    if (ps->pos == ps->len)
+        return true;
+    unsigned char c = ps->p[ps->pos];
+    return c == '|' || (c == ')' && ps->depth > 0);
+}
+
+static soren_status parse_branch(parser *ps, frag *f)
+{
+    soren_status rc = empty(ps, f);
+    while (rc == SOREN_OK && !ends_branch(ps)) {
+        frag g;
+        rc = parse_repeat(ps, &g);
+        if (rc == SOREN_OK)
+            join_concat(ps->m, f, g);
+    }
+    return rc;
+}
+
+static soren_status parse_alt(parser *ps, frag *f)
+{
+    soren_status rc = parse_branch(ps, f);
+    while (rc == SOREN_OK && ps->pos < ps->len && ps->p[ps->pos] == '|') {
+        frag g;
+        ps->pos++;
+        rc = parse_branch(ps, &g);
+        if (rc == SOREN_OK)
+            rc = join_alt(ps, f, g);
+    }
+    return rc;
+}
+
+static soren_status parse(const char *pattern, nfa *m, soren_error *err)
+{
+    parser ps = {.pattern = pattern,
+                 .p = (const unsigned char *)pattern,
+                 .len = strlen(pattern),
+                 .m = m,
+                 .err = err};
+    frag f;
+    soren_status rc = parse_alt(&ps, &f); /* at depth 0 it reads the whole pattern */
+    if (rc == SOREN_OK) {
+        m->st[f.end].kind = NFA_MATCH;
+        m->start = f.start;
+    }
+    return rc;
+}
+
+/* ---- Subset construction --------------------------------------------------- */
+
+/* What a DFA state knows beyond its NFA states. */
+enum { AT_OTHER, AT_BEGIN, ACCEPTING };
+
+/* A DFA state: its flag and the sorted NFA states it holds, keys[off ..
+ * off + len).  Only byte states and states waiting on $ are kept: the rest
+ * have been followed already, or never hold again. */
+typedef struct dstate {
+    uint32_t off, len;
+    uint8_t flag;
+} dstate;
+
+typedef struct builder {
+    const nfa *m;
+    const char *pattern;
+    soren_error *err;
+    uint8_t cls[256];      /* byte -> class */
+    uint8_t rep[256];      /* class -> its smallest byte */
+    uint32_t nclass, cols; /* cols: the classes, then BEGIN and END */
+    dstate *st;
+    uint32_t n, cap, max_states;
+    uint32_t *trans; /* n x cols */
+    uint32_t *keys;
+    size_t nkeys, keycap;
+    uint32_t *table; /* hash table of states (NONE: free), at most half full */
+    uint32_t table_size;
+    /* closure scratch, one slot per NFA state */
+    uint32_t *stack, *list, *seen;
+    uint32_t nstack, nlist, stamp;
+    bool matched;
+} builder;
+
+/* Groups bytes that every byte set of the NFA treats alike. */
+static void byte_classes(builder *b)
+{
+    memset(b->cls, 0, sizeof b->cls);
+    b->nclass = 1;
+    for (uint32_t s = 0; s < b->m->n; s++) {
+        if (b->m->st[s].kind != NFA_BYTES)
+            continue;
+        uint16_t remap[512];
+        uint32_t n = 0;
+        memset(remap, 0xff, sizeof remap);
+        for (unsigned c = 0; c < 256; c++) {
+            unsigned key = 2u * b->cls[c] + has_byte(b->m->st[s].set, c);
+            if (remap[key] == 0xffff)
+                remap[key] = (uint16_t)n++;
+            b->cls[c] = (uint8_t)remap[key];
+        }
+        b->nclass = n;
+    }
+    for (unsigned c = 256; c-- > 0;)
+        b->rep[b->cls[c]] = (uint8_t)c;
+    b->cols = b->nclass + 2;
+    b->max_states = BUILD_MAX_CELLS / b->cols;
+    if (b->max_states < BUILD_MIN_STATES)
+        b->max_states = BUILD_MIN_STATES;
+}
+
+static void set_begin(builder *b)
+{
+    b->stamp++;
+    b->nstack = 0;
+}
+
+static void set_add(builder *b, uint32_t s)
+{
+    if (s != NONE && b->seen[s] != b->stamp) {
+        b->seen[s] = b->stamp;
+        b->stack[b->nstack++] = s;
+    }
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, c = *(const uint32_t *)y;
+    return (a > c) - (a < c);
+}
+
+/* Follows epsilon edges from the added states, and ^ and $ edges where they
+ * hold; leaves the states to keep in list (sorted), and sets matched when
+ * the final state is reached. */
+static void closure(builder *b, bool at_begin, bool at_end)
+{
+    b->nlist = 0;
+    b->matched = false;
+    while (b->nstack && !b->matched) {
+        uint32_t s = b->stack[--b->nstack];
+        const nfa_state *q = &b->m->st[s];
+        switch (q->kind) {
+        case NFA_EPS:
+            set_add(b, q->out[0]);
+            set_add(b, q->out[1]);
+            break;
+        case NFA_BOL:
+            if (at_begin)
+                set_add(b, q->out[0]);
+            break;
+        case NFA_EOL:
+            if (at_end)
+                set_add(b, q->out[0]);
+            else
+                b->list[b->nlist++] = s;
+            break;
+        case NFA_BYTES: b->list[b->nlist++] = s; break;
+        case NFA_MATCH: b->matched = true; break;
+        }
+    }
+    qsort(b->list, b->nlist, sizeof *b->list, cmp_u32);
+}
+
+static uint32_t hash_key(uint8_t flag, const uint32_t *list, uint32_t n)
+{
+    uint32_t h = 2166136261u ^ flag;
+    for (uint32_t i = 0; i < n; i++)
+        h = (h ^ list[i]) * 16777619u;
+    return h ^ (h >> 15);
+}
+
+static bool same_key(const builder *b, uint32_t q, uint8_t flag)
+{
+    const dstate *d = &b->st[q];
+    return d->flag == flag && d->len == b->nlist &&
+           memcmp(b->keys + d->off, b->list, b->nlist * sizeof *b->list) == 0;
+}
+
+/* The free slot for a new key or the slot of an equal one. */
+static uint32_t find_slot(const builder *b, uint8_t flag)
+{
+    uint32_t mask = b->table_size - 1;
+    uint32_t slot = hash_key(flag, b->list, b->nlist) & mask;
+    while (b->table[slot] != NONE && !same_key(b, b->table[slot], flag))
+        slot = (slot + 1) & mask;
+    return slot;
+}
+
+/* Doubles the hash table and reinserts every state. */
+static soren_status grow_table(builder *b)
+{
+    uint32_t size = b->table_size ? 2 * b->table_size : 1024;
+    uint32_t *table = malloc(size * sizeof *table);
+    if (!table)
+        return out_of_memory(b->pattern, b->err);
+    memset(table, 0xff, size * sizeof *table);
+    for (uint32_t q = 0; q < b->n; q++) {
+        const dstate *d = &b->st[q];
+        uint32_t slot = hash_key(d->flag, b->keys + d->off, d->len) & (size - 1);
+        while (table[slot] != NONE)
+            slot = (slot + 1) & (size - 1);
+        table[slot] = q;
+    }
+    free(b->table);
+    b->table = table;
+    b->table_size = size;
+    return SOREN_OK;
+}
+
+static soren_status grow_states(builder *b)
+{
+    uint32_t cap = b->cap ? 2 * b->cap : 64;
+    dstate *st = realloc(b->st, cap * sizeof *st);
+    if (!st)
+        return out_of_memory(b->pattern, b->err);
+    b->st = st;
+    uint32_t *trans = realloc(b->trans, (size_t)cap * b->cols * sizeof *trans);
+    if (!trans)
+        return out_of_memory(b->pattern, b->err);
+    b->trans = trans;
+    b->cap = cap;
+    return SOREN_OK;
+}
+
+static soren_status grow_keys(builder *b, size_t need)
+{
+    size_t cap = b->keycap ? b->keycap : 1024;
+    while (cap < need)
+        cap *= 2;
+    uint32_t *keys = realloc(b->keys, cap * sizeof *keys);
+    if (!keys)
+        return out_of_memory(b->pattern, b->err);
+    b->keys = keys;
+    b->keycap = cap;
+    return SOREN_OK;
+}
+
+static soren_status construction_limit(const builder *b)
+{
+    char why[128];
+    if (b->n == b->max_states)
+        snprintf(why, sizeof why, "building its automaton needs more than %u states",
+                 b->max_states);
+    else
+        snprintf(why, sizeof why, "building its automaton needs more than %zu MiB",
+                 BUILD_MAX_KEYS * sizeof *b->keys >> 20);
+    return too_complex(b->pattern, b->err, why);
+}
+
+/* The DFA state for (flag, list), created if new. */
+static soren_status intern(builder *b, uint8_t flag, uint32_t *id)
+{
+    uint32_t slot = find_slot(b, flag);
+    if (b->table[slot] != NONE) {
+        *id = b->table[slot];
+        return SOREN_OK;
+    }
+    if (b->n == b->max_states || b->nkeys + b->nlist > BUILD_MAX_KEYS)
+        return construction_limit(b);
+    soren_status rc = b->n == b->cap ? grow_states(b) : SOREN_OK;
+    if (rc == SOREN_OK && b->nkeys + b->nlist > b->keycap)
+        rc = grow_keys(b, b->nkeys + b->nlist);
+    if (rc == SOREN_OK && 2 * (b->n + 1) > b->table_size) {
+        rc = grow_table(b);
+        slot = find_slot(b, flag);
+    }
+    if (rc != SOREN_OK)
+        return rc;
+    memcpy(b->keys + b->nkeys, b->list, b->nlist * sizeof *b->list);
+    b->st[b->n] = (dstate){.off = (uint32_t)b->nkeys, .len = b->nlist, .flag = flag};
+    b->nkeys += b->nlist;
+    b->table[slot] = b->n;
+    *id = b->n++;
+    return SOREN_OK;
+}
+
+/* The state a closure just computed leads to: the accepting state if it
+ * reached the final state. */
+static soren_status target(builder *b, uint8_t flag, uint32_t *id)
+{
+    if (b->matched) {
+        b->nlist = 0;
+        flag = ACCEPTING;
+    }
+    return intern(b, flag, id);
+}
+
+/* Where state q goes on a byte of class c: its byte states that take the
+ * byte, plus a new attempt starting here. */
+static soren_status step_byte(builder *b, uint32_t q, uint32_t c, uint32_t *id)
+{
+    const dstate *d = &b->st[q];
+    set_begin(b);
+    for (uint32_t i = 0; i < d->len; i++) {
+        const nfa_state *s = &b->m->st[b->keys[d->off + i]];
+        if (s->kind == NFA_BYTES && has_byte(s->set, b->rep[c]))
+            set_add(b, s->out[0]);
+    }
+    set_add(b, b->m->start);
+    closure(b, false, false);
+    return target(b, AT_OTHER, id);
+}
+
+/* On BEGIN every attempt in progress dies (none can cross an end) and one
+ * starts where ^ holds. */
+static soren_status step_begin(builder *b, uint32_t *id)
+{
+    set_begin(b);
+    set_add(b, b->m->start);
+    closure(b, true, false);
+    return target(b, AT_BEGIN, id);
+}
+
+/* On END the attempts waiting on $ go on; if none matches, the search
+ * starts afresh in state 0. */
+static soren_status step_end(builder *b, uint32_t q, uint32_t *id)
+{
+    const dstate *d = &b->st[q];
+    set_begin(b);
+    for (uint32_t i = 0; i < d->len; i++)
+        if (b->m->st[b->keys[d->off + i]].kind == NFA_EOL)
+            set_add(b, b->keys[d->off + i]);
+    closure(b, d->flag == AT_BEGIN, true);
+    if (!b->matched) {
+        *id = 0;
+        return SOREN_OK;
+    }
+    return target(b, ACCEPTING, id);
+}
+
+/* Fills state q's row; may create states (and move b->st and b->trans). */
+static soren_status expand(builder *b, uint32_t q)
+{
+    uint32_t t = q;
+    soren_status rc = SOREN_OK;
+    for (uint32_t c = 0; c < b->cols && rc == SOREN_OK; c++) {
+        if (b->st[q].flag != ACCEPTING) {
+            if (c < b->nclass)
+                rc = step_byte(b, q, c, &t);
+            else if (c == b->nclass)
+                rc = step_begin(b, &t);
+            else
+                rc = step_end(b, q, &t);
+        }
+        b->trans[(size_t)q * b->cols + c] = t;
+    }
+    return rc;
+}
+
+static void builder_free(builder *b)
+{
+    free(b->st);
+    free(b->trans);
+    free(b->keys);
+    free(b->table);
+    free(b->stack);
+    free(b->list);
+    free(b->seen);
+}
+
+/* Builds the unminimised DFA; state 0 is the start. */
+static soren_status subsets(builder *b)
+{
+    size_t n = b->m->n;
+    b->stack = malloc(n * sizeof *b->stack);
+    b->list = malloc(n * sizeof *b->list);
+    b->seen = calloc(n, sizeof *b->seen);
+    if (!b->stack || !b->list || !b->seen)
+        return out_of_memory(b->pattern, b->err);
+    byte_classes(b);
+    soren_status rc = grow_table(b);
+    if (rc == SOREN_OK)
+        rc = grow_keys(b, 1); /* never NULL, even while every key is empty */
+    if (rc != SOREN_OK)
+        return rc;
+
+    uint32_t first; /* state 0 */
+    set_begin(b);
+    set_add(b, b->m->start);
+    closure(b, false, false);
+    rc = target(b, AT_OTHER, &first);
+    for (uint32_t q = 0; q < b->n && rc == SOREN_OK; q++)
+        rc = expand(b, q);
+    return rc;
+}
+
+/* ---- Minimisation ---------------------------------------------------------- */
+
+/* A refinable partition of 0 .. n-1 (Valmari and Lehtinen, "Efficient
+ * minimization of DFAs with partial transition functions", 2008): set s
+ * holds elem[first[s] .. past[s]), its marked elements first. */
+typedef struct partition {
+    uint32_t sets;
+    uint32_t *elem, *loc, *set, *first, *past;
+} partition;
+
+/* Marking scratch shared by both partitions: marked elements per set, and
+ * the sets with any marked. */
+typedef struct marks {
+    uint32_t *count, *touched;
+    uint32_t ntouched;
+} marks;
+
+static bool partition_init(partition *p, uint32_t n)
+{
+    p->elem = malloc(n * sizeof *p->elem);
+    p->loc = malloc(n * sizeof *p->loc);
+    p->set = calloc(n, sizeof *p->set);
+    p->first = malloc(n * sizeof *p->first);
+    p->past = malloc(n * sizeof *p->past);
+    if (!p->elem || !p->loc || !p->set || !p->first || !p->past)
+        return false;
+    for (uint32_t i = 0; i < n; i++)
+        p->elem[i] = p->loc[i] = i;
+    p->sets = 1;
+    p->first[0] = 0;
+    p->past[0] = n;
+    return true;
+}
+
+static void partition_free(partition *p)
+{
+    free(p->elem);
+    free(p->loc);
+    free(p->set);
+    free(p->first);
+    free(p->past);
+}
+
+static void partition_mark(partition *p, marks *mk, uint32_t e)
+{
+    uint32_t s = p->set[e], i = p->loc[e], j = p->first[s] + mk->count[s];
+    p->elem[i] = p->elem[j];
+    p->loc[p->elem[i]] = i;
+    p->elem[j] = e;
+    p->loc[e] = j;
+    if (mk->count[s]++ == 0)
+        mk->touched[mk->ntouched++] = s;
+}
+
+/* Splits every touched set into its marked and unmarked parts; the smaller
+ * part becomes the new set, which is what keeps the whole O(m log n). */
+static void partition_split(partition *p, marks *mk)
+{
+    while (mk->ntouched) {
+        uint32_t s = mk->touched[--mk->ntouched], j = p->first[s] + mk->count[s];
+        if (j == p->past[s]) {
+            mk->count[s] = 0;
+            continue;
+        }
+        uint32_t z = p->sets++;
+        if (mk->count[s] <= p->past[s] - j) {
+            p->first[z] = p->first[s];
+            p->past[z] = p->first[s] = j;
+        } else {
+            p->past[z] = p->past[s];
+            p->first[z] = p->past[s] = j;
+        }
+        for (uint32_t i = p->first[z]; i < p->past[z]; i++)
+            p->set[p->elem[i]] = z;
+        mk->count[s] = mk->count[z] = 0;
+    }
+}
+
+/* The transitions, numbered q * cols + symbol, as cords: first grouped by
+ * symbol; refinement then splits them by the block they enter. */
+static void cords_by_symbol(partition *c, uint32_t n, uint32_t cols)
+{
+    uint32_t i = 0;
+    for (uint32_t a = 0; a < cols; a++) {
+        c->first[a] = i;
+        for (uint32_t q = 0; q < n; q++, i++) {
+            uint32_t t = q * cols + a;
+            c->elem[i] = t;
+            c->loc[t] = i;
+            c->set[t] = a;
+        }
+        c->past[a] = i;
+    }
+    c->sets = cols;
+}
+
+/* in[in_first[q] .. in_first[q + 1]) are the transitions entering q. */
+static void incoming(const builder *b, uint32_t *in, uint32_t *in_first)
+{
+    uint32_t n = b->n, m = n * b->cols;
+    memset(in_first, 0, (n + 1) * sizeof *in_first);
+    for (uint32_t t = 0; t < m; t++)
+        in_first[b->trans[t] + 1]++;
+    for (uint32_t q = 0; q < n; q++)
+        in_first[q + 1] += in_first[q];
+    for (uint32_t t = 0; t < m; t++)
+        in[in_first[b->trans[t]]++] = t;
+    for (uint32_t q = n; q > 0; q--)
+        in_first[q] = in_first[q - 1];
+    in_first[0] = 0;
+}
+
+static void refine(const builder *b, partition *blocks, partition *cords, marks *mk,
+                   const uint32_t *in, const uint32_t *in_first)
+{
+    for (uint32_t q = 0; q < b->n; q++)
+        if (b->st[q].flag == ACCEPTING)
+            partition_mark(blocks, mk, q);
+    partition_split(blocks, mk);
+    cords_by_symbol(cords, b->n, b->cols);
+    /* Every cord splits blocks by source; every block but the first splits
+     * cords by target (the first is covered by the rest, as in Hopcroft's). */
+    for (uint32_t c = 0, k = 1; c < cords->sets; c++) {
+        for (uint32_t i = cords->first[c]; i < cords->past[c]; i++)
+            partition_mark(blocks, mk, cords->elem[i] / b->cols);
+        partition_split(blocks, mk);
+        for (; k < blocks->sets; k++) {
+            for (uint32_t i = blocks->first[k]; i < blocks->past[k]; i++) {
+                uint32_t q = blocks->elem[i];
+                for (uint32_t j = in_first[q]; j < in_first[q + 1]; j++)
+                    partition_mark(cords, mk, in[j]);
+            }
+            partition_split(cords, mk);
+        }
+    }
+}
+
+/* Sets block[q] to q's class of equivalent states; returns the count in
+ * *nblocks. */
+static soren_status minimise(const builder *b, uint32_t *block, uint32_t *nblocks)
+{
+    uint32_t n = b->n, m = n * b->cols;
+    partition blocks = {0}, cords = {0};
+    marks mk = {.count = calloc((size_t)m + 1, sizeof *mk.count),
+                .touched = malloc(((size_t)m + 1) * sizeof *mk.touched)};
+    uint32_t *in = malloc((size_t)m * sizeof *in);
+    uint32_t *in_first = malloc(((size_t)n + 1) * sizeof *in_first);
+    bool ok = partition_init(&blocks, n) && partition_init(&cords, m) && mk.count &&
+              mk.touched && in && in_first;
+    if (ok) {
+        incoming(b, in, in_first);
+        refine(b, &blocks, &cords, &mk, in, in_first);
+        memcpy(block, blocks.set, n * sizeof *block);
+        *nblocks = blocks.sets;
+    }
+    partition_free(&blocks);
+    partition_free(&cords);
+    free(mk.count);
+    free(mk.touched);
+    free(in);
+    free(in_first);
+    return ok ? SOREN_OK : out_of_memory(b->pattern, b->err);
+}
+
+/* ---- Output ---------------------------------------------------------------- */
+
+/* Lays the minimised DFA out over all 258 symbols, numbering its states in
+ * order of their first member so that the start (state 0) stays state 0. */
+static soren_status emit(const builder *b, const uint32_t *block, uint32_t nblocks,
+                         soren_dfa **out, size_t *out_size)
+{
+    if (nblocks > SOREN_REGEX_MAX_STATES) {
+        char why[64];
+        snprintf(why, sizeof why, "its automaton needs more than %u states",
+                 SOREN_REGEX_MAX_STATES);
+        return too_complex(b->pattern, b->err, why);
+    }
+    uint64_t size = soren_dfa_size(nblocks);
+    uint32_t *id = malloc(nblocks * sizeof *id), *member = malloc(nblocks * sizeof *member);
+    soren_dfa *d = malloc(size);
+    if (!id || !member || !d) {
+        free(id);
+        free(member);
+        free(d);
+        return out_of_memory(b->pattern, b->err);
+    }
+    memset(id, 0xff, nblocks * sizeof *id);
+    uint32_t k = 0;
+    for (uint32_t q = 0; q < b->n; q++) {
+        if (id[block[q]] == NONE) {
+            member[k] = q;
+            id[block[q]] = k++;
+        }
+    }
+    *d = (soren_dfa){.magic = SOREN_DFA_MAGIC, .state_count = nblocks, .start = 0};
+    uint32_t *next = (uint32_t *)(d + 1);
+    uint8_t *accept = (uint8_t *)(next + (size_t)nblocks * SOREN_DFA_SYMBOLS);
+    for (uint32_t s = 0; s < nblocks; s++) {
+        const uint32_t *row = b->trans + (size_t)member[s] * b->cols;
+        for (uint32_t sym = 0; sym < SOREN_DFA_SYMBOLS; sym++) {
+            uint32_t col = sym < 256 ? b->cls[sym] : b->nclass + (sym - 256);
+            next[(size_t)s * SOREN_DFA_SYMBOLS + sym] = id[block[row[col]]];
+        }
+        accept[s] = b->st[member[s]].flag == ACCEPTING;
+    }
+    free(id);
+    free(member);
+    *out = d;
+    *out_size = (size_t)size;
+    return SOREN_OK;
+}
+
+static soren_status build_dfa(const nfa *m, const char *pattern, soren_dfa **out,
+                              size_t *out_size, soren_error *err)
+{
+    builder b = {.m = m, .pattern = pattern, .err = err};
+    uint32_t *block = NULL, nblocks = 0;
+    soren_status rc = subsets(&b);
+    if (rc == SOREN_OK) {
+        block = malloc(b.n * sizeof *block);
+        rc = block ? minimise(&b, block, &nblocks) : out_of_memory(pattern, err);
+    }
+    if (rc == SOREN_OK)
+        rc = emit(&b, block, nblocks, out, out_size);
+    free(block);
+    builder_free(&b);
+    return rc;
+}
+
+soren_status soren_regex_compile(const char *pattern, soren_dfa **out, size_t *out_size,
+                                 soren_error *err)
+{
+    nfa m = {0};
+    *out = NULL;
+    *out_size = 0;
+    soren_status rc = parse(pattern, &m, err);
+    if (rc == SOREN_OK)
+        rc = build_dfa(&m, pattern, out, out_size, err);
+    free(m.st);
+    return rc;
+}
