@@ -20,7 +20,7 @@
 #include "../io/input.h"
 
 typedef struct soren_cpu_options {
-    unsigned threads;     /* 0: the number of online CPUs */
+    unsigned threads;     /* 0: soren_cpu_count() */
     uint64_t chunk_bytes; /* 0: the default (1 MiB) */
 } soren_cpu_options;
 
@@ -30,7 +30,8 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
                            size_t input_count, const soren_params *params,
                            const soren_cpu_options *opt, soren_result *out, soren_error *err);
 
-/* Number of online CPUs (at least 1). */
+/* Number of CPUs this process may run on: online and in its affinity mask
+ * (at least 1). */
 unsigned soren_cpu_count(void);
 
 #endif /* SOREN_CPU_H */

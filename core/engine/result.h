@@ -17,11 +17,16 @@
 typedef struct soren_result {
     uint64_t count;
     uint8_t *key_bytes;
-    uint64_t *key_offset; /* count + 1 entries */
+    uint64_t *key_offset; /* count + 1 entries; NULL while count == 0 */
     uint8_t *values;      /* count * value_size bytes */
     size_t value_size;
     soren_type key_type;
     soren_type value_type;
+    /* Private to result.c: room allocated for pairs and for key bytes, so
+     * appends are amortised.  0 means "exactly what count needs" (arrays
+     * built elsewhere are simply reallocated on the next append). */
+    uint64_t count_cap;
+    uint64_t key_cap;
 } soren_result;
 
 void soren_result_init(soren_result *r, const soren_stage_spec *spec);
@@ -36,7 +41,8 @@ soren_status soren_result_append(soren_result *r, const void *key, uint32_t key_
  * length), integers and index keys numerically, floats by IEEE total order. */
 int soren_key_compare(soren_type t, const uint8_t *a, uint64_t a_size, const uint8_t *b,
                       uint64_t b_size);
-/* Compares two values of type t numerically. */
+/* Compares two values of type t numerically (floats by IEEE total order, as
+ * keys: -0 before +0, NaNs at the ends by sign, so equal means equal bytes). */
 int soren_value_compare(soren_type t, const void *a, const void *b);
 
 /* Puts r in the stage's order and keeps at most spec->limit pairs.

@@ -34,6 +34,7 @@ typedef struct soren_input {
 soren_status soren_input_open(soren_input *in, const char *path, soren_error *err);
 /* Wraps bytes the caller keeps alive (tests, stdin slurps).  No copy. */
 void soren_input_wrap(soren_input *in, const char *name, const void *data, uint64_t size);
+/* Safe on a zeroed input and after a failed soren_input_open. */
 void soren_input_close(soren_input *in);
 
 /* Checks the input against the stage's record format (fixed: size is a

@@ -3,14 +3,18 @@
  *
  * tsv:  one pair a line, KEY<TAB>VALUE.  String keys are written raw except
  *       backslash, tab, newline and carriage return, written \\ \t \n \r.
- *       Integers in decimal; floats with the fewest digits that read back
- *       to the same value ("%.9g" for f32, "%.17g" for f64).
- * json: one JSON array of {"key": K, "value": V} objects; string keys are
- *       JSON strings (bytes that are not valid UTF-8 are written \u00XX).
+ *       Integers in decimal; floats with enough digits to read back to the
+ *       same value ("%.9g" for f32, "%.17g" for f64).
+ * json: one JSON array of {"key": K, "value": V} objects, one a line;
+ *       string keys are JSON strings (", \ and control characters escaped,
+ *       bytes that are not part of valid UTF-8 written \u00XX); infinities
+ *       and NaNs, which JSON cannot spell as numbers, are strings ("inf").
  *
- * soren_output_open writes to a temporary file beside the destination and
- * soren_output_commit renames it into place, so a failed run leaves nothing.
- * A destination of NULL or "-" is standard output.
+ * soren_output_open writes to a temporary file DEST.XXXXXX beside the
+ * destination and soren_output_commit renames it into place, so a failed run
+ * leaves nothing.  A destination of NULL or "-" is standard output; an
+ * existing destination that is not a regular file (/dev/null, a FIFO) is
+ * written in place.  Write errors are SOREN_EIO naming the destination.
  */
 #ifndef SOREN_OUTPUT_H
 #define SOREN_OUTPUT_H

@@ -1,0 +1,1394 @@
+/*
+ * cpu.c - the CPU engine.
+ *
+ * Three phases, each run by the same number of threads P:
+ *
+ *  map     Worker w takes chunks of the inputs from a shared counter and runs
+ *          map on the records that start in each.  Its emitter applies the
+ *          combine at once into w's own open-addressing table (combine
+ *          mode), counts keys and keeps the values (collect mode: a reduce
+ *          function without a combine), or appends the pairs to w's list
+ *          (list mode: map-only).  At the end w groups its entries by key
+ *          partition (P partitions by hash).
+ *  merge   Partition t is merged from partition t of every worker's table,
+ *          applying the combine again (or gathering every value of a key),
+ *          then reduced.  Keys are not copied: merged entries point into the
+ *          workers' key arenas, which live until the end.
+ *  copy    The partitions (or, map-only, the chunks in input order) are
+ *          copied into the result at offsets computed beforehand.
+ *
+ * An emitter cannot fail, so a worker records its first error (a key the
+ * manifest does not allow, memory exhaustion), ignores its further emits,
+ * stops at the next record and asks the others to stop at their next chunk.
+ *
+ * Determinism: the combined value of a key does not depend on the schedule
+ * for integer combines and for MIN/MAX (floats ignore NaNs, -0 < +0); float
+ * sums and user combines are as associative as their arithmetic.  A reduce
+ * without a combine receives a key's values sorted (by value, as
+ * soren_value_compare orders them), so its input is the same for any thread
+ * count or chunk size.
+ */
+#include "cpu.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNK_DEFAULT (UINT64_C(1) << 20)
+#define TABLE_MIN_SLOTS 1024u
+#define ARENA_FIRST_BLOCK (64u << 10)
+#define ARENA_MAX_BLOCK (4u << 20)
+#define NO_ENTRY UINT32_MAX
+
+/* ---- Hashing ------------------------------------------------------------- */
+
+/* A multiply-fold hash over 8-byte words: each step multiplies two 64-bit
+ * words into 128 bits and folds the halves together, which mixes every input
+ * bit into every output bit; short keys are read with overlapping loads. */
+#define H0 UINT64_C(0x9e3779b97f4a7c15)
+#define H1 UINT64_C(0xc2b2ae3d27d4eb4f)
+#define H2 UINT64_C(0x165667b19e3779f9)
+#define H3 UINT64_C(0xd6e8feb86659fd93)
+
+static inline uint64_t load64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint64_t load32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static inline uint64_t fold_mul(uint64_t a, uint64_t b)
+{
+    unsigned __int128 m = (unsigned __int128)a * b;
+    return (uint64_t)m ^ (uint64_t)(m >> 64);
+}
+
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static ALWAYS_INLINE uint64_t hash_key(const uint8_t *p, uint32_t n)
+{
+    uint64_t h = H0 ^ fold_mul((uint64_t)n ^ H1, H3);
+    uint64_t a, b;
+    if (n <= 16) {
+        if (n >= 8) {
+            a = load64(p);
+            b = load64(p + n - 8);
+        } else if (n >= 4) {
+            a = load32(p);
+            b = load32(p + n - 4);
+        } else if (n > 0) {
+            a = ((uint64_t)p[0] << 16) | ((uint64_t)p[n >> 1] << 8) | p[n - 1];
+            b = 0;
+        } else {
+            a = b = 0;
+        }
+    } else {
+        uint64_t left = n;
+        const uint8_t *q = p;
+        while (left > 16) {
+            h = fold_mul(load64(q) ^ H1, load64(q + 8) ^ h);
+            q += 16;
+            left -= 16;
+        }
+        /* The last 16 bytes, overlapping what the loop read. */
+        a = load64(q + left - 16);
+        b = load64(q + left - 8);
+    }
+    h = fold_mul(a ^ H2, b ^ h);
+    return fold_mul(h ^ H3, H0 ^ n);
+}
+
+/* Key equality without a call for the short keys that dominate. */
+static ALWAYS_INLINE int key_equal(const uint8_t *a, const uint8_t *b, uint32_t n)
+{
+    if (n >= 8 && n <= 16)
+        return load64(a) == load64(b) && load64(a + n - 8) == load64(b + n - 8);
+    if (n >= 4 && n < 8)
+        return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+    if (n < 4) {
+        for (uint32_t i = 0; i < n; i++)
+            if (a[i] != b[i])
+                return 0;
+        return 1;
+    }
+    return memcmp(a, b, n) == 0;
+}
+
+static inline unsigned partition_of(uint64_t hash, unsigned parts)
+{
+    return (unsigned)(((hash >> 32) * (uint64_t)parts) >> 32);
+}
+
+/* ---- Key arena: blocks that never move, so entries keep pointers -------- */
+
+typedef struct arena_block {
+    struct arena_block *next;
+    uint8_t data[];
+} arena_block;
+
+typedef struct arena {
+    arena_block *head;
+    uint8_t *cur;
+    size_t left;
+    size_t next_size;
+} arena;
+
+static uint8_t *arena_alloc(arena *a, size_t n)
+{
+    if (n > a->left) {
+        size_t size = a->next_size ? a->next_size : ARENA_FIRST_BLOCK;
+        if (size < n)
+            size = n;
+        arena_block *b = malloc(sizeof *b + size);
+        if (!b)
+            return NULL;
+        b->next = a->head;
+        a->head = b;
+        a->cur = b->data;
+        a->left = size;
+        if (a->next_size < ARENA_MAX_BLOCK)
+            a->next_size = (a->next_size ? a->next_size : ARENA_FIRST_BLOCK) * 2;
+    }
+    uint8_t *p = a->cur;
+    a->cur += n;
+    a->left -= n;
+    return p;
+}
+
+static void arena_free(arena *a)
+{
+    while (a->head) {
+        arena_block *next = a->head->next;
+        free(a->head);
+        a->head = next;
+    }
+    memset(a, 0, sizeof *a);
+}
+
+/* ---- The table: open addressing, linear probing -------------------------- */
+
+typedef struct entry {
+    uint64_t hash;
+    const uint8_t *key;
+    uint32_t len;
+    uint32_t aux; /* collect mode: the entry's rank within its partition */
+} entry;
+
+/* A slot is 0 (empty) or the hash's high half over (entry index + 1), so a
+ * probe compares 32 bits of hash before it touches the entry. */
+typedef struct table {
+    uint64_t *slots;
+    uint64_t mask;
+    entry *entries;
+    uint8_t *values; /* vsize bytes per entry */
+    uint32_t count;
+    uint32_t cap;
+    size_t vsize;
+    uint64_t key_total; /* sum of the entries' key lengths */
+    int copy_keys;      /* 0: entries point at keys someone else keeps */
+    arena keys;
+} table;
+
+static int table_init(table *t, size_t vsize, int copy_keys, uint64_t expect)
+{
+    memset(t, 0, sizeof *t);
+    t->vsize = vsize;
+    t->copy_keys = copy_keys;
+    uint64_t slots = TABLE_MIN_SLOTS;
+    while (slots * 5 / 8 < expect)
+        slots *= 2;
+    t->slots = calloc(slots, sizeof *t->slots);
+    if (!t->slots)
+        return -1;
+    t->mask = slots - 1;
+    return 0;
+}
+
+static void table_free(table *t)
+{
+    free(t->slots);
+    free(t->entries);
+    free(t->values);
+    arena_free(&t->keys);
+    memset(t, 0, sizeof *t);
+}
+
+static int table_rehash(table *t)
+{
+    uint64_t slots = (t->mask + 1) * 2;
+    uint64_t *s = calloc(slots, sizeof *s);
+    if (!s)
+        return -1;
+    uint64_t mask = slots - 1;
+    for (uint32_t e = 0; e < t->count; e++) {
+        uint64_t h = t->entries[e].hash;
+        uint64_t i = h & mask;
+        while (s[i])
+            i = (i + 1) & mask;
+        s[i] = (h & UINT64_C(0xffffffff00000000)) | ((uint64_t)e + 1);
+    }
+    free(t->slots);
+    t->slots = s;
+    t->mask = mask;
+    return 0;
+}
+
+static int table_grow_entries(table *t)
+{
+    if (t->cap >= UINT32_MAX - 1)
+        return -1;
+    uint64_t cap = t->cap ? (uint64_t)t->cap * 2 : 256;
+    if (cap > UINT32_MAX - 1)
+        cap = UINT32_MAX - 1;
+    entry *e = realloc(t->entries, cap * sizeof *e);
+    if (!e)
+        return -1;
+    t->entries = e;
+    uint8_t *v = realloc(t->values, cap * t->vsize);
+    if (!v)
+        return -1;
+    t->values = v;
+    t->cap = (uint32_t)cap;
+    return 0;
+}
+
+/* Adds key at the empty slot i (table_find's miss path, out of line). */
+static __attribute__((noinline)) uint32_t table_insert(table *t, uint64_t i, uint64_t h,
+                                                       const uint8_t *key, uint32_t len)
+{
+    if (t->count == t->cap && table_grow_entries(t) != 0)
+        return NO_ENTRY;
+    const uint8_t *stored = key;
+    if (t->copy_keys && len) {
+        uint8_t *p = arena_alloc(&t->keys, len);
+        if (!p)
+            return NO_ENTRY;
+        memcpy(p, key, len);
+        stored = p;
+    }
+    uint32_t e = t->count++;
+    t->entries[e] = (entry){.hash = h, .key = stored, .len = len, .aux = 0};
+    t->key_total += len;
+    t->slots[i] = (h & UINT64_C(0xffffffff00000000)) | ((uint64_t)e + 1);
+    return e;
+}
+
+/* The entry of key (inserting it: *fresh = 1), or NO_ENTRY when memory ran
+ * out.  A fresh entry's value is for the caller to set.  The table grows
+ * past 5/8 full, so probes stay short. */
+static ALWAYS_INLINE uint32_t table_find(table *t, uint64_t h, const uint8_t *key,
+                                         uint32_t len, int *fresh)
+{
+    if (__builtin_expect((uint64_t)(t->count + 1) * 8 > (t->mask + 1) * 5, 0) &&
+        table_rehash(t) != 0)
+        return NO_ENTRY;
+    const uint64_t tag = h & UINT64_C(0xffffffff00000000);
+    uint64_t i = h & t->mask;
+    for (;;) {
+        uint64_t s = t->slots[i];
+        if (!s)
+            break;
+        if ((s & UINT64_C(0xffffffff00000000)) == tag) {
+            uint32_t e = (uint32_t)s - 1;
+            const entry *en = &t->entries[e];
+            if (en->len == len && key_equal(en->key, key, len)) {
+                *fresh = 0;
+                return e;
+            }
+        }
+        i = (i + 1) & t->mask;
+    }
+    *fresh = 1;
+    return table_insert(t, i, h, key, len);
+}
+
+static inline uint8_t *table_value(const table *t, uint32_t e)
+{
+    return t->values + (size_t)e * t->vsize;
+}
+
+/* ---- Pair lists (map-only output, reduce output) ------------------------- */
+
+typedef struct pairbuf {
+    uint8_t *keys;
+    uint64_t key_used, key_cap;
+    uint64_t *offs; /* count + 1 start offsets */
+    uint8_t *vals;
+    uint64_t count, cap;
+} pairbuf;
+
+static int pairbuf_push(pairbuf *b, const void *key, uint32_t len, const void *value,
+                        size_t vsize)
+{
+    if (b->count == b->cap) {
+        uint64_t cap = b->cap ? b->cap * 2 : 1024;
+        uint64_t *o = realloc(b->offs, (cap + 1) * sizeof *o);
+        if (!o)
+            return -1;
+        b->offs = o;
+        uint8_t *v = realloc(b->vals, cap * vsize);
+        if (!v)
+            return -1;
+        b->vals = v;
+        b->cap = cap;
+    }
+    if (b->key_cap - b->key_used < len) {
+        uint64_t cap = b->key_cap ? b->key_cap * 2 : 16384;
+        while (cap - b->key_used < len)
+            cap *= 2;
+        uint8_t *k = realloc(b->keys, cap);
+        if (!k)
+            return -1;
+        b->keys = k;
+        b->key_cap = cap;
+    }
+    if (len)
+        memcpy(b->keys + b->key_used, key, len);
+    memcpy(b->vals + b->count * vsize, value, vsize);
+    b->offs[b->count] = b->key_used;
+    b->key_used += len;
+    b->count++;
+    b->offs[b->count] = b->key_used;
+    return 0;
+}
+
+static void pairbuf_free(pairbuf *b)
+{
+    free(b->keys);
+    free(b->offs);
+    free(b->vals);
+    memset(b, 0, sizeof *b);
+}
+
+/* ---- Combines ------------------------------------------------------------ */
+
+/* first: a fresh accumulator from one emitted value; fold: one more emitted
+ * value; merge: another accumulator of the same key (partial results). */
+typedef struct combine_ctx {
+    soren_combine_fn *fn;  /* USER */
+    const void *identity;  /* USER */
+    size_t vsize;
+} combine_ctx;
+typedef void combine_step(void *acc, const void *v, const combine_ctx *c);
+
+static inline uint32_t f32_key(uint32_t b) { return (b & 0x80000000u) ? ~b : b | 0x80000000u; }
+static inline uint64_t f64_key(uint64_t b) { return (b >> 63) ? ~b : b | (UINT64_C(1) << 63); }
+
+#define DEFINE_ARITH(name, T, ADD)                                                       \
+    static void sum_first_##name(void *acc, const void *v, const combine_ctx *c)       \
+    {                                                                                    \
+        (void)c;                                                                         \
+        T x = 0, y;                                                                      \
+        memcpy(&y, v, sizeof y);                                                         \
+        x = ADD(x, y);                                                                   \
+        memcpy(acc, &x, sizeof x);                                                       \
+    }                                                                                    \
+    static void sum_##name(void *acc, const void *v, const combine_ctx *c)             \
+    {                                                                                    \
+        (void)c;                                                                         \
+        T x, y;                                                                          \
+        memcpy(&x, acc, sizeof x);                                                       \
+        memcpy(&y, v, sizeof y);                                                         \
+        x = ADD(x, y);                                                                   \
+        memcpy(acc, &x, sizeof x);                                                       \
+    }                                                                                    \
+    static void count_first_##name(void *acc, const void *v, const combine_ctx *c)     \
+    {                                                                                    \
+        (void)v;                                                                         \
+        (void)c;                                                                         \
+        T x = 0;                                                                         \
+        x = ADD(x, (T)1);                                                                \
+        memcpy(acc, &x, sizeof x);                                                       \
+    }                                                                                    \
+    static void count_##name(void *acc, const void *v, const combine_ctx *c)           \
+    {                                                                                    \
+        (void)v;                                                                         \
+        (void)c;                                                                         \
+        T x;                                                                             \
+        memcpy(&x, acc, sizeof x);                                                       \
+        x = ADD(x, (T)1);                                                                \
+        memcpy(acc, &x, sizeof x);                                                       \
+    }
+
+/* Integers wrap (signed sums through unsigned arithmetic: no overflow UB). */
+#define ADD_PLAIN(a, b) ((a) + (b))
+#define ADD_I64(a, b) ((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+DEFINE_ARITH(u32, uint32_t, ADD_PLAIN)
+DEFINE_ARITH(u64, uint64_t, ADD_PLAIN)
+DEFINE_ARITH(i64, int64_t, ADD_I64)
+DEFINE_ARITH(f32, float, ADD_PLAIN)
+DEFINE_ARITH(f64, double, ADD_PLAIN)
+
+/* MIN/MAX compare integers numerically.  Floats, like fmin/fmax and the GPU
+ * engine, ignore NaNs (a key whose values are all NaN keeps one), and order
+ * -0 below +0 (IEEE total order otherwise equals numeric order), so the
+ * result never depends on the order values arrive in. */
+#define DEFINE_MINMAX(name, T, ORD, NAN_BITS)                                            \
+    static void min_##name(void *acc, const void *v, const combine_ctx *c)             \
+    {                                                                                    \
+        (void)c;                                                                         \
+        T x, y;                                                                          \
+        memcpy(&x, acc, sizeof x);                                                       \
+        memcpy(&y, v, sizeof y);                                                         \
+        if (NAN_BITS(y))                                                                 \
+            return;                                                                      \
+        if (NAN_BITS(x) || ORD(y) < ORD(x))                                              \
+            memcpy(acc, &y, sizeof y);                                                   \
+    }                                                                                    \
+    static void max_##name(void *acc, const void *v, const combine_ctx *c)             \
+    {                                                                                    \
+        (void)c;                                                                         \
+        T x, y;                                                                          \
+        memcpy(&x, acc, sizeof x);                                                       \
+        memcpy(&y, v, sizeof y);                                                         \
+        if (NAN_BITS(y))                                                                 \
+            return;                                                                      \
+        if (NAN_BITS(x) || ORD(y) > ORD(x))                                              \
+            memcpy(acc, &y, sizeof y);                                                   \
+    }
+
+#define ORD_PLAIN(x) (x)
+#define ORD_F32(x) f32_key(x)
+#define ORD_F64(x) f64_key(x)
+#define NAN_NEVER(x) 0
+#define NAN_F32(x) (((x) & 0x7fffffffu) > 0x7f800000u)
+#define NAN_F64(x) (((x) & ~(UINT64_C(1) << 63)) > UINT64_C(0x7ff0000000000000))
+DEFINE_MINMAX(u32, uint32_t, ORD_PLAIN, NAN_NEVER)
+DEFINE_MINMAX(u64, uint64_t, ORD_PLAIN, NAN_NEVER)
+DEFINE_MINMAX(i64, int64_t, ORD_PLAIN, NAN_NEVER)
+DEFINE_MINMAX(f32, uint32_t, ORD_F32, NAN_F32) /* on the bits */
+DEFINE_MINMAX(f64, uint64_t, ORD_F64, NAN_F64)
+
+static void copy4(void *acc, const void *v, const combine_ctx *c)
+{
+    (void)c;
+    memcpy(acc, v, 4);
+}
+
+static void copy8(void *acc, const void *v, const combine_ctx *c)
+{
+    (void)c;
+    memcpy(acc, v, 8);
+}
+
+static void user_first(void *acc, const void *v, const combine_ctx *c)
+{
+    memcpy(acc, c->identity, c->vsize);
+    c->fn(acc, v);
+}
+
+static void user_fold(void *acc, const void *v, const combine_ctx *c)
+{
+    c->fn(acc, v);
+}
+
+typedef struct combine_ops {
+    combine_step *first, *fold, *merge;
+} combine_ops;
+
+#define OPS_FOR_TYPE(t, SUMF, SUM, CF, CNT, MIN, MAX, COPY)                              \
+    case t:                                                                              \
+        switch (op) {                                                                    \
+        case SOREN_COMBINE_SUM: *o = (combine_ops){SUMF, SUM, SUM}; return 0;            \
+        case SOREN_COMBINE_COUNT: *o = (combine_ops){CF, CNT, SUM}; return 0;            \
+        case SOREN_COMBINE_MIN: *o = (combine_ops){COPY, MIN, MIN}; return 0;            \
+        case SOREN_COMBINE_MAX: *o = (combine_ops){COPY, MAX, MAX}; return 0;            \
+        default: return -1;                                                              \
+        }
+
+static int builtin_ops(soren_combine_op op, soren_type type, combine_ops *o)
+{
+    switch (type) {
+        OPS_FOR_TYPE(SOREN_TYPE_U32, sum_first_u32, sum_u32, count_first_u32, count_u32,
+                     min_u32, max_u32, copy4)
+        OPS_FOR_TYPE(SOREN_TYPE_U64, sum_first_u64, sum_u64, count_first_u64, count_u64,
+                     min_u64, max_u64, copy8)
+        OPS_FOR_TYPE(SOREN_TYPE_I64, sum_first_i64, sum_i64, count_first_i64, count_i64,
+                     min_i64, max_i64, copy8)
+        OPS_FOR_TYPE(SOREN_TYPE_F32, sum_first_f32, sum_f32, count_first_f32, count_f32,
+                     min_f32, max_f32, copy4)
+        OPS_FOR_TYPE(SOREN_TYPE_F64, sum_first_f64, sum_f64, count_first_f64, count_f64,
+                     min_f64, max_f64, copy8)
+    default:
+        return -1;
+    }
+}
+
+/* ---- The engine ---------------------------------------------------------- */
+
+typedef enum mode { MODE_LIST, MODE_COMBINE, MODE_COLLECT } mode;
+
+typedef struct segment {
+    uint64_t seq;         /* global chunk number: the order of the output */
+    uint64_t first, last; /* pairs [first, last) of the worker's list */
+    struct worker *w;
+    uint64_t out_pair, out_key; /* where they go in the result */
+} segment;
+
+typedef struct engine engine;
+
+typedef struct worker {
+    engine *g;
+    soren_emitter em;
+    int failed;
+    uint64_t seq; /* chunk being mapped */
+    uint64_t err_seq;
+    soren_error err;
+
+    table tab;           /* combine and collect modes */
+    uint32_t *by_part;   /* entry numbers grouped by partition */
+    uint64_t *part_start; /* P + 1 */
+
+    /* collect mode: every pair as (entry, value), then grouped by partition */
+    uint32_t *pair_entry;
+    uint8_t *pair_vals;
+    uint64_t pair_count, pair_cap;
+    uint64_t *pair_part_start; /* P + 1 */
+
+    /* list mode */
+    pairbuf list;
+    segment *segs;
+    size_t seg_count, seg_cap;
+} worker;
+
+typedef struct part {
+    engine *g;
+    soren_emitter em;
+    int failed;
+    soren_error err;
+    table tab;         /* the merged keys (combine, collect) */
+    const table *src;  /* what holds the partition's pairs: &tab or worker 0's */
+    pairbuf out;       /* reduce's pairs */
+    uint64_t out_pair, out_key; /* where the partition goes in the result */
+} part;
+
+struct engine {
+    const soren_stage_spec *spec;
+    const soren_params *params;
+    const soren_input *inputs;
+    size_t input_count;
+    mode mode;
+    combine_ops ops;
+    combine_ctx combine;
+    size_t vsize;                 /* value size */
+    size_t key_size;              /* typed keys: the one size allowed */
+
+    unsigned nthreads; /* also the number of partitions */
+    uint64_t chunk_size, chunks;
+    uint64_t *chunk_first; /* input_count + 1: first global chunk of each input */
+    atomic_uint_fast64_t next;
+    atomic_int stop;
+
+    worker *workers;
+    part *parts;
+    segment **order; /* list mode: every segment, by seq */
+    size_t seg_total;
+    soren_result *out;
+    uint64_t added; /* pairs the run appends to out */
+};
+
+/* ---- Checking what a plugin emits ---------------------------------------- */
+
+static int key_refused(engine *g, const char *phase, const void *key, uint32_t len,
+                       soren_error *err)
+{
+    const soren_stage_spec *s = g->spec;
+    if (s->key_type == SOREN_TYPE_STRING) {
+        if (len <= s->key_max_size)
+            return 0;
+        soren_error_set(err, SOREN_EJOB,
+                        "%s: %s emitted a key of %u bytes; the manifest allows at most %u "
+                        "(key.max_size)",
+                        s->job_name, phase, len, s->key_max_size);
+        return 1;
+    }
+    if (len != g->key_size) {
+        soren_error_set(err, SOREN_EJOB,
+                        "%s: %s emitted a key of %u bytes; key.type %s has %zu-byte keys",
+                        s->job_name, phase, len, soren_type_name(s->key_type), g->key_size);
+        return 1;
+    }
+    if (s->key_type == SOREN_TYPE_INDEX) {
+        uint32_t k;
+        memcpy(&k, key, 4);
+        if (k < s->key_count)
+            return 0;
+        if (s->key_count == 0)
+            soren_error_set(err, SOREN_EJOB,
+                            "%s: %s emitted the index key %u, but key.count is 0", s->job_name,
+                            phase, k);
+        else
+            soren_error_set(err, SOREN_EJOB,
+                            "%s: %s emitted the index key %u; the manifest allows 0 to %llu "
+                            "(key.count %llu)",
+                            s->job_name, phase, k, (unsigned long long)s->key_count - 1,
+                            (unsigned long long)s->key_count);
+        return 1;
+    }
+    return 0;
+}
+
+static void worker_fail(worker *w)
+{
+    w->failed = 1;
+    w->err_seq = w->seq;
+    atomic_store_explicit(&w->g->stop, 1, memory_order_relaxed);
+}
+
+static void worker_nomem(worker *w, const char *what)
+{
+    soren_error_set(&w->err, SOREN_ENOMEM, "%s: out of memory in map (%s)",
+                    w->g->spec->job_name, what);
+    worker_fail(w);
+}
+
+static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const void *value)
+{
+    worker *w = e->ctx;
+    engine *g = w->g;
+    if (w->failed)
+        return;
+    if (key_refused(g, "map", key, len, &w->err)) {
+        worker_fail(w);
+        return;
+    }
+    int fresh;
+    uint32_t i = table_find(&w->tab, hash_key(key, len), key, len, &fresh);
+    if (i == NO_ENTRY) {
+        worker_nomem(w, "the thread's table");
+        return;
+    }
+    uint8_t *acc = table_value(&w->tab, i);
+    if (fresh)
+        g->ops.first(acc, value, &g->combine);
+    else
+        g->ops.fold(acc, value, &g->combine);
+}
+
+static void emit_collect(soren_emitter *e, const void *key, uint32_t len, const void *value)
+{
+    worker *w = e->ctx;
+    engine *g = w->g;
+    if (w->failed)
+        return;
+    if (key_refused(g, "map", key, len, &w->err)) {
+        worker_fail(w);
+        return;
+    }
+    int fresh;
+    uint32_t i = table_find(&w->tab, hash_key(key, len), key, len, &fresh);
+    if (i == NO_ENTRY) {
+        worker_nomem(w, "the thread's table");
+        return;
+    }
+    uint64_t n = 0;
+    if (!fresh)
+        memcpy(&n, table_value(&w->tab, i), 8);
+    n++;
+    memcpy(table_value(&w->tab, i), &n, 8);
+    if (w->pair_count == w->pair_cap) {
+        uint64_t cap = w->pair_cap ? w->pair_cap * 2 : 4096;
+        uint32_t *pe = realloc(w->pair_entry, cap * sizeof *pe);
+        if (pe)
+            w->pair_entry = pe;
+        uint8_t *pv = pe ? realloc(w->pair_vals, cap * g->vsize) : NULL;
+        if (!pv) {
+            worker_nomem(w, "the values of each key");
+            return;
+        }
+        w->pair_vals = pv;
+        w->pair_cap = cap;
+    }
+    w->pair_entry[w->pair_count] = i;
+    memcpy(w->pair_vals + w->pair_count * g->vsize, value, g->vsize);
+    w->pair_count++;
+}
+
+static void emit_list(soren_emitter *e, const void *key, uint32_t len, const void *value)
+{
+    worker *w = e->ctx;
+    engine *g = w->g;
+    if (w->failed)
+        return;
+    if (key_refused(g, "map", key, len, &w->err)) {
+        worker_fail(w);
+        return;
+    }
+    if (pairbuf_push(&w->list, key, len, value, g->vsize) != 0)
+        worker_nomem(w, "the pairs of the thread");
+}
+
+static void emit_reduced(soren_emitter *e, const void *key, uint32_t len, const void *value)
+{
+    part *p = e->ctx;
+    engine *g = p->g;
+    if (p->failed)
+        return;
+    if (key_refused(g, "reduce", key, len, &p->err)) {
+        p->failed = 1;
+        return;
+    }
+    if (pairbuf_push(&p->out, key, len, value, g->vsize) != 0) {
+        soren_error_set(&p->err, SOREN_ENOMEM, "%s: out of memory in reduce",
+                        g->spec->job_name);
+        p->failed = 1;
+    }
+}
+
+/* ---- Phase 1: map -------------------------------------------------------- */
+
+static int segment_open(worker *w, uint64_t seq)
+{
+    if (w->seg_count == w->seg_cap) {
+        size_t cap = w->seg_cap ? w->seg_cap * 2 : 64;
+        segment *s = realloc(w->segs, cap * sizeof *s);
+        if (!s)
+            return -1;
+        w->segs = s;
+        w->seg_cap = cap;
+    }
+    w->segs[w->seg_count] = (segment){.seq = seq, .first = w->list.count, .w = w};
+    return 0;
+}
+
+static void segment_close(worker *w)
+{
+    segment *s = &w->segs[w->seg_count];
+    s->last = w->list.count;
+    if (s->last > s->first)
+        w->seg_count++;
+}
+
+/* Groups the worker's entries (and, collecting, its pairs) by partition. */
+static void group_by_partition(worker *w)
+{
+    engine *g = w->g;
+    unsigned P = g->nthreads;
+    w->part_start = calloc((size_t)P + 1, sizeof *w->part_start);
+    w->by_part = malloc(((size_t)w->tab.count + 1) * sizeof *w->by_part);
+    if (!w->part_start || !w->by_part) {
+        worker_nomem(w, "grouping keys by partition");
+        return;
+    }
+    for (uint32_t e = 0; e < w->tab.count; e++)
+        w->part_start[partition_of(w->tab.entries[e].hash, P) + 1]++;
+    for (unsigned p = 0; p < P; p++)
+        w->part_start[p + 1] += w->part_start[p];
+    uint64_t *fill = malloc((size_t)P * sizeof *fill);
+    if (!fill) {
+        worker_nomem(w, "grouping keys by partition");
+        return;
+    }
+    memcpy(fill, w->part_start, (size_t)P * sizeof *fill);
+    for (uint32_t e = 0; e < w->tab.count; e++) {
+        unsigned p = partition_of(w->tab.entries[e].hash, P);
+        w->tab.entries[e].aux = (uint32_t)(fill[p] - w->part_start[p]);
+        w->by_part[fill[p]++] = e;
+    }
+    if (g->mode != MODE_COLLECT) {
+        free(fill);
+        return;
+    }
+
+    /* Collect: the same grouping for the pairs, through new arrays. */
+    w->pair_part_start = calloc((size_t)P + 1, sizeof *w->pair_part_start);
+    uint32_t *pe = malloc((w->pair_count + 1) * sizeof *pe);
+    uint8_t *pv = malloc((w->pair_count + 1) * g->vsize);
+    if (!w->pair_part_start || !pe || !pv) {
+        free(pe);
+        free(pv);
+        free(fill);
+        worker_nomem(w, "grouping values by partition");
+        return;
+    }
+    for (uint64_t k = 0; k < w->pair_count; k++)
+        w->pair_part_start[partition_of(w->tab.entries[w->pair_entry[k]].hash, P) + 1]++;
+    for (unsigned p = 0; p < P; p++)
+        w->pair_part_start[p + 1] += w->pair_part_start[p];
+    memcpy(fill, w->pair_part_start, (size_t)P * sizeof *fill);
+    for (uint64_t k = 0; k < w->pair_count; k++) {
+        uint32_t e = w->pair_entry[k];
+        uint64_t at = fill[partition_of(w->tab.entries[e].hash, P)]++;
+        pe[at] = e;
+        memcpy(pv + at * g->vsize, w->pair_vals + k * g->vsize, g->vsize);
+    }
+    free(fill);
+    free(w->pair_entry);
+    free(w->pair_vals);
+    w->pair_entry = pe;
+    w->pair_vals = pv;
+}
+
+static void *map_main(void *arg)
+{
+    worker *w = arg;
+    engine *g = w->g;
+    const soren_stage_spec *spec = g->spec;
+    soren_map_fn *map = spec->code->map;
+    for (;;) {
+        if (atomic_load_explicit(&g->stop, memory_order_relaxed))
+            break;
+        uint64_t c = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
+        if (c >= g->chunks)
+            break;
+        /* The input that holds chunk c: the last whose first chunk <= c. */
+        size_t lo = 0, hi = g->input_count;
+        while (hi - lo > 1) {
+            size_t mid = (lo + hi) / 2;
+            if (g->chunk_first[mid] <= c)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        const soren_input *in = &g->inputs[lo];
+        uint64_t begin = (c - g->chunk_first[lo]) * g->chunk_size;
+        uint64_t end = in->size - begin > g->chunk_size ? begin + g->chunk_size : in->size;
+        w->seq = c;
+        if (g->mode == MODE_LIST && segment_open(w, c) != 0) {
+            worker_nomem(w, "the chunk list");
+            break;
+        }
+        soren_records it;
+        soren_record r;
+        soren_records_init(&it, spec, in->data, in->size, begin, end);
+        while (soren_records_next(&it, &r)) {
+            map(&w->em, &r, g->params);
+            if (w->failed)
+                break;
+        }
+        if (g->mode == MODE_LIST)
+            segment_close(w);
+        if (w->failed)
+            break;
+    }
+    if (!w->failed && g->mode != MODE_LIST)
+        group_by_partition(w);
+    return NULL;
+}
+
+/* ---- Phase 2: merge and reduce ------------------------------------------- */
+
+static void part_nomem(part *p, const char *what)
+{
+    soren_error_set(&p->err, SOREN_ENOMEM, "%s: out of memory merging %s", p->g->spec->job_name,
+                    what);
+    p->failed = 1;
+}
+
+static int value_cmp(const void *a, const void *b, void *ctx)
+{
+    return soren_value_compare(*(const soren_type *)ctx, a, b);
+}
+
+static void merge_combine(part *p, unsigned t)
+{
+    engine *g = p->g;
+    if (g->nthreads == 1) {
+        p->src = &g->workers[0].tab;
+    } else {
+        uint64_t expect = 0;
+        for (unsigned s = 0; s < g->nthreads; s++)
+            expect += g->workers[s].part_start[t + 1] - g->workers[s].part_start[t];
+        if (table_init(&p->tab, g->vsize, 0, expect) != 0) {
+            part_nomem(p, "the tables");
+            return;
+        }
+        p->src = &p->tab;
+        for (unsigned s = 0; s < g->nthreads; s++) {
+            const worker *w = &g->workers[s];
+            for (uint64_t k = w->part_start[t]; k < w->part_start[t + 1]; k++) {
+                const entry *en = &w->tab.entries[w->by_part[k]];
+                const uint8_t *v = table_value(&w->tab, w->by_part[k]);
+                int fresh;
+                uint32_t i = table_find(&p->tab, en->hash, en->key, en->len, &fresh);
+                if (i == NO_ENTRY) {
+                    part_nomem(p, "the tables");
+                    return;
+                }
+                if (fresh)
+                    memcpy(table_value(&p->tab, i), v, g->vsize);
+                else
+                    g->ops.merge(table_value(&p->tab, i), v, &g->combine);
+            }
+        }
+    }
+    if (g->spec->reduce != SOREN_REDUCE_FUNCTION)
+        return;
+    soren_reduce_fn *reduce = g->spec->code->reduce;
+    for (uint32_t i = 0; i < p->src->count && !p->failed; i++) {
+        const entry *en = &p->src->entries[i];
+        reduce(&p->em, en->key, en->len, table_value(p->src, i), 1, g->params);
+    }
+}
+
+static void merge_collect(part *p, unsigned t)
+{
+    engine *g = p->g;
+    unsigned P = g->nthreads;
+    size_t vs = g->vsize;
+    uint32_t **remap = calloc(P, sizeof *remap);
+    uint64_t *start = NULL, *fill = NULL;
+    uint8_t *vals = NULL;
+    uint64_t expect = 0;
+    for (unsigned s = 0; s < P; s++)
+        expect += g->workers[s].part_start[t + 1] - g->workers[s].part_start[t];
+    if (!remap || table_init(&p->tab, 8, 0, expect) != 0) {
+        part_nomem(p, "the tables");
+        goto done;
+    }
+    p->src = &p->tab;
+    /* Merge the keys; remap[s][rank] is the merged entry of worker s's
+     * rank-th key of this partition. */
+    for (unsigned s = 0; s < P; s++) {
+        const worker *w = &g->workers[s];
+        uint64_t first = w->part_start[t], n = w->part_start[t + 1] - first;
+        remap[s] = malloc((n + 1) * sizeof **remap);
+        if (!remap[s]) {
+            part_nomem(p, "the tables");
+            goto done;
+        }
+        for (uint64_t k = 0; k < n; k++) {
+            uint32_t e = w->by_part[first + k];
+            const entry *en = &w->tab.entries[e];
+            int fresh;
+            uint32_t i = table_find(&p->tab, en->hash, en->key, en->len, &fresh);
+            if (i == NO_ENTRY) {
+                part_nomem(p, "the tables");
+                goto done;
+            }
+            uint64_t have = 0, more;
+            if (!fresh)
+                memcpy(&have, table_value(&p->tab, i), 8);
+            memcpy(&more, table_value(&w->tab, e), 8);
+            have += more;
+            memcpy(table_value(&p->tab, i), &have, 8);
+            remap[s][k] = i;
+        }
+    }
+    /* Each key's values, packed in one array. */
+    uint32_t keys = p->tab.count;
+    start = malloc(((size_t)keys + 1) * sizeof *start);
+    fill = malloc(((size_t)keys + 1) * sizeof *fill);
+    if (!start || !fill) {
+        part_nomem(p, "the values");
+        goto done;
+    }
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < keys; i++) {
+        uint64_t n;
+        memcpy(&n, table_value(&p->tab, i), 8);
+        if (n > UINT32_MAX) {
+            soren_error_set(&p->err, SOREN_EJOB,
+                            "%s: a key has %llu values; reduce takes at most %u at a time",
+                            g->spec->job_name, (unsigned long long)n, UINT32_MAX);
+            p->failed = 1;
+            goto done;
+        }
+        start[i] = fill[i] = total;
+        total += n;
+    }
+    start[keys] = total;
+    vals = malloc((total + 1) * vs);
+    if (!vals) {
+        part_nomem(p, "the values");
+        goto done;
+    }
+    for (unsigned s = 0; s < P; s++) {
+        const worker *w = &g->workers[s];
+        for (uint64_t k = w->pair_part_start[t]; k < w->pair_part_start[t + 1]; k++) {
+            uint32_t i = remap[s][w->tab.entries[w->pair_entry[k]].aux];
+            memcpy(vals + fill[i]++ * vs, w->pair_vals + k * vs, vs);
+        }
+    }
+    soren_reduce_fn *reduce = g->spec->code->reduce;
+    soren_type vt = g->spec->value_type;
+    for (uint32_t i = 0; i < keys && !p->failed; i++) {
+        uint64_t n = start[i + 1] - start[i];
+        uint8_t *v = vals + start[i] * vs;
+        if (n > 1)
+            qsort_r(v, (size_t)n, vs, value_cmp, &vt);
+        const entry *en = &p->tab.entries[i];
+        reduce(&p->em, en->key, en->len, v, (uint32_t)n, g->params);
+    }
+done:
+    for (unsigned s = 0; remap && s < P; s++)
+        free(remap[s]);
+    free(remap);
+    free(start);
+    free(fill);
+    free(vals);
+}
+
+static void *merge_main(void *arg)
+{
+    engine *g = arg;
+    for (;;) {
+        if (atomic_load_explicit(&g->stop, memory_order_relaxed))
+            break;
+        uint64_t t = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
+        if (t >= g->nthreads)
+            break;
+        part *p = &g->parts[t];
+        if (g->mode == MODE_COMBINE)
+            merge_combine(p, (unsigned)t);
+        else
+            merge_collect(p, (unsigned)t);
+        if (p->failed)
+            atomic_store_explicit(&g->stop, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+/* ---- Phase 3: copy into the result --------------------------------------- */
+
+static void copy_pairs(engine *g, const pairbuf *b, uint64_t first, uint64_t last,
+                       uint64_t out_pair, uint64_t out_key)
+{
+    soren_result *r = g->out;
+    uint64_t n = last - first;
+    if (!n)
+        return;
+    uint64_t k0 = b->offs[first], k1 = b->offs[last];
+    if (k1 > k0)
+        memcpy(r->key_bytes + out_key, b->keys + k0, (size_t)(k1 - k0));
+    for (uint64_t i = 0; i < n; i++)
+        r->key_offset[out_pair + i] = out_key + (b->offs[first + i] - k0);
+    memcpy(r->values + out_pair * g->vsize, b->vals + first * g->vsize, (size_t)n * g->vsize);
+}
+
+static void copy_table(engine *g, const table *t, uint64_t out_pair, uint64_t out_key)
+{
+    soren_result *r = g->out;
+    uint64_t at = out_key;
+    for (uint32_t i = 0; i < t->count; i++) {
+        const entry *en = &t->entries[i];
+        r->key_offset[out_pair + i] = at;
+        if (en->len)
+            memcpy(r->key_bytes + at, en->key, en->len);
+        at += en->len;
+    }
+    if (t->count)
+        memcpy(r->values + out_pair * g->vsize, t->values, (size_t)t->count * g->vsize);
+}
+
+static void *copy_main(void *arg)
+{
+    engine *g = arg;
+    uint64_t units = g->mode == MODE_LIST ? g->seg_total : g->nthreads;
+    for (;;) {
+        uint64_t u = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
+        if (u >= units)
+            break;
+        if (g->mode == MODE_LIST) {
+            const segment *s = g->order[u];
+            copy_pairs(g, &s->w->list, s->first, s->last, s->out_pair, s->out_key);
+        } else {
+            const part *p = &g->parts[u];
+            if (g->spec->reduce == SOREN_REDUCE_FUNCTION)
+                copy_pairs(g, &p->out, 0, p->out.count, p->out_pair, p->out_key);
+            else
+                copy_table(g, p->src, p->out_pair, p->out_key);
+        }
+    }
+    return NULL;
+}
+
+static int segment_cmp(const void *a, const void *b)
+{
+    uint64_t x = (*(segment *const *)a)->seq, y = (*(segment *const *)b)->seq;
+    return (x > y) - (x < y);
+}
+
+/* Lays the units out in the result and makes room for them. */
+static soren_status prepare_copy(engine *g, soren_error *err)
+{
+    soren_result *r = g->out;
+    uint64_t pairs = r->count, keys = r->count ? r->key_offset[r->count] : 0;
+    uint64_t first_pairs = pairs;
+    if (g->mode == MODE_LIST) {
+        size_t n = 0;
+        for (unsigned i = 0; i < g->nthreads; i++)
+            n += g->workers[i].seg_count;
+        g->order = malloc((n + 1) * sizeof *g->order);
+        if (!g->order)
+            return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory collecting pairs",
+                                   g->spec->job_name);
+        n = 0;
+        for (unsigned i = 0; i < g->nthreads; i++)
+            for (size_t j = 0; j < g->workers[i].seg_count; j++)
+                g->order[n++] = &g->workers[i].segs[j];
+        qsort(g->order, n, sizeof *g->order, segment_cmp);
+        g->seg_total = n;
+        for (size_t i = 0; i < n; i++) {
+            segment *s = g->order[i];
+            s->out_pair = pairs;
+            s->out_key = keys;
+            pairs += s->last - s->first;
+            keys += s->w->list.offs[s->last] - s->w->list.offs[s->first];
+        }
+    } else {
+        for (unsigned t = 0; t < g->nthreads; t++) {
+            part *p = &g->parts[t];
+            p->out_pair = pairs;
+            p->out_key = keys;
+            if (g->spec->reduce == SOREN_REDUCE_FUNCTION) {
+                pairs += p->out.count;
+                keys += p->out.key_used;
+            } else {
+                pairs += p->src->count;
+                keys += p->src->key_total;
+            }
+        }
+    }
+    g->added = pairs - first_pairs;
+    if (g->added == 0)
+        return SOREN_OK;
+
+    uint64_t *ko = realloc(r->key_offset, (pairs + 1) * sizeof *ko);
+    if (ko)
+        r->key_offset = ko;
+    uint8_t *kb = ko ? realloc(r->key_bytes, keys ? keys : 1) : NULL;
+    if (kb)
+        r->key_bytes = kb;
+    uint8_t *vb = kb ? realloc(r->values, pairs * g->vsize) : NULL;
+    if (!vb)
+        return soren_error_set(err, SOREN_ENOMEM,
+                               "%s: out of memory storing %llu result pairs", g->spec->job_name,
+                               (unsigned long long)pairs);
+    r->values = vb;
+    r->key_offset[pairs] = keys;
+    r->count_cap = pairs;
+    r->key_cap = keys ? keys : 1;
+    return SOREN_OK;
+}
+
+/* ---- Threads ------------------------------------------------------------- */
+
+/* Runs fn on args[0 .. n) (stride bytes apart), args[0] in this thread.  A
+ * thread that cannot be started only costs parallelism: every phase takes
+ * its work from a shared counter. */
+static void run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stride)
+{
+    pthread_t *tid = n > 1 ? malloc((size_t)n * sizeof *tid) : NULL;
+    unsigned *started = n > 1 ? calloc(n, sizeof *started) : NULL;
+    if (!tid || !started)
+        n = 1;
+    for (unsigned i = 1; i < n; i++)
+        started[i] = pthread_create(&tid[i], NULL, fn, (char *)args + (size_t)i * stride) == 0;
+    fn(args);
+    for (unsigned i = 1; i < n; i++)
+        if (started[i])
+            pthread_join(tid[i], NULL);
+    free(tid);
+    free(started);
+}
+
+/* ---- The run ------------------------------------------------------------- */
+
+static soren_status check_spec(const soren_stage_spec *spec, const soren_result *out,
+                               engine *g, soren_error *err)
+{
+    const char *job = spec->job_name ? spec->job_name : "(job)";
+    const soren_stage *code = spec->code;
+    if (!code || !code->map)
+        return soren_error_set(err, SOREN_EJOB, "%s: the plugin has no map function", job);
+    if (spec->input_format != SOREN_INPUT_LINES && spec->input_format != SOREN_INPUT_FIXED)
+        return soren_error_set(err, SOREN_EJOB,
+                               "%s: the CPU engine reads lines and fixed records only", job);
+    if (spec->input_format == SOREN_INPUT_FIXED && spec->record_size == 0)
+        return soren_error_set(err, SOREN_EJOB, "%s: the record size is 0", job);
+    if (spec->value_size == 0)
+        return soren_error_set(err, SOREN_EJOB, "%s: the value size is 0", job);
+    if (out->value_size != spec->value_size)
+        return soren_error_set(err, SOREN_EJOB,
+                               "%s: the result holds %zu-byte values, the stage %zu-byte ones",
+                               job, out->value_size, spec->value_size);
+    if (spec->key_type != SOREN_TYPE_STRING) {
+        g->key_size = soren_type_size(spec->key_type);
+        if (g->key_size == 0)
+            return soren_error_set(err, SOREN_EJOB, "%s: keys of type %s are not supported",
+                                   job, soren_type_name(spec->key_type));
+    }
+    g->combine = (combine_ctx){code->combine.fn, code->combine.identity, spec->value_size};
+    if (spec->combine == SOREN_COMBINE_NONE) {
+        if (spec->reduce == SOREN_REDUCE_COMBINE)
+            return soren_error_set(err, SOREN_EJOB,
+                                   "%s: reduce \"combine\" needs a combine", job);
+        g->mode = spec->reduce == SOREN_REDUCE_FUNCTION ? MODE_COLLECT : MODE_LIST;
+    } else if (spec->combine == SOREN_COMBINE_USER) {
+        if (!code->combine.fn || !code->combine.identity)
+            return soren_error_set(err, SOREN_EJOB,
+                                   "%s: the combine function or its identity is missing", job);
+        g->ops = (combine_ops){user_first, user_fold, user_fold};
+        g->mode = MODE_COMBINE;
+    } else {
+        if (soren_type_size(spec->value_type) != spec->value_size ||
+            builtin_ops(spec->combine, spec->value_type, &g->ops) != 0)
+            return soren_error_set(err, SOREN_EJOB,
+                                   "%s: combine %u over values of type %s is not supported", job,
+                                   (unsigned)spec->combine, soren_type_name(spec->value_type));
+        g->mode = MODE_COMBINE;
+    }
+    if (spec->reduce == SOREN_REDUCE_FUNCTION && !code->reduce)
+        return soren_error_set(err, SOREN_EJOB, "%s: the plugin has no reduce function", job);
+    return SOREN_OK;
+}
+
+soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inputs,
+                           size_t input_count, const soren_params *params,
+                           const soren_cpu_options *opt, soren_result *out, soren_error *err)
+{
+    engine *g = calloc(1, sizeof *g);
+    if (!g)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory starting the CPU engine");
+    soren_status rc = check_spec(spec, out, g, err);
+    if (rc != SOREN_OK) {
+        free(g);
+        return rc;
+    }
+    static const soren_params no_params;
+    g->spec = spec;
+    g->params = params ? params : &no_params;
+    g->inputs = inputs;
+    g->input_count = input_count;
+    g->vsize = spec->value_size;
+    g->out = out;
+
+    uint64_t chunk = opt && opt->chunk_bytes ? opt->chunk_bytes : CHUNK_DEFAULT;
+    if (spec->input_format == SOREN_INPUT_FIXED) /* whole records per chunk */
+        chunk = chunk < spec->record_size ? spec->record_size : chunk - chunk % spec->record_size;
+    g->chunk_size = chunk;
+    g->chunk_first = malloc((input_count + 1) * sizeof *g->chunk_first);
+    if (!g->chunk_first) {
+        free(g);
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory starting the CPU engine");
+    }
+    for (size_t i = 0; i < input_count; i++) {
+        g->chunk_first[i] = g->chunks;
+        g->chunks += inputs[i].size / chunk + (inputs[i].size % chunk != 0);
+    }
+    g->chunk_first[input_count] = g->chunks;
+
+    unsigned n = opt && opt->threads ? opt->threads : soren_cpu_count();
+    if (n > g->chunks)
+        n = g->chunks ? (unsigned)g->chunks : 1;
+    g->nthreads = n;
+    g->workers = calloc(n, sizeof *g->workers);
+    g->parts = calloc(n, sizeof *g->parts);
+    if (!g->workers || !g->parts) {
+        rc = soren_error_set(err, SOREN_ENOMEM, "out of memory starting the CPU engine");
+        goto done;
+    }
+    soren_emit_fn *emit = g->mode == MODE_COMBINE   ? emit_combine
+                          : g->mode == MODE_COLLECT ? emit_collect
+                                                    : emit_list;
+    for (unsigned i = 0; i < n; i++) {
+        worker *w = &g->workers[i];
+        w->g = g;
+        w->em.emit = emit;
+        w->em.ctx = w;
+        soren_error_clear(&w->err);
+        if (g->mode != MODE_LIST &&
+            table_init(&w->tab, g->mode == MODE_COMBINE ? g->vsize : 8, 1, 0) != 0) {
+            rc = soren_error_set(err, SOREN_ENOMEM, "out of memory starting the CPU engine");
+            goto done;
+        }
+        part *p = &g->parts[i];
+        p->g = g;
+        p->em.emit = emit_reduced;
+        p->em.ctx = p;
+        soren_error_clear(&p->err);
+    }
+
+    /* map */
+    atomic_init(&g->next, 0);
+    atomic_init(&g->stop, 0);
+    run_threads(n, map_main, g->workers, sizeof *g->workers);
+    worker *bad = NULL;
+    for (unsigned i = 0; i < n; i++) {
+        worker *w = &g->workers[i];
+        if (w->failed && (!bad || w->err_seq < bad->err_seq))
+            bad = w;
+    }
+    if (bad) {
+        rc = soren_error_set(err, bad->err.code, "%s", bad->err.text);
+        goto done;
+    }
+    /* A worker whose thread did not start never grouped its (empty) table. */
+    for (unsigned i = 0; g->mode != MODE_LIST && i < n; i++) {
+        worker *w = &g->workers[i];
+        if (!w->part_start)
+            group_by_partition(w);
+        if (w->failed) {
+            rc = soren_error_set(err, w->err.code, "%s", w->err.text);
+            goto done;
+        }
+    }
+
+    /* merge and reduce */
+    if (g->mode != MODE_LIST) {
+        atomic_store(&g->next, 0);
+        run_threads(n, merge_main, g, 0);
+        for (unsigned t = 0; t < n; t++) {
+            if (g->parts[t].failed) {
+                rc = soren_error_set(err, g->parts[t].err.code, "%s", g->parts[t].err.text);
+                goto done;
+            }
+        }
+    }
+
+    /* copy */
+    rc = prepare_copy(g, err);
+    if (rc != SOREN_OK)
+        goto done;
+    atomic_store(&g->next, 0);
+    run_threads(n, copy_main, g, 0);
+    out->count += g->added;
+
+done:
+    for (unsigned i = 0; g->workers && i < n; i++) {
+        worker *w = &g->workers[i];
+        table_free(&w->tab);
+        free(w->by_part);
+        free(w->part_start);
+        free(w->pair_entry);
+        free(w->pair_vals);
+        free(w->pair_part_start);
+        pairbuf_free(&w->list);
+        free(w->segs);
+    }
+    for (unsigned i = 0; g->parts && i < n; i++) {
+        table_free(&g->parts[i].tab);
+        pairbuf_free(&g->parts[i].out);
+    }
+    free(g->workers);
+    free(g->parts);
+    free(g->order);
+    free(g->chunk_first);
+    free(g);
+    return rc;
+}
+
+unsigned soren_cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int c = CPU_COUNT(&set);
+        if (c > 0 && (n < 1 || c < n))
+            n = c;
+    }
+    return n < 1 ? 1 : (unsigned)n;
+}

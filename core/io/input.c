@@ -1,0 +1,166 @@
+/* input.c - mapping input files, and finding the records in them. */
+#include "input.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *input_name(const soren_input *in)
+{
+    return in->path ? in->path : "(input)";
+}
+
+soren_status soren_input_open(soren_input *in, const char *path, soren_error *err)
+{
+    memset(in, 0, sizeof *in);
+    in->path = strdup(path);
+    if (!in->path)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory opening input %s", path);
+
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer before we can
+     * refuse it. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        soren_input_close(in);
+        return soren_error_errno(err, SOREN_EINPUT, e, "cannot read input %s", path);
+    }
+    struct stat st;
+    soren_status rc = SOREN_OK;
+    if (fstat(fd, &st) != 0) {
+        rc = soren_error_errno(err, SOREN_EINPUT, errno, "cannot read input %s", path);
+    } else if (S_ISDIR(st.st_mode)) {
+        rc = soren_error_set(err, SOREN_EINPUT, "input %s is a directory, not a regular file",
+                             path);
+    } else if (!S_ISREG(st.st_mode)) {
+        rc = soren_error_set(err, SOREN_EINPUT,
+                             "input %s is not a regular file (pipes, sockets and devices "
+                             "cannot be mapped; redirect it to standard input instead)",
+                             path);
+    } else if (st.st_size > 0) {
+        uint64_t size = (uint64_t)st.st_size;
+        void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (map == MAP_FAILED) {
+            int e = errno;
+            rc = soren_error_errno(err, e == ENOMEM ? SOREN_ENOMEM : SOREN_EINPUT, e,
+                                   "cannot map input %s (%llu bytes)", path,
+                                   (unsigned long long)size);
+        } else {
+            /* Advice only: a failure changes nothing. */
+            (void)posix_madvise(map, (size_t)size, POSIX_MADV_SEQUENTIAL);
+            in->mapping = map;
+            in->mapping_size = size;
+            in->data = map;
+            in->size = size;
+        }
+    }
+    close(fd);
+    if (rc != SOREN_OK)
+        soren_input_close(in);
+    return rc;
+}
+
+void soren_input_wrap(soren_input *in, const char *name, const void *data, uint64_t size)
+{
+    memset(in, 0, sizeof *in);
+    in->path = name ? strdup(name) : NULL; /* NULL on exhaustion: messages say "(input)" */
+    in->data = size ? data : NULL;
+    in->size = size;
+}
+
+void soren_input_close(soren_input *in)
+{
+    if (in->mapping)
+        munmap(in->mapping, (size_t)in->mapping_size);
+    free(in->path);
+    memset(in, 0, sizeof *in);
+}
+
+soren_status soren_input_check(const soren_input *in, const soren_stage_spec *spec,
+                               soren_error *err)
+{
+    if (spec->input_format != SOREN_INPUT_FIXED)
+        return SOREN_OK;
+    if (spec->record_size == 0)
+        return soren_error_set(err, SOREN_EINPUT, "%s: the record size is 0",
+                               input_name(in));
+    if (in->size % spec->record_size != 0)
+        return soren_error_set(err, SOREN_EINPUT,
+                               "%s: size %llu is not a multiple of the record size %llu "
+                               "(the last record is truncated)",
+                               input_name(in), (unsigned long long)in->size,
+                               (unsigned long long)spec->record_size);
+    return SOREN_OK;
+}
+
+void soren_records_init(soren_records *it, const soren_stage_spec *spec, const uint8_t *buf,
+                        uint64_t buf_size, uint64_t begin, uint64_t end)
+{
+    if (end > buf_size)
+        end = buf_size;
+    if (begin > end)
+        begin = end;
+    *it = (soren_records){
+        .buf = buf,
+        .buf_size = buf_size,
+        .pos = end,
+        .end = end,
+        .format = spec->input_format,
+        .record_size = spec->record_size,
+    };
+    if (begin >= end)
+        return;
+    if (it->format == SOREN_INPUT_LINES) {
+        /* A line starts at 0 or right after a '\n'.  Look for that '\n' only
+         * up to end - 1: one that lies further starts a line of the next
+         * range, so a long line is not scanned by every range it crosses. */
+        if (begin == 0) {
+            it->pos = 0;
+        } else {
+            const uint8_t *nl = memchr(buf + begin - 1, '\n', (size_t)(end - begin));
+            it->pos = nl ? (uint64_t)(nl - buf) + 1 : end;
+        }
+    } else if (it->format == SOREN_INPUT_FIXED && it->record_size > 0) {
+        uint64_t rs = it->record_size;
+        uint64_t first = begin / rs + (begin % rs != 0);
+        /* first * rs cannot overflow past end's magnitude by more than rs. */
+        it->pos = first > end / rs ? end : first * rs;
+    }
+}
+
+int soren_records_next(soren_records *it, soren_record *r)
+{
+    uint64_t pos = it->pos;
+    if (pos >= it->end)
+        return 0;
+    if (it->format == SOREN_INPUT_LINES) {
+        uint64_t left = it->buf_size - pos;
+        const uint8_t *nl = memchr(it->buf + pos, '\n', (size_t)left);
+        uint64_t len = nl ? (uint64_t)(nl - (it->buf + pos)) : left;
+        r->data = it->buf + pos;
+        r->size = len;
+        r->offset = pos;
+        r->index = pos;
+        it->pos = pos + len + 1;
+        return 1;
+    }
+    if (it->format == SOREN_INPUT_FIXED && it->record_size > 0) {
+        uint64_t rs = it->record_size;
+        if (rs > it->buf_size - pos) { /* a truncated last record is not a record */
+            it->pos = it->end;
+            return 0;
+        }
+        r->data = it->buf + pos;
+        r->size = rs;
+        r->offset = pos;
+        r->index = pos / rs;
+        it->pos = pos + rs;
+        return 1;
+    }
+    it->pos = it->end;
+    return 0;
+}

@@ -1,0 +1,439 @@
+/* output.c - writing a result as tsv or json, through a temporary file. */
+#include "output.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The temporary file being written, for soren_output_pending_path: a static
+ * buffer, so a signal handler reads it without touching the heap. */
+static char pending[PATH_MAX];
+static volatile sig_atomic_t pending_set;
+
+static void pending_put(const char *path)
+{
+    pending_set = 0;
+    if (path && strlen(path) < sizeof pending) {
+        strcpy(pending, path);
+        pending_set = 1;
+    }
+}
+
+const char *soren_output_pending_path(void)
+{
+    return pending_set ? pending : NULL;
+}
+
+static const char *dest_name(const soren_output *o)
+{
+    return o->path ? o->path : "standard output";
+}
+
+/* ---- Opening and committing ---------------------------------------------- */
+
+soren_status soren_output_open(soren_output *o, const char *path, soren_error *err)
+{
+    memset(o, 0, sizeof *o);
+    if (!path || strcmp(path, "-") == 0) {
+        o->file = stdout;
+        return SOREN_OK;
+    }
+    o->path = strdup(path);
+    if (!o->path)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory opening output %s", path);
+
+    struct stat st;
+    int exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+        soren_output_abort(o);
+        return soren_error_set(err, SOREN_EIO, "output %s is a directory", path);
+    }
+    if (exists && !S_ISREG(st.st_mode)) {
+        /* A device or a FIFO (/dev/null, a pipe): write to it directly; a
+         * temporary file renamed over it would replace the device node. */
+        o->file = fopen(path, "w");
+        if (!o->file) {
+            int e = errno;
+            soren_output_abort(o);
+            return soren_error_errno(err, SOREN_EIO, e, "cannot write output %s", path);
+        }
+        return SOREN_OK;
+    }
+
+    /* The temporary file goes beside the file the destination names, so the
+     * rename stays on one file system and a symbolic link keeps pointing at
+     * the new contents. */
+    char *target = NULL;
+    struct stat lst;
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+        target = realpath(path, NULL);
+    const char *base = target ? target : path;
+    size_t n = strlen(base);
+    o->tmp_path = malloc(n + 8);
+    if (!o->tmp_path) {
+        free(target);
+        soren_output_abort(o);
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory opening output %s", path);
+    }
+    memcpy(o->tmp_path, base, n);
+    memcpy(o->tmp_path + n, ".XXXXXX", 8);
+    free(target);
+
+    int fd = mkstemp(o->tmp_path);
+    if (fd < 0) {
+        int e = errno;
+        free(o->tmp_path);
+        o->tmp_path = NULL;
+        soren_output_abort(o);
+        return soren_error_errno(err, SOREN_EIO, e,
+                                 "cannot create output %s (a temporary file beside it)", path);
+    }
+    pending_put(o->tmp_path);
+    /* mkstemp creates 0600; give the file the mode open(2) would. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0) {
+        int e = errno;
+        close(fd);
+        soren_output_abort(o);
+        return soren_error_errno(err, SOREN_EIO, e, "cannot create output %s", path);
+    }
+    o->file = fdopen(fd, "w");
+    if (!o->file) {
+        int e = errno;
+        close(fd);
+        soren_output_abort(o);
+        return soren_error_errno(err, SOREN_EIO, e, "cannot write output %s", path);
+    }
+    return SOREN_OK;
+}
+
+soren_status soren_output_commit(soren_output *o, soren_error *err)
+{
+    if (!o->file)
+        return soren_error_set(err, SOREN_EIO, "output %s is not open", dest_name(o));
+    errno = 0;
+    if (o->file == stdout) {
+        int bad = fflush(stdout) != 0 || ferror(stdout);
+        int e = errno;
+        o->file = NULL;
+        if (bad)
+            return soren_error_errno(err, SOREN_EIO, e ? e : EIO, "writing %s",
+                                     dest_name(o));
+        return SOREN_OK;
+    }
+    soren_status rc = SOREN_OK;
+    int e = 0;
+    if (fflush(o->file) != 0 || ferror(o->file))
+        e = errno ? errno : EIO;
+    /* fsync: the rename must not publish a name whose data a crash loses.
+     * Devices and pipes (no temporary file) need no sync. */
+    if (!e && o->tmp_path && fsync(fileno(o->file)) != 0 && errno != EINVAL)
+        e = errno;
+    if (fclose(o->file) != 0 && !e)
+        e = errno ? errno : EIO;
+    o->file = NULL;
+    if (e) {
+        rc = soren_error_errno(err, SOREN_EIO, e, "writing output %s", dest_name(o));
+    } else if (o->tmp_path) {
+        /* rename through a symbolic link goes to the link's target: the
+         * temporary file was made beside it (see soren_output_open). */
+        char *target = NULL;
+        struct stat lst;
+        if (lstat(o->path, &lst) == 0 && S_ISLNK(lst.st_mode))
+            target = realpath(o->path, NULL);
+        if (rename(o->tmp_path, target ? target : o->path) != 0)
+            rc = soren_error_errno(err, SOREN_EIO, errno, "cannot write output %s",
+                                   dest_name(o));
+        free(target);
+        if (rc == SOREN_OK) {
+            pending_put(NULL);
+            free(o->tmp_path);
+            o->tmp_path = NULL;
+        }
+    }
+    soren_output_abort(o); /* removes a temporary file left by a failure */
+    return rc;
+}
+
+void soren_output_abort(soren_output *o)
+{
+    if (o->file && o->file != stdout)
+        fclose(o->file);
+    o->file = NULL;
+    if (o->tmp_path) {
+        pending_put(NULL);
+        unlink(o->tmp_path);
+        free(o->tmp_path);
+        o->tmp_path = NULL;
+    }
+    free(o->path);
+    o->path = NULL;
+}
+
+/* ---- Formatting ---------------------------------------------------------- */
+
+/* A buffer in front of the FILE: the writers add a few bytes at a time. */
+typedef struct writer {
+    FILE *f;
+    int error; /* errno of the first failed write, or 0 */
+    size_t n;
+    char buf[1 << 16];
+} writer;
+
+static void w_flush(writer *w)
+{
+    errno = 0;
+    if (w->n && !w->error && fwrite(w->buf, 1, w->n, w->f) != w->n)
+        w->error = errno ? errno : EIO;
+    w->n = 0;
+}
+
+static inline void w_reserve(writer *w, size_t n)
+{
+    if (sizeof w->buf - w->n < n)
+        w_flush(w);
+}
+
+static inline void w_byte(writer *w, char c)
+{
+    w_reserve(w, 1);
+    w->buf[w->n++] = c;
+}
+
+static void w_bytes(writer *w, const void *p, size_t n)
+{
+    if (n > sizeof w->buf / 2) {
+        w_flush(w);
+        errno = 0;
+        if (!w->error && fwrite(p, 1, n, w->f) != n)
+            w->error = errno ? errno : EIO;
+        return;
+    }
+    w_reserve(w, n);
+    memcpy(w->buf + w->n, p, n);
+    w->n += n;
+}
+
+static void w_str(writer *w, const char *s)
+{
+    w_bytes(w, s, strlen(s));
+}
+
+static void w_u64(writer *w, uint64_t v)
+{
+    char tmp[20];
+    size_t i = sizeof tmp;
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    w_bytes(w, tmp + i, sizeof tmp - i);
+}
+
+static void w_i64(writer *w, int64_t v)
+{
+    if (v < 0) {
+        w_byte(w, '-');
+        w_u64(w, (uint64_t)0 - (uint64_t)v);
+    } else {
+        w_u64(w, (uint64_t)v);
+    }
+}
+
+/* Writes a number of type t.  Non-finite floats are written as %g spells
+ * them (inf, -inf, nan); in JSON, which has no such numbers, as strings. */
+static void w_number(writer *w, soren_type t, const void *p, int json)
+{
+    char tmp[64];
+    switch (t) {
+    case SOREN_TYPE_U32:
+    case SOREN_TYPE_INDEX: {
+        uint32_t v;
+        memcpy(&v, p, 4);
+        w_u64(w, v);
+        return;
+    }
+    case SOREN_TYPE_U64: {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        w_u64(w, v);
+        return;
+    }
+    case SOREN_TYPE_I64: {
+        int64_t v;
+        memcpy(&v, p, 8);
+        w_i64(w, v);
+        return;
+    }
+    case SOREN_TYPE_F32:
+    case SOREN_TYPE_F64: {
+        double v;
+        if (t == SOREN_TYPE_F32) {
+            float f;
+            memcpy(&f, p, 4);
+            v = f;
+        } else {
+            memcpy(&v, p, 8);
+        }
+        int k = snprintf(tmp, sizeof tmp, t == SOREN_TYPE_F32 ? "%.9g" : "%.17g", v);
+        int quote = json && !isfinite(v);
+        if (quote)
+            w_byte(w, '"');
+        w_bytes(w, tmp, (size_t)k);
+        if (quote)
+            w_byte(w, '"');
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+static void w_tsv_string(writer *w, const uint8_t *s, uint64_t n)
+{
+    uint64_t run = 0; /* start of the bytes not yet written */
+    for (uint64_t i = 0; i < n; i++) {
+        char esc;
+        switch (s[i]) {
+        case '\\': esc = '\\'; break;
+        case '\t': esc = 't'; break;
+        case '\n': esc = 'n'; break;
+        case '\r': esc = 'r'; break;
+        default: continue;
+        }
+        w_bytes(w, s + run, (size_t)(i - run));
+        w_byte(w, '\\');
+        w_byte(w, esc);
+        run = i + 1;
+    }
+    w_bytes(w, s + run, (size_t)(n - run));
+}
+
+/* Length of the valid UTF-8 sequence at s[0 .. n), or 0 (RFC 3629: no
+ * overlong forms, no surrogates, nothing past U+10FFFF). */
+static size_t utf8_length(const uint8_t *s, uint64_t n)
+{
+    uint8_t c = s[0];
+    size_t len;
+    uint8_t lo = 0x80, hi = 0xbf; /* range of the second byte */
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0)
+            lo = 0xa0;
+        else if (c == 0xed)
+            hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        else if (c == 0xf4)
+            hi = 0x8f;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+static void w_json_string(writer *w, const uint8_t *s, uint64_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    w_byte(w, '"');
+    uint64_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            uint64_t j = i + 1;
+            while (j < n && s[j] >= 0x20 && s[j] < 0x80 && s[j] != '"' && s[j] != '\\')
+                j++;
+            w_bytes(w, s + i, (size_t)(j - i));
+            i = j;
+            continue;
+        }
+        if (c == '"' || c == '\\') {
+            w_byte(w, '\\');
+            w_byte(w, (char)c);
+            i++;
+            continue;
+        }
+        size_t len = c < 0x20 ? 0 : utf8_length(s + i, n - i);
+        if (len) {
+            w_bytes(w, s + i, len);
+            i += len;
+            continue;
+        }
+        /* A control character, or a byte outside any valid UTF-8 sequence. */
+        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        w_bytes(w, esc, sizeof esc);
+        i++;
+    }
+    w_byte(w, '"');
+}
+
+static void w_key(writer *w, const soren_result *r, uint64_t i, int json)
+{
+    const uint8_t *k = r->key_bytes + r->key_offset[i];
+    uint64_t n = r->key_offset[i + 1] - r->key_offset[i];
+    size_t ts = soren_type_size(r->key_type);
+    if (r->key_type == SOREN_TYPE_STRING || ts == 0 || n != ts) {
+        if (json)
+            w_json_string(w, k, n);
+        else
+            w_tsv_string(w, k, n);
+    } else {
+        w_number(w, r->key_type, k, json);
+    }
+}
+
+soren_status soren_output_write(soren_output *o, const soren_result *r, soren_format fmt,
+                                soren_error *err)
+{
+    if (!o->file)
+        return soren_error_set(err, SOREN_EIO, "output %s is not open", dest_name(o));
+    writer *w = malloc(sizeof *w);
+    if (!w)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory writing %s", dest_name(o));
+    w->f = o->file;
+    w->error = 0;
+    w->n = 0;
+    int json = fmt == SOREN_FORMAT_JSON;
+    if (json)
+        w_str(w, r->count ? "[\n" : "[");
+    for (uint64_t i = 0; i < r->count && !w->error; i++) {
+        const uint8_t *v = r->values + i * r->value_size;
+        if (json) {
+            w_str(w, "{\"key\": ");
+            w_key(w, r, i, 1);
+            w_str(w, ", \"value\": ");
+            w_number(w, r->value_type, v, 1);
+            w_str(w, i + 1 < r->count ? "},\n" : "}\n");
+        } else {
+            w_key(w, r, i, 0);
+            w_byte(w, '\t');
+            w_number(w, r->value_type, v, 0);
+            w_byte(w, '\n');
+        }
+    }
+    if (json)
+        w_str(w, "]\n");
+    w_flush(w);
+    int e = w->error;
+    free(w);
+    if (e)
+        return soren_error_errno(err, SOREN_EIO, e, "writing output %s", dest_name(o));
+    return SOREN_OK;
+}

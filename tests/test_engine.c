@@ -1,0 +1,1225 @@
+/* The CPU engine and what surrounds it: input mapping and records, the
+ * engine's modes against plain C references, key checks, result ordering,
+ * and the tsv/json writers.  Stage specs are built by hand here; the
+ * word-count data is $SOREN_TEST_MB megabytes (default 20) of seeded text. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu/cpu.h"
+#include "engine/result.h"
+#include "io/input.h"
+#include "io/output.h"
+#include "testutil.h"
+#include <soren/text.h>
+
+static char *dir;
+
+static void setup(void) { dir = tu_mkdtemp(); }
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+}
+
+TestSuite(engine, .init = setup, .fini = teardown, .timeout = 120);
+
+static size_t test_bytes(void)
+{
+    const char *mb = getenv("SOREN_TEST_MB");
+    long n = mb && *mb ? atol(mb) : 20;
+    return (size_t)(n > 0 ? n : 1) << 20;
+}
+
+static char *path_in_dir(const char *name)
+{
+    char *p = NULL;
+    cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+    return p;
+}
+
+static soren_stage_spec make_spec(const char *job, const soren_stage *code,
+                                  soren_input_format fmt, soren_type key, soren_type value,
+                                  soren_combine_op combine, soren_reduce_kind reduce)
+{
+    return (soren_stage_spec){
+        .job_name = job,
+        .code = code,
+        .input_format = fmt,
+        .key_type = key,
+        .key_max_size = key == SOREN_TYPE_STRING ? 65536 : (uint32_t)soren_type_size(key),
+        .value_type = value,
+        .value_size = soren_type_size(value),
+        .combine = combine,
+        .reduce = reduce,
+        .order = SOREN_ORDER_KEY,
+    };
+}
+
+/* Runs spec over one buffer; the result is left unordered. */
+static soren_status run_on(const soren_stage_spec *spec, const void *data, size_t size,
+                           unsigned threads, uint64_t chunk, soren_result *res, soren_error *err)
+{
+    soren_input in;
+    soren_input_wrap(&in, "buf", data, size);
+    soren_cpu_options opt = {.threads = threads, .chunk_bytes = chunk};
+    soren_result_init(res, spec);
+    soren_error_clear(err);
+    soren_status rc = soren_cpu_run(spec, &in, 1, NULL, &opt, res, err);
+    soren_input_close(&in);
+    return rc;
+}
+
+/* The result written as text, through a memory stream. */
+static char *render(const soren_result *r, soren_format fmt)
+{
+    char *text = NULL;
+    size_t size = 0;
+    soren_output o = {.file = open_memstream(&text, &size)};
+    cr_assert_not_null(o.file);
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_output_write(&o, r, fmt, &err), SOREN_OK, "%s", err.text);
+    fclose(o.file);
+    return text;
+}
+
+static void expect_same_result(const soren_result *a, const soren_result *b, const char *what)
+{
+    cr_assert_eq(a->count, b->count, "%s: %llu pairs, expected %llu", what,
+                 (unsigned long long)a->count, (unsigned long long)b->count);
+    if (!a->count)
+        return;
+    cr_assert(memcmp(a->key_offset, b->key_offset, (a->count + 1) * 8) == 0, "%s: keys differ",
+              what);
+    cr_assert(memcmp(a->key_bytes, b->key_bytes, a->key_offset[a->count]) == 0,
+              "%s: key bytes differ", what);
+    cr_assert(memcmp(a->values, b->values, a->count * a->value_size) == 0,
+              "%s: values differ", what);
+}
+
+/* ---- Records ------------------------------------------------------------- */
+
+typedef struct rec {
+    uint64_t offset, size, index;
+} rec;
+
+static size_t collect(const soren_stage_spec *spec, const uint8_t *buf, uint64_t n,
+                      uint64_t begin, uint64_t end, rec *out, size_t at)
+{
+    soren_records it;
+    soren_record r;
+    soren_records_init(&it, spec, buf, n, begin, end);
+    while (soren_records_next(&it, &r)) {
+        cr_assert_eq(r.data, buf + r.offset);
+        out[at++] = (rec){r.offset, r.size, r.index};
+    }
+    return at;
+}
+
+Test(engine, lines_records)
+{
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_LINES, SOREN_TYPE_STRING,
+                                      SOREN_TYPE_U32, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    rec got[16];
+    const uint8_t *b = (const uint8_t *)"a\n\nb\r\ncd";
+    size_t n = collect(&spec, b, 8, 0, 8, got, 0);
+    cr_assert_eq(n, 4);
+    rec want[] = {{0, 1, 0}, {2, 0, 2}, {3, 2, 3}, {6, 2, 6}};
+    cr_assert(memcmp(got, want, sizeof want) == 0);
+    /* A trailing newline ends the last line; it does not start another. */
+    cr_assert_eq(collect(&spec, (const uint8_t *)"x\n", 2, 0, 2, got, 0), 1);
+    cr_assert_eq(got[0].size, 1);
+    cr_assert_eq(collect(&spec, (const uint8_t *)"\n", 1, 0, 1, got, 0), 1);
+    cr_assert_eq(got[0].size, 0);
+    cr_assert_eq(collect(&spec, (const uint8_t *)"\n\n", 2, 0, 2, got, 0), 2);
+    cr_assert_eq(collect(&spec, NULL, 0, 0, 0, got, 0), 0);
+    cr_assert_eq(collect(&spec, (const uint8_t *)"\r", 1, 0, 1, got, 0), 1);
+    cr_assert_eq(got[0].size, 1);
+}
+
+Test(engine, lines_ranges_cut_anywhere)
+{
+    static const char *const bufs[] = {"", "a", "a\n", "\n", "\n\n\n", "ab\ncd\n\nef",
+                                       "a\r\nbb\n\nccc\n", "\n\nx\n\ny"};
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_LINES, SOREN_TYPE_STRING,
+                                      SOREN_TYPE_U32, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    for (size_t k = 0; k < sizeof bufs / sizeof bufs[0]; k++) {
+        const uint8_t *b = (const uint8_t *)bufs[k];
+        uint64_t n = strlen(bufs[k]);
+        rec whole[32], part[32];
+        size_t count = collect(&spec, b, n, 0, n, whole, 0);
+        for (uint64_t c1 = 0; c1 <= n; c1++) {
+            for (uint64_t c2 = c1; c2 <= n; c2++) {
+                size_t m = collect(&spec, b, n, 0, c1, part, 0);
+                m = collect(&spec, b, n, c1, c2, part, m);
+                m = collect(&spec, b, n, c2, n, part, m);
+                cr_assert_eq(m, count, "buffer %zu cut at %llu, %llu: %zu records, want %zu", k,
+                             (unsigned long long)c1, (unsigned long long)c2, m, count);
+                cr_assert(memcmp(part, whole, count * sizeof *whole) == 0,
+                          "buffer %zu cut at %llu, %llu", k, (unsigned long long)c1,
+                          (unsigned long long)c2);
+            }
+        }
+    }
+}
+
+Test(engine, fixed_records)
+{
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_FIXED, SOREN_TYPE_STRING,
+                                      SOREN_TYPE_U32, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    spec.record_size = 3;
+    uint8_t b[12];
+    for (int i = 0; i < 12; i++)
+        b[i] = (uint8_t)i;
+    rec whole[8], part[8];
+    cr_assert_eq(collect(&spec, b, 12, 0, 12, whole, 0), 4);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(whole[i].offset, (uint64_t)i * 3);
+        cr_assert_eq(whole[i].size, 3);
+        cr_assert_eq(whole[i].index, (uint64_t)i);
+    }
+    for (uint64_t c = 0; c <= 12; c++) {
+        size_t m = collect(&spec, b, 12, 0, c, part, 0);
+        m = collect(&spec, b, 12, c, 12, part, m);
+        cr_assert_eq(m, 4);
+        cr_assert(memcmp(part, whole, sizeof part[0] * 4) == 0);
+    }
+    /* A truncated last record is not a record (soren_input_check refuses it). */
+    cr_assert_eq(collect(&spec, b, 11, 0, 11, whole, 0), 3);
+}
+
+/* ---- Input files --------------------------------------------------------- */
+
+static void expect_open_error(const char *path, const char *text)
+{
+    soren_input in;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_input_open(&in, path, &err), SOREN_EINPUT, "%s", path);
+    cr_assert_str_eq(err.text, text);
+    cr_assert_null(in.path);
+    soren_input_close(&in); /* safe on a failed open */
+}
+
+Test(engine, input_errors)
+{
+    char *missing = path_in_dir("missing.txt");
+    char *want = NULL;
+    cr_assert(asprintf(&want, "cannot read input %s: No such file or directory", missing) > 0);
+    expect_open_error(missing, want);
+    free(want);
+
+    cr_assert(asprintf(&want, "input %s is a directory, not a regular file", dir) > 0);
+    expect_open_error(dir, want);
+    free(want);
+
+    char *fifo = path_in_dir("fifo");
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    cr_assert(asprintf(&want,
+                       "input %s is not a regular file (pipes, sockets and devices cannot be "
+                       "mapped; redirect it to standard input instead)",
+                       fifo) > 0);
+    expect_open_error(fifo, want);
+    free(want);
+
+    if (geteuid() != 0) {
+        char *locked = path_in_dir("locked.txt");
+        tu_write(locked, "x", 1);
+        cr_assert_eq(chmod(locked, 0), 0);
+        cr_assert(asprintf(&want, "cannot read input %s: Permission denied", locked) > 0);
+        expect_open_error(locked, want);
+        free(want);
+        free(locked);
+    }
+    free(fifo);
+    free(missing);
+}
+
+Test(engine, input_files_and_check)
+{
+    char *path = path_in_dir("in.rgb");
+    tu_write(path, "abcdefghij", 10);
+    soren_input in;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_input_open(&in, path, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(in.size, 10);
+    cr_assert(memcmp(in.data, "abcdefghij", 10) == 0);
+    cr_assert_str_eq(in.path, path);
+
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_FIXED, SOREN_TYPE_STRING,
+                                      SOREN_TYPE_U32, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    spec.record_size = 5;
+    cr_assert_eq(soren_input_check(&in, &spec, &err), SOREN_OK);
+    spec.record_size = 3;
+    cr_assert_eq(soren_input_check(&in, &spec, &err), SOREN_EINPUT);
+    char *want = NULL;
+    cr_assert(asprintf(&want,
+                       "%s: size 10 is not a multiple of the record size 3 (the last record is "
+                       "truncated)",
+                       path) > 0);
+    cr_assert_str_eq(err.text, want);
+    free(want);
+    spec.input_format = SOREN_INPUT_LINES;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_input_check(&in, &spec, &err), SOREN_OK);
+    soren_input_close(&in);
+    cr_assert_null(in.data);
+
+    /* An empty file maps to nothing, and is no error. */
+    tu_write(path, "", 0);
+    cr_assert_eq(soren_input_open(&in, path, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(in.size, 0);
+    cr_assert_null(in.data);
+    cr_assert_null(in.mapping);
+    soren_input_close(&in);
+    free(path);
+}
+
+/* ---- Word count against a plain C reference ------------------------------- */
+
+static void wc_map(soren_emitter *e, const soren_record *r, const soren_params *p)
+{
+    (void)p;
+    const uint32_t one = 1;
+    uint64_t pos = 0, start, len;
+    while (soren_next_word(r->data, r->size, &pos, &start, &len))
+        soren_emit(e, r->data + start, soren_key_size(len), &one);
+}
+
+static const soren_stage wc_code = {.map = wc_map, .combine = SOREN_SUM_U32};
+
+static soren_stage_spec wc_spec(void)
+{
+    return make_spec("wordcount", &wc_code, SOREN_INPUT_LINES, SOREN_TYPE_STRING,
+                     SOREN_TYPE_U32, SOREN_COMBINE_SUM, SOREN_REDUCE_COMBINE);
+}
+
+/* Zipf-like text over a vocabulary of ASCII, UTF-8 and non-UTF-8 words. */
+static uint8_t *make_text(size_t size, uint64_t seed)
+{
+    static const char *const pieces[] = {"a", "b", "c", "th", "ing", "x", "Q", "7", "-", "\\",
+                                         "\xc3\xa9", "\xff", "\x80", "z", "o", "e"};
+    static const char *const seps[] = {" ", " ", " ", "\n", "\t", "\r\n", "  ", "\n\n", "\f"};
+    uint64_t rng = seed;
+    enum { VOCAB = 20000 };
+    char (*words)[48] = calloc(VOCAB, sizeof *words);
+    cr_assert_not_null(words);
+    for (size_t i = 0; i < VOCAB; i++) {
+        size_t parts = 1 + tu_rand_below(&rng, 5);
+        for (size_t j = 0; j < parts; j++)
+            strcat(words[i], pieces[tu_rand_below(&rng, sizeof pieces / sizeof *pieces)]);
+    }
+    uint8_t *text = malloc(size);
+    cr_assert_not_null(text);
+    size_t at = 0;
+    while (at < size) {
+        uint64_t r = tu_rand(&rng);
+        const char *w = words[(r & 0xffff) % (1 + (r >> 16) % VOCAB)];
+        const char *s = seps[(r >> 48) % (sizeof seps / sizeof *seps)];
+        for (const char *q = w; *q && at < size; q++)
+            text[at++] = (uint8_t)*q;
+        for (const char *q = s; *q && at < size; q++)
+            text[at++] = (uint8_t)*q;
+    }
+    free(words);
+    return text;
+}
+
+typedef struct word {
+    const uint8_t *p;
+    uint32_t n;
+} word;
+
+static int word_cmp(const void *a, const void *b)
+{
+    const word *x = a, *y = b;
+    uint32_t n = x->n < y->n ? x->n : y->n;
+    int c = memcmp(x->p, y->p, n);
+    return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+static int ref_space(uint8_t c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* Counts words with a loop and a sort, into a result in key order. */
+static void wordcount_reference(const uint8_t *text, size_t size, soren_result *ref)
+{
+    size_t cap = size / 2 + 1, n = 0;
+    word *w = malloc(cap * sizeof *w);
+    cr_assert_not_null(w);
+    for (size_t i = 0; i < size;) {
+        while (i < size && ref_space(text[i]))
+            i++;
+        size_t s = i;
+        while (i < size && !ref_space(text[i]))
+            i++;
+        if (i > s)
+            w[n++] = (word){text + s, (uint32_t)(i - s)};
+    }
+    qsort(w, n, sizeof *w, word_cmp);
+    soren_stage_spec spec = wc_spec();
+    soren_result_init(ref, &spec);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && word_cmp(&w[i], &w[j]) == 0)
+            j++;
+        uint32_t count = (uint32_t)(j - i);
+        cr_assert_eq(soren_result_append(ref, w[i].p, w[i].n, &count, NULL), SOREN_OK);
+        i = j;
+    }
+    free(w);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(engine, wordcount_equals_reference, .timeout = 300)
+{
+    size_t size = test_bytes();
+    uint8_t *text = make_text(size, 42);
+    soren_result ref;
+    wordcount_reference(text, size, &ref);
+    cr_assert_gt(ref.count, 1000);
+    soren_stage_spec spec = wc_spec();
+    static const unsigned threads[] = {1, 2, 7};
+    for (size_t i = 0; i < 3; i++) {
+        soren_result res;
+        soren_error err;
+        cr_assert_eq(run_on(&spec, text, size, threads[i], 4096, &res, &err), SOREN_OK, "%s",
+                     err.text);
+        cr_assert_eq(soren_result_order(&res, SOREN_ORDER_KEY, 0, &err), SOREN_OK);
+        char what[64];
+        snprintf(what, sizeof what, "%u threads, 4 KiB chunks", threads[i]);
+        expect_same_result(&res, &ref, what);
+        soren_result_destroy(&res);
+    }
+    /* Default chunks, 2 threads: the number to compare with other engines. */
+    soren_result res;
+    soren_error err;
+    double t0 = now();
+    cr_assert_eq(run_on(&spec, text, size, 2, 0, &res, &err), SOREN_OK, "%s", err.text);
+    double t1 = now();
+    cr_assert_eq(soren_result_order(&res, SOREN_ORDER_KEY, 0, &err), SOREN_OK);
+    expect_same_result(&res, &ref, "2 threads, default chunks");
+    fprintf(stderr, "test_engine: wordcount, %.1f MB, 2 threads: %.3f s, %.0f MB/s\n",
+            size / 1e6, t1 - t0, size / 1e6 / (t1 - t0));
+    soren_result_destroy(&res);
+    soren_result_destroy(&ref);
+    free(text);
+}
+
+Test(engine, wordcount_over_several_inputs)
+{
+    /* A line never spans two inputs: "b" ends one and "a" starts the next. */
+    soren_stage_spec spec = wc_spec();
+    soren_input in[3];
+    soren_input_wrap(&in[0], "one", "x b", 3);
+    soren_input_wrap(&in[1], "two", "", 0);
+    soren_input_wrap(&in[2], "three", "a x", 3);
+    soren_result res;
+    soren_result_init(&res, &spec);
+    soren_error err;
+    soren_error_clear(&err);
+    soren_cpu_options opt = {.threads = 2, .chunk_bytes = 1};
+    cr_assert_eq(soren_cpu_run(&spec, in, 3, NULL, &opt, &res, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_result_order(&res, SOREN_ORDER_KEY, 0, &err), SOREN_OK);
+    char *text = render(&res, SOREN_FORMAT_TSV);
+    cr_assert_str_eq(text, "a\t1\nb\t1\nx\t2\n");
+    free(text);
+    soren_result_destroy(&res);
+    for (int i = 0; i < 3; i++)
+        soren_input_close(&in[i]);
+}
+
+Test(engine, empty_input)
+{
+    soren_stage_spec spec = wc_spec();
+    soren_result res;
+    soren_error err;
+    cr_assert_eq(run_on(&spec, NULL, 0, 4, 0, &res, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(res.count, 0);
+    cr_assert_eq(run_on(&spec, "\n \n\t", 4, 4, 1, &res, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(res.count, 0);
+    cr_assert_eq(soren_result_order(&res, SOREN_ORDER_KEY, 5, &err), SOREN_OK);
+    char *text = render(&res, SOREN_FORMAT_JSON);
+    cr_assert_str_eq(text, "[]\n");
+    free(text);
+    /* No inputs at all. */
+    soren_result_init(&res, &spec);
+    soren_cpu_options opt = {0};
+    cr_assert_eq(soren_cpu_run(&spec, NULL, 0, NULL, &opt, &res, &err), SOREN_OK);
+    cr_assert_eq(res.count, 0);
+    soren_result_destroy(&res);
+}
+
+/* ---- Built-in combines over every type ------------------------------------ */
+
+/* Records of 12 bytes: a u32 key, then 8 bytes whose first value_size bytes
+ * are the value. */
+static void kv_map(soren_emitter *e, const soren_record *r, const soren_params *p)
+{
+    (void)p;
+    soren_emit(e, r->data, 4, r->data + 4);
+}
+
+typedef union num {
+    uint32_t u32;
+    uint64_t u64;
+    int64_t i64;
+    float f32;
+    double f64;
+    uint8_t bytes[8];
+} num;
+
+static num random_num(uint64_t *rng, soren_type t, int small)
+{
+    num v;
+    memset(&v, 0, sizeof v);
+    uint64_t r = tu_rand(rng);
+    int64_t s = (int64_t)tu_rand_below(rng, 2001) - 1000; /* exact in every type */
+    switch (t) {
+    case SOREN_TYPE_U32: v.u32 = small ? (uint32_t)(s + 1000) : (uint32_t)r; break;
+    case SOREN_TYPE_U64: v.u64 = small ? (uint64_t)(s + 1000) : r; break;
+    case SOREN_TYPE_I64: v.i64 = small ? s : (int64_t)r; break;
+    case SOREN_TYPE_F32: v.f32 = small ? (float)s : (float)((int64_t)r) / 1e9f; break;
+    case SOREN_TYPE_F64: v.f64 = small ? (double)s : (double)(int64_t)r / 1e7; break;
+    default: break;
+    }
+    return v;
+}
+
+/* acc op= v in type t, plainly: the reference. */
+static void ref_fold(soren_combine_op op, soren_type t, num *acc, num v, int first)
+{
+#define REF_CASE(T, f)                                                                   \
+    case T:                                                                              \
+        if (op == SOREN_COMBINE_COUNT)                                                   \
+            acc->f = first ? 1 : acc->f + 1;                                             \
+        else if (first)                                                                  \
+            acc->f = v.f;                                                                \
+        else if (op == SOREN_COMBINE_SUM)                                                \
+            acc->f = acc->f + v.f;                                                       \
+        else if (op == SOREN_COMBINE_MIN)                                                \
+            acc->f = v.f < acc->f ? v.f : acc->f;                                        \
+        else                                                                             \
+            acc->f = v.f > acc->f ? v.f : acc->f;                                        \
+        break;
+    switch (t) {
+        REF_CASE(SOREN_TYPE_U32, u32)
+        REF_CASE(SOREN_TYPE_U64, u64)
+        REF_CASE(SOREN_TYPE_F32, f32)
+        REF_CASE(SOREN_TYPE_F64, f64)
+    case SOREN_TYPE_I64: /* wraps like the engine, without signed overflow */
+        if (op == SOREN_COMBINE_COUNT)
+            acc->i64 = first ? 1 : acc->i64 + 1;
+        else if (first)
+            acc->i64 = v.i64;
+        else if (op == SOREN_COMBINE_SUM)
+            acc->u64 = acc->u64 + v.u64;
+        else if (op == SOREN_COMBINE_MIN)
+            acc->i64 = v.i64 < acc->i64 ? v.i64 : acc->i64;
+        else
+            acc->i64 = v.i64 > acc->i64 ? v.i64 : acc->i64;
+        break;
+    default:
+        break;
+    }
+#undef REF_CASE
+}
+
+Test(engine, builtin_combines_over_every_type)
+{
+    static const soren_type types[] = {SOREN_TYPE_U32, SOREN_TYPE_U64, SOREN_TYPE_I64,
+                                       SOREN_TYPE_F32, SOREN_TYPE_F64};
+    static const soren_combine_op ops[] = {SOREN_COMBINE_SUM, SOREN_COMBINE_MIN,
+                                           SOREN_COMBINE_MAX, SOREN_COMBINE_COUNT};
+    enum { RECORDS = 20000, KEYS = 37 };
+    uint8_t *data = malloc(RECORDS * 12);
+    cr_assert_not_null(data);
+    for (size_t ti = 0; ti < 5; ti++) {
+        for (size_t oi = 0; oi < 4; oi++) {
+            soren_type t = types[ti];
+            soren_combine_op op = ops[oi];
+            /* Float sums take small integers so that any order adds exactly. */
+            int small = op == SOREN_COMBINE_SUM &&
+                        (t == SOREN_TYPE_F32 || t == SOREN_TYPE_F64);
+            uint64_t rng = 1000 + ti * 10 + oi;
+            num ref[KEYS];
+            int seen[KEYS] = {0};
+            for (size_t i = 0; i < RECORDS; i++) {
+                uint32_t k = (uint32_t)tu_rand_below(&rng, KEYS);
+                num v = random_num(&rng, t, small);
+                memcpy(data + i * 12, &k, 4);
+                memcpy(data + i * 12 + 4, v.bytes, 8);
+                ref_fold(op, t, &ref[k], v, !seen[k]);
+                seen[k] = 1;
+            }
+            soren_stage code = {.map = kv_map,
+                                .combine = {op, t, NULL, NULL}};
+            soren_stage_spec spec = make_spec("combine", &code, SOREN_INPUT_FIXED,
+                                              SOREN_TYPE_U32, t, op, SOREN_REDUCE_COMBINE);
+            spec.record_size = 12;
+            soren_result res;
+            soren_error err;
+            cr_assert_eq(run_on(&spec, data, RECORDS * 12, 3, 1000, &res, &err), SOREN_OK,
+                         "%s", err.text);
+            cr_assert_eq(soren_result_order(&res, SOREN_ORDER_KEY, 0, &err), SOREN_OK);
+            cr_assert_eq(res.count, KEYS);
+            for (uint32_t k = 0; k < KEYS; k++) {
+                uint32_t key;
+                memcpy(&key, res.key_bytes + res.key_offset[k], 4);
+                cr_assert_eq(key, k);
+                cr_assert(memcmp(res.values + k * res.value_size, ref[k].bytes,
+                                 res.value_size) == 0,
+                          "%s over %s, key %u", op == SOREN_COMBINE_SUM   ? "sum"
+                                                : op == SOREN_COMBINE_MIN ? "min"
+                                                : op == SOREN_COMBINE_MAX ? "max"
+                                                                          : "count",
+                          soren_type_name(t), k);
+            }
+            soren_result_destroy(&res);
+        }
+    }
+    free(data);
+}
+
+Test(engine, float_min_max_ignore_nan_and_order_zeros)
+{
+    /* Key 0: NaNs, zeros of both signs and 3; key 1: NaNs only. */
+    const double v0[] = {NAN, 0.0, 3.0, -0.0, -NAN, 0.0, 2.0, NAN};
+    uint8_t data[10 * 12];
+    for (int i = 0; i < 10; i++) {
+        uint32_t k = i < 8 ? 0 : 1;
+        double v = i < 8 ? v0[i] : NAN;
+        memcpy(data + i * 12, &k, 4);
+        memcpy(data + i * 12 + 4, &v, 8);
+    }
+    soren_combine_op ops[] = {SOREN_COMBINE_MIN, SOREN_COMBINE_MAX};
+    for (int o = 0; o < 2; o++) {
+        soren_stage code = {.map = kv_map, .combine = {ops[o], SOREN_TYPE_F64, NULL, NULL}};
+        soren_stage_spec spec = make_spec("minmax", &code, SOREN_INPUT_FIXED, SOREN_TYPE_U32,
+                                          SOREN_TYPE_F64, ops[o], SOREN_REDUCE_COMBINE);
+        spec.record_size = 12;
+        for (unsigned threads = 1; threads <= 3; threads++) {
+            soren_result res;
+            soren_error err;
+            cr_assert_eq(run_on(&spec, data, sizeof data, threads, 12, &res, &err), SOREN_OK,
+                         "%s", err.text);
+            cr_assert_eq(soren_result_order(&res, SOREN_ORDER_KEY, 0, &err), SOREN_OK);
+            char *text = render(&res, SOREN_FORMAT_TSV);
+            cr_assert_str_eq(text, o == 0 ? "0\t-0\n1\tnan\n" : "0\t3\n1\tnan\n");
+            free(text);
+            soren_result_destroy(&res);
+        }
+    }
+}
+
+/* A user combine: products of odd numbers mod 2^64 (associative,
+ * commutative, identity 1). */
+static void product(void *acc, const void *v)
+{
+    uint64_t a, b;
+    memcpy(&a, acc, 8);
+    memcpy(&b, v, 8);
+    a *= b;
+    memcpy(acc, &a, 8);
+}
+
+static const uint64_t product_identity = 1;
+
+Test(engine, user_combine)
+{
+    enum { RECORDS = 30000, KEYS = 101 };
+    uint8_t *data = malloc(RECORDS * 12);
+    cr_assert_not_null(data);
+    uint64_t rng = 7, ref[KEYS];
+    for (int k = 0; k < KEYS; k++)
+        ref[k] = 1;
+    for (size_t i = 0; i < RECORDS; i++) {
+        uint32_t k = (uint32_t)tu_rand_below(&rng, KEYS);
+        uint64_t v = tu_rand(&rng) | 1;
+        memcpy(data + i * 12, &k, 4);
+        memcpy(data + i * 12 + 4, &v, 8);
+        ref[k] *= v;
+    }
+    soren_stage code = {.map = kv_map, .combine = SOREN_COMBINE_FN(product, &product_identity)};
+    soren_stage_spec spec = make_spec("user", &code, SOREN_INPUT_FIXED, SOREN_TYPE_U32,
+                                      SOREN_TYPE_U64, SOREN_COMBINE_USER, SOREN_REDUCE_COMBINE);
+    spec.record_size = 12;
+    for (unsigned threads = 1; threads <= 4; threads += 3) {
+        soren_result res;
+        soren_error err;
+        cr_assert_eq(run_on(&spec, data, RECORDS * 12, threads, 600, &res, &err), SOREN_OK,
+                     "%s", err.text);
+        cr_assert_eq(soren_result_order(&res, SOREN_ORDER_KEY, 0, &err), SOREN_OK);
+        cr_assert_eq(res.count, KEYS);
+        for (uint32_t k = 0; k < KEYS; k++) {
+            uint64_t v;
+            memcpy(&v, res.values + k * 8, 8);
+            cr_assert_eq(v, ref[k], "key %u", k);
+        }
+        soren_result_destroy(&res);
+    }
+    free(data);
+}
+
+/* ---- Reduce -------------------------------------------------------------- */
+
+/* Records of 8 bytes: a u32 key and a u32 value.  The reduce emits (key, n)
+ * and (key + 1000, smallest value), or value 0xffffffff when the values
+ * did not arrive sorted. */
+static void reduce_count_min(soren_emitter *e, const void *key, uint32_t key_size,
+                             const void *values, uint32_t n, const soren_params *p)
+{
+    (void)p;
+    (void)key_size;
+    uint32_t k, first, prev = 0, out = n;
+    memcpy(&k, key, 4);
+    memcpy(&first, values, 4);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t v;
+        memcpy(&v, (const uint8_t *)values + i * 4, 4);
+        if (i && v < prev)
+            out = 0xffffffffu;
+        prev = v;
+    }
+    soren_emit(e, &k, 4, &out);
+    k += 1000;
+    soren_emit(e, &k, 4, &first);
+}
+
+/* With a combine: n must be 1; emits (key, 2 * combined). */
+static void reduce_double(soren_emitter *e, const void *key, uint32_t key_size,
+                          const void *values, uint32_t n, const soren_params *p)
+{
+    (void)p;
+    uint32_t v;
+    memcpy(&v, values, 4);
+    v = n == 1 ? 2 * v : 0xffffffffu;
+    soren_emit(e, key, key_size, &v);
+}
+
+static void kv32_map(soren_emitter *e, const soren_record *r, const soren_params *p)
+{
+    (void)p;
+    soren_emit(e, r->data, 4, r->data + 4);
+}
+
+static uint8_t *kv32_data(size_t records, uint32_t keys, uint32_t *count, uint32_t *min,
+                          uint32_t *sum)
+{
+    uint8_t *data = malloc(records * 8);
+    cr_assert_not_null(data);
+    uint64_t rng = 99;
+    for (uint32_t k = 0; k < keys; k++) {
+        count[k] = sum[k] = 0;
+        min[k] = UINT32_MAX;
+    }
+    for (size_t i = 0; i < records; i++) {
+        uint32_t k = (uint32_t)tu_rand_below(&rng, keys), v = (uint32_t)tu_rand(&rng) >> 8;
+        memcpy(data + i * 8, &k, 4);
+        memcpy(data + i * 8 + 4, &v, 4);
+        count[k]++;
+        sum[k] += v;
+        min[k] = v < min[k] ? v : min[k];
+    }
+    return data;
+}
+
+Test(engine, reduce_without_and_with_combine)
+{
+    enum { RECORDS = 50000, KEYS = 300 };
+    uint32_t count[KEYS], min[KEYS], sum[KEYS];
+    uint8_t *data = kv32_data(RECORDS, KEYS, count, min, sum);
+
+    soren_stage code = {.map = kv32_map, .reduce = reduce_count_min};
+    soren_stage_spec spec = make_spec("reduce", &code, SOREN_INPUT_FIXED, SOREN_TYPE_U32,
+                                      SOREN_TYPE_U32, SOREN_COMBINE_NONE, SOREN_REDUCE_FUNCTION);
+    spec.record_size = 8;
+    for (unsigned threads = 1; threads <= 5; threads += 4) {
+        soren_result res;
+        soren_error err;
+        cr_assert_eq(run_on(&spec, data, RECORDS * 8, threads, 800, &res, &err), SOREN_OK,
+                     "%s", err.text);
+        cr_assert_eq(soren_result_order(&res, SOREN_ORDER_KEY, 0, &err), SOREN_OK);
+        cr_assert_eq(res.count, 2 * KEYS);
+        for (uint32_t i = 0; i < 2 * KEYS; i++) {
+            uint32_t k, v;
+            memcpy(&k, res.key_bytes + res.key_offset[i], 4);
+            memcpy(&v, res.values + i * 4, 4);
+            if (i < KEYS) {
+                cr_assert_eq(k, i);
+                cr_assert_eq(v, count[i], "key %u: %u values (or unsorted), want %u", k, v,
+                             count[i]);
+            } else {
+                cr_assert_eq(k, i - KEYS + 1000);
+                cr_assert_eq(v, min[i - KEYS]);
+            }
+        }
+        soren_result_destroy(&res);
+    }
+
+    soren_stage code2 = {.map = kv32_map, .combine = SOREN_SUM_U32, .reduce = reduce_double};
+    spec = make_spec("reduce", &code2, SOREN_INPUT_FIXED, SOREN_TYPE_U32, SOREN_TYPE_U32,
+                     SOREN_COMBINE_SUM, SOREN_REDUCE_FUNCTION);
+    spec.record_size = 8;
+    soren_result res;
+    soren_error err;
+    cr_assert_eq(run_on(&spec, data, RECORDS * 8, 3, 800, &res, &err), SOREN_OK, "%s",
+                 err.text);
+    cr_assert_eq(soren_result_order(&res, SOREN_ORDER_KEY, 0, &err), SOREN_OK);
+    cr_assert_eq(res.count, KEYS);
+    for (uint32_t i = 0; i < KEYS; i++) {
+        uint32_t v;
+        memcpy(&v, res.values + i * 4, 4);
+        cr_assert_eq(v, 2 * sum[i], "key %u", i);
+    }
+    soren_result_destroy(&res);
+    free(data);
+}
+
+/* ---- Map-only ------------------------------------------------------------ */
+
+static void line_map(soren_emitter *e, const soren_record *r, const soren_params *p)
+{
+    (void)p;
+    uint64_t offset = r->offset;
+    soren_emit(e, r->data, (uint32_t)r->size, &offset);
+}
+
+Test(engine, map_only_keeps_input_order)
+{
+    enum { LINES = 20000 };
+    char *text = malloc(LINES * 8);
+    cr_assert_not_null(text);
+    size_t n = 0;
+    for (int i = 0; i < LINES; i++)
+        n += (size_t)sprintf(text + n, "%d\n", (i * 7919) % LINES);
+    soren_stage code = {.map = line_map};
+    soren_stage_spec spec = make_spec("lines", &code, SOREN_INPUT_LINES, SOREN_TYPE_STRING,
+                                      SOREN_TYPE_U64, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    soren_result res;
+    soren_error err;
+    cr_assert_eq(run_on(&spec, text, n, 4, 64, &res, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(res.count, LINES);
+    /* Unordered (order none), the pairs come in input order. */
+    uint64_t expect = 0;
+    for (uint64_t i = 0; i < res.count; i++) {
+        uint64_t off;
+        memcpy(&off, res.values + i * 8, 8);
+        cr_assert_eq(off, expect, "pair %llu", (unsigned long long)i);
+        uint64_t len = res.key_offset[i + 1] - res.key_offset[i];
+        cr_assert(memcmp(res.key_bytes + res.key_offset[i], text + off, len) == 0);
+        expect = off + len + 1;
+    }
+    /* Duplicated keys stay; order key sorts them, ties by value. */
+    cr_assert_eq(soren_result_order(&res, SOREN_ORDER_KEY, 3, &err), SOREN_OK);
+    cr_assert_eq(res.count, 3);
+    char *out = render(&res, SOREN_FORMAT_TSV);
+    uint64_t o0 = 0, o1 = 0, o2 = 0;
+    cr_assert_eq(sscanf(out, "0\t%lu\n1\t%lu\n10\t%lu\n", &o0, &o1, &o2), 3, "%s", out);
+    free(out);
+    soren_result_destroy(&res);
+    free(text);
+}
+
+/* ---- Keys the manifest does not allow ------------------------------------- */
+
+static void whole_line_map(soren_emitter *e, const soren_record *r, const soren_params *p)
+{
+    (void)p;
+    const uint32_t one = 1;
+    soren_emit(e, r->data, (uint32_t)r->size, &one);
+}
+
+static void expect_job_error(const soren_stage_spec *spec, const void *data, size_t size,
+                             const char *text)
+{
+    for (unsigned threads = 1; threads <= 3; threads += 2) {
+        soren_result res;
+        soren_error err;
+        cr_assert_eq(run_on(spec, data, size, threads, 64, &res, &err), SOREN_EJOB);
+        cr_assert_str_eq(err.text, text);
+        cr_assert_eq(res.count, 0);
+        soren_result_destroy(&res);
+    }
+}
+
+Test(engine, key_errors)
+{
+    /* Too long a string key (the limit is key.max_size). */
+    char *big = malloc(70001);
+    cr_assert_not_null(big);
+    memset(big, 'w', 70000);
+    big[70000] = '\n';
+    soren_stage code = {.map = whole_line_map, .combine = SOREN_SUM_U32};
+    soren_stage_spec spec = make_spec("wordcount", &code, SOREN_INPUT_LINES, SOREN_TYPE_STRING,
+                                      SOREN_TYPE_U32, SOREN_COMBINE_SUM, SOREN_REDUCE_COMBINE);
+    expect_job_error(&spec, big, 70001,
+                     "wordcount: map emitted a key of 70000 bytes; the manifest allows at most "
+                     "65536 (key.max_size)");
+    spec.key_max_size = 3;
+    expect_job_error(&spec, "ab\nabc\nabcd\nabc", 15,
+                     "wordcount: map emitted a key of 4 bytes; the manifest allows at most 3 "
+                     "(key.max_size)");
+    /* Map-only, too. */
+    spec.combine = SOREN_COMBINE_NONE;
+    spec.reduce = SOREN_REDUCE_NONE;
+    expect_job_error(&spec, "abcd", 4,
+                     "wordcount: map emitted a key of 4 bytes; the manifest allows at most 3 "
+                     "(key.max_size)");
+    free(big);
+
+    /* A typed key of the wrong size. */
+    spec = make_spec("typed", &code, SOREN_INPUT_FIXED, SOREN_TYPE_U32, SOREN_TYPE_U32,
+                     SOREN_COMBINE_SUM, SOREN_REDUCE_COMBINE);
+    spec.record_size = 8;
+    expect_job_error(&spec, "12345678", 8,
+                     "typed: map emitted a key of 8 bytes; key.type u32 has 4-byte keys");
+
+    /* An index key out of range. */
+    spec = make_spec("hist", &code, SOREN_INPUT_FIXED, SOREN_TYPE_INDEX, SOREN_TYPE_U32,
+                     SOREN_COMBINE_SUM, SOREN_REDUCE_COMBINE);
+    spec.record_size = 4;
+    spec.key_count = 768;
+    uint32_t keys[64];
+    for (int i = 0; i < 64; i++)
+        keys[i] = (uint32_t)i * 12;
+    keys[63] = 768;
+    expect_job_error(&spec, keys, sizeof keys,
+                     "hist: map emitted the index key 768; the manifest allows 0 to 767 "
+                     "(key.count 768)");
+    keys[63] = 767;
+    soren_result res;
+    soren_error err;
+    cr_assert_eq(run_on(&spec, keys, sizeof keys, 2, 16, &res, &err), SOREN_OK, "%s",
+                 err.text);
+    cr_assert_eq(res.count, 64);
+    soren_result_destroy(&res);
+
+    /* What reduce emits is checked the same way. */
+    uint32_t count[10], min[10], sum[10];
+    uint8_t *data = kv32_data(1000, 10, count, min, sum);
+    soren_stage rcode = {.map = kv32_map, .reduce = reduce_count_min};
+    spec = make_spec("red", &rcode, SOREN_INPUT_FIXED, SOREN_TYPE_INDEX, SOREN_TYPE_U32,
+                     SOREN_COMBINE_NONE, SOREN_REDUCE_FUNCTION);
+    spec.record_size = 8;
+    spec.key_count = 1009; /* only key 9's second pair is out of range */
+    expect_job_error(&spec, data, 8000,
+                     "red: reduce emitted the index key 1009; the manifest allows 0 to 1008 "
+                     "(key.count 1009)");
+    free(data);
+}
+
+/* ---- Ordering ------------------------------------------------------------ */
+
+static void append_str(soren_result *r, const char *key, uint32_t value)
+{
+    cr_assert_eq(soren_result_append(r, key, (uint32_t)strlen(key), &value, NULL), SOREN_OK);
+}
+
+Test(engine, order_modes_and_limit)
+{
+    soren_stage_spec spec = wc_spec();
+    soren_result r;
+    soren_error err;
+    soren_error_clear(&err);
+    const char *keys[] = {"b", "ab", "a", "", "abc", "b\xff", "B"};
+    const uint32_t vals[] = {3, 1, 3, 2, 1, 0, 7};
+    const char *by_key = "\t2\nB\t7\na\t3\nab\t1\nabc\t1\nb\t3\nb\xff\t0\n";
+    const char *desc = "B\t7\na\t3\nb\t3\n\t2\nab\t1\nabc\t1\nb\xff\t0\n";
+    const char *asc = "b\xff\t0\nab\t1\nabc\t1\n\t2\na\t3\nb\t3\nB\t7\n";
+    struct {
+        soren_order order;
+        uint64_t limit;
+        const char *want;
+    } cases[] = {{SOREN_ORDER_KEY, 0, by_key},        {SOREN_ORDER_VALUE_DESC, 0, desc},
+                 {SOREN_ORDER_VALUE_ASC, 0, asc},     {SOREN_ORDER_VALUE_DESC, 3, NULL},
+                 {SOREN_ORDER_KEY, 1, "\t2\n"},       {SOREN_ORDER_KEY, 100, by_key},
+                 {SOREN_ORDER_NONE, 2, "b\t3\nab\t1\n"}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        soren_result_init(&r, &spec);
+        for (size_t i = 0; i < 7; i++)
+            append_str(&r, keys[i], vals[i]);
+        cr_assert_eq(soren_result_order(&r, cases[c].order, cases[c].limit, &err), SOREN_OK);
+        char *text = render(&r, SOREN_FORMAT_TSV);
+        if (cases[c].want)
+            cr_assert_str_eq(text, cases[c].want, "case %zu", c);
+        else
+            cr_assert_str_eq(text, "B\t7\na\t3\nb\t3\n");
+        free(text);
+        soren_result_destroy(&r);
+    }
+}
+
+Test(engine, order_top_n_equals_full_sort)
+{
+    /* A short limit takes the selection path; it must agree with a sort. */
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_LINES, SOREN_TYPE_U64,
+                                      SOREN_TYPE_F64, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    soren_order orders[] = {SOREN_ORDER_KEY, SOREN_ORDER_VALUE_DESC, SOREN_ORDER_VALUE_ASC};
+    for (int o = 0; o < 3; o++) {
+        soren_result a, b;
+        soren_result_init(&a, &spec);
+        soren_result_init(&b, &spec);
+        uint64_t rng = 5;
+        for (int i = 0; i < 5000; i++) {
+            uint64_t k = tu_rand_below(&rng, 300);
+            double v = (double)tu_rand_below(&rng, 50) - 25; /* many ties */
+            cr_assert_eq(soren_result_append(&a, &k, 8, &v, NULL), SOREN_OK);
+            cr_assert_eq(soren_result_append(&b, &k, 8, &v, NULL), SOREN_OK);
+        }
+        soren_error err;
+        cr_assert_eq(soren_result_order(&a, orders[o], 17, &err), SOREN_OK);
+        cr_assert_eq(soren_result_order(&b, orders[o], 0, &err), SOREN_OK);
+        b.count = 17;
+        expect_same_result(&a, &b, "top 17");
+        soren_result_destroy(&a);
+        soren_result_destroy(&b);
+    }
+}
+
+Test(engine, float_and_integer_keys_order)
+{
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_LINES, SOREN_TYPE_F64,
+                                      SOREN_TYPE_I64, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    soren_result r;
+    soren_result_init(&r, &spec);
+    double keys[] = {1.5, -0.0, 0.0, -INFINITY, NAN, -NAN, INFINITY, -2.25, 1e-310};
+    for (int i = 0; i < 9; i++) {
+        int64_t v = -i;
+        cr_assert_eq(soren_result_append(&r, &keys[i], 8, &v, NULL), SOREN_OK);
+    }
+    soren_error err;
+    cr_assert_eq(soren_result_order(&r, SOREN_ORDER_KEY, 0, &err), SOREN_OK);
+    char *text = render(&r, SOREN_FORMAT_TSV);
+    cr_assert_str_eq(text, "-nan\t-5\n-inf\t-3\n-2.25\t-7\n-0\t-1\n0\t-2\n"
+                           "9.9999999999999694e-311\t-8\n1.5\t0\ninf\t-6\nnan\t-4\n");
+    free(text);
+    cr_assert_lt(soren_key_compare(SOREN_TYPE_I64, (const uint8_t *)&(int64_t){-1}, 8,
+                                   (const uint8_t *)&(int64_t){1}, 8), 0);
+    cr_assert_gt(soren_key_compare(SOREN_TYPE_U64, (const uint8_t *)&(uint64_t){UINT64_MAX}, 8,
+                                   (const uint8_t *)&(uint64_t){1}, 8), 0);
+    cr_assert_lt(soren_value_compare(SOREN_TYPE_F32, &(float){-0.0f}, &(float){0.0f}), 0);
+    cr_assert_eq(soren_value_compare(SOREN_TYPE_U32, &(uint32_t){4}, &(uint32_t){4}), 0);
+    soren_result_destroy(&r);
+}
+
+/* ---- Writers ------------------------------------------------------------- */
+
+Test(engine, tsv_and_json_text)
+{
+    soren_stage_spec spec = wc_spec();
+    soren_result r;
+    soren_result_init(&r, &spec);
+    append_str(&r, "a\\b\tc\nd\re", 1);
+    append_str(&r, "q\"uote\x01\x7f", 2);
+    append_str(&r, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 3); /* é € 😀 */
+    append_str(&r, "\xff\xc3(\xe2\x82\xed\xa0\x80\xc0\xaf\xf4\x90\x80\x80", 4);
+    append_str(&r, "", 5);
+    char *tsv = render(&r, SOREN_FORMAT_TSV);
+    cr_assert_str_eq(tsv, "a\\\\b\\tc\\nd\\re\t1\n"
+                          "q\"uote\x01\x7f\t2\n"
+                          "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\t3\n"
+                          "\xff\xc3(\xe2\x82\xed\xa0\x80\xc0\xaf\xf4\x90\x80\x80\t4\n"
+                          "\t5\n");
+    free(tsv);
+    char *json = render(&r, SOREN_FORMAT_JSON);
+    cr_assert_str_eq(json,
+                     "[\n"
+                     "{\"key\": \"a\\\\b\\u0009c\\u000ad\\u000de\", \"value\": 1},\n"
+                     "{\"key\": \"q\\\"uote\\u0001\x7f\", \"value\": 2},\n"
+                     "{\"key\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", \"value\": 3},\n"
+                     "{\"key\": \"\\u00ff\\u00c3(\\u00e2\\u0082\\u00ed\\u00a0\\u0080\\u00c0"
+                     "\\u00af\\u00f4\\u0090\\u0080\\u0080\", \"value\": 4},\n"
+                     "{\"key\": \"\", \"value\": 5}\n"
+                     "]\n");
+    free(json);
+    soren_result_destroy(&r);
+
+    /* Typed keys and values are numbers. */
+    spec = make_spec("t", NULL, SOREN_INPUT_LINES, SOREN_TYPE_I64, SOREN_TYPE_U64,
+                     SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    soren_result_init(&r, &spec);
+    int64_t k = INT64_MIN;
+    uint64_t v = UINT64_MAX;
+    cr_assert_eq(soren_result_append(&r, &k, 8, &v, NULL), SOREN_OK);
+    tsv = render(&r, SOREN_FORMAT_TSV);
+    cr_assert_str_eq(tsv, "-9223372036854775808\t18446744073709551615\n");
+    json = render(&r, SOREN_FORMAT_JSON);
+    cr_assert_str_eq(json, "[\n{\"key\": -9223372036854775808, \"value\": "
+                           "18446744073709551615}\n]\n");
+    free(tsv);
+    free(json);
+    soren_result_destroy(&r);
+}
+
+Test(engine, floats_round_trip)
+{
+    float f[] = {0.1f, 1.5f, -0.0f, 1e-45f, 3.40282347e38f, 1.0f / 3, 16777217.0f, -2.5e-7f};
+    double d[] = {0.1, 1.5, -0.0, 5e-324, 1.7976931348623157e308, 1.0 / 3, M_PI, -1e100};
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_LINES, SOREN_TYPE_F32,
+                                      SOREN_TYPE_F64, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    soren_result r;
+    soren_result_init(&r, &spec);
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(soren_result_append(&r, &f[i], 4, &d[i], NULL), SOREN_OK);
+    char *text = render(&r, SOREN_FORMAT_TSV);
+    char *line = text;
+    for (int i = 0; i < 8; i++) {
+        char *end;
+        float fk = strtof(line, &end);
+        cr_assert_eq(*end, '\t');
+        double dv = strtod(end + 1, &end);
+        cr_assert_eq(*end, '\n');
+        cr_assert(memcmp(&fk, &f[i], 4) == 0, "f32 %d: %.9g", i, (double)f[i]);
+        cr_assert(memcmp(&dv, &d[i], 8) == 0, "f64 %d: %.17g", i, d[i]);
+        line = end + 1;
+    }
+    const char *head = "0.100000001\t0.10000000000000001\n1.5\t1.5\n-0\t-0\n";
+    cr_assert_eq(strncmp(text, head, strlen(head)), 0, "%s", text);
+    free(text);
+    /* JSON has no infinities or NaNs: they are written as strings. */
+    soren_result_destroy(&r);
+    soren_result_init(&r, &spec);
+    float fi = INFINITY;
+    double dn = NAN;
+    cr_assert_eq(soren_result_append(&r, &fi, 4, &dn, NULL), SOREN_OK);
+    text = render(&r, SOREN_FORMAT_JSON);
+    cr_assert_str_eq(text, "[\n{\"key\": \"inf\", \"value\": \"nan\"}\n]\n");
+    free(text);
+    soren_result_destroy(&r);
+}
+
+static int count_entries(const char *path)
+{
+    DIR *d = opendir(path);
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+Test(engine, output_temp_file_abort_and_commit)
+{
+    soren_stage_spec spec = wc_spec();
+    soren_result r;
+    soren_result_init(&r, &spec);
+    append_str(&r, "w", 9);
+    char *dest = path_in_dir("out.tsv");
+    soren_output o;
+    soren_error err;
+    soren_error_clear(&err);
+
+    /* Abort: nothing is left. */
+    cr_assert_eq(soren_output_open(&o, dest, &err), SOREN_OK, "%s", err.text);
+    const char *pending = soren_output_pending_path();
+    cr_assert_not_null(pending);
+    cr_assert_eq(strncmp(pending, dest, strlen(dest)), 0);
+    cr_assert_eq(strlen(pending), strlen(dest) + 7);
+    cr_assert_eq(access(pending, F_OK), 0);
+    char *tmp = strdup(pending);
+    cr_assert_eq(soren_output_write(&o, &r, SOREN_FORMAT_TSV, &err), SOREN_OK);
+    soren_output_abort(&o);
+    cr_assert_null(soren_output_pending_path());
+    cr_assert_neq(access(tmp, F_OK), 0);
+    cr_assert_eq(count_entries(dir), 0);
+    soren_output_abort(&o); /* twice is fine */
+    free(tmp);
+
+    /* Commit: the file appears whole, with the mode open(2) would give. */
+    cr_assert_eq(soren_output_open(&o, dest, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_output_write(&o, &r, SOREN_FORMAT_TSV, &err), SOREN_OK);
+    cr_assert_neq(access(dest, F_OK), 0, "visible before commit");
+    cr_assert_eq(soren_output_commit(&o, &err), SOREN_OK, "%s", err.text);
+    cr_assert_null(soren_output_pending_path());
+    soren_output_abort(&o); /* after commit: no effect */
+    char *text = tu_read(dest, NULL);
+    cr_assert_str_eq(text, "w\t9\n");
+    free(text);
+    cr_assert_eq(count_entries(dir), 1);
+    struct stat st;
+    cr_assert_eq(stat(dest, &st), 0);
+    mode_t mask = umask(0);
+    umask(mask);
+    cr_assert_eq(st.st_mode & 0777, 0666 & ~mask);
+
+    /* A destination that is a directory, or in a missing folder. */
+    cr_assert_eq(soren_output_open(&o, dir, &err), SOREN_EIO);
+    soren_error_clear(&err);
+    char *nowhere = path_in_dir("no/such/out.tsv");
+    cr_assert_eq(soren_output_open(&o, nowhere, &err), SOREN_EIO);
+    cr_assert(strstr(err.text, nowhere) != NULL, "%s", err.text);
+    free(nowhere);
+    free(dest);
+    soren_result_destroy(&r);
+}
+
+Test(engine, output_write_errors_name_the_destination)
+{
+    if (access("/dev/full", W_OK) != 0)
+        cr_skip_test("no /dev/full here");
+    soren_stage_spec spec = wc_spec();
+    soren_result r;
+    soren_result_init(&r, &spec);
+    append_str(&r, "w", 9);
+    soren_output o;
+    soren_error err;
+    soren_error_clear(&err);
+    /* A device is written in place (no temporary file beside it). */
+    cr_assert_eq(soren_output_open(&o, "/dev/full", &err), SOREN_OK, "%s", err.text);
+    cr_assert_null(soren_output_pending_path());
+    soren_status rc = soren_output_write(&o, &r, SOREN_FORMAT_TSV, &err);
+    if (rc == SOREN_OK)
+        rc = soren_output_commit(&o, &err);
+    else
+        soren_output_abort(&o);
+    cr_assert_eq(rc, SOREN_EIO);
+    cr_assert_str_eq(err.text, "writing output /dev/full: No space left on device");
+    soren_result_destroy(&r);
+}
+
+Test(engine, output_through_a_symbolic_link)
+{
+    soren_stage_spec spec = wc_spec();
+    soren_result r;
+    soren_result_init(&r, &spec);
+    append_str(&r, "v", 1);
+    char *target = path_in_dir("target.tsv"), *link = path_in_dir("link.tsv");
+    tu_write(target, "old\n", 4);
+    cr_assert_eq(symlink("target.tsv", link), 0);
+    soren_output o;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_output_open(&o, link, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_output_write(&o, &r, SOREN_FORMAT_TSV, &err), SOREN_OK);
+    cr_assert_eq(soren_output_commit(&o, &err), SOREN_OK, "%s", err.text);
+    struct stat st;
+    cr_assert_eq(lstat(link, &st), 0);
+    cr_assert(S_ISLNK(st.st_mode), "the link was replaced");
+    char *text = tu_read(target, NULL);
+    cr_assert_str_eq(text, "v\t1\n");
+    free(text);
+    cr_assert_eq(count_entries(dir), 2);
+    free(target);
+    free(link);
+    soren_result_destroy(&r);
+}
