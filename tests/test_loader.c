@@ -21,6 +21,7 @@ static void teardown(void)
 }
 
 TestSuite(loader, .init = setup, .fini = teardown);
+TestSuite(search, .init = setup, .fini = teardown);
 
 /* Copies a built library into the temp folder as NAME. */
 static void copy_lib(const char *from_rel, const char *name)

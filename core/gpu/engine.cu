@@ -553,14 +553,15 @@ soren_status allocate_regions(gpu_run *r, uint64_t total, uint64_t largest)
         CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, r->slot_count * sizeof(unsigned long long),
                                     r->stream));
         CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, r->slot_count, r->stream));
-    } else if (o->variant == SOREN_VARIANT_DIRECT) {
-        r->pair_capacity = o->pair_slots ? o->pair_slots : total + (1 << 16);
-        r->keys_capacity = o->key_bytes ? o->key_bytes : 8 * r->pair_capacity + (1 << 20);
     } else {
-        /* Sized exactly per input by the count pass; these are the bounds
-         * the defaults allow. */
-        r->pair_capacity = o->pair_slots ? o->pair_slots : total + (1 << 16);
-        r->keys_capacity = o->key_bytes ? o->key_bytes : 8 * r->pair_capacity + (1 << 20);
+        /* Each pair keeps its own copy of its key (at most 8 bytes of key
+         * space per input byte for the jobs in tree).  The sort variant's
+         * count pass checks these bounds before it writes anything. */
+        uint64_t default_pairs = total + (1 << 16);
+        r->pair_capacity = o->pair_slots ? o->pair_slots : default_pairs;
+        r->keys_capacity = o->key_bytes ? o->key_bytes : 8 * default_pairs + (1 << 20);
+    }
+    if (o->variant == SOREN_VARIANT_SORT) {
         ALLOC(r, r->record_pairs, (max_records + 1) * 8, "the per-record pair counts");
         ALLOC(r, r->record_key_bytes, (max_records + 1) * 8, "the per-record key sizes");
     }
