@@ -79,48 +79,23 @@ static soren_status choose_device(const soren_stage_spec *spec, const soren_run_
     return SOREN_OK;
 }
 
-/* The GPU variant for --engine: auto picks direct for map-only stages (no
- * table, no sort) and the hash table otherwise. */
-static soren_status choose_variant(const soren_stage_spec *spec, const char *engine,
-                                   soren_gpu_engine_variant *variant, soren_error *err)
-{
-    if (!engine || strcmp(engine, "auto") == 0)
-        *variant = spec->combine == SOREN_COMBINE_NONE && spec->reduce == SOREN_REDUCE_NONE
-                       ? SOREN_VARIANT_DIRECT
-                       : SOREN_VARIANT_HASH;
-    else if (strcmp(engine, "hash") == 0)
-        *variant = SOREN_VARIANT_HASH;
-    else if (strcmp(engine, "direct") == 0)
-        *variant = SOREN_VARIANT_DIRECT;
-    else if (strcmp(engine, "sort") == 0)
-        *variant = SOREN_VARIANT_SORT;
-    else
-        return soren_error_set(err, SOREN_EUSAGE, "--engine %s: this release's GPU engine has "
-                               "the hash, direct and sort variants", engine);
-    return SOREN_OK;
-}
-
-static const char *variant_name(soren_gpu_engine_variant v)
-{
-    return v == SOREN_VARIANT_HASH ? "hash" : v == SOREN_VARIANT_DIRECT ? "direct" : "sort";
-}
-
 static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inputs,
                             size_t input_count, const soren_params *params,
                             const soren_run_options *o, soren_result *res, soren_error *err)
 {
     soren_gpu_options gpu = o->gpu;
-    soren_status rc = choose_variant(spec, o->engine, &gpu.variant, err);
-    if (rc != SOREN_OK)
-        return rc;
-    gpu.verbose = o->verbose;
-    soren_gpu_times t = {0};
-    rc = soren_gpu_run(spec, inputs, input_count, params, &gpu, res, &t, err);
+    if (soren_variant_parse(o->engine ? o->engine : "auto", &gpu.variant) != 0)
+        return soren_error_set(err, SOREN_EUSAGE, "--engine %s: expected one of %s", o->engine,
+                               soren_engine_names);
+    soren_explain x = {0};
+    x.job = spec->job_name;
+    soren_status rc = soren_gpu_run(spec, inputs, input_count, params, &gpu, res, &x, err);
     if (rc == SOREN_OK && o->verbose)
         fprintf(stderr, "soren-host: gpu engine: %s variant; ms: upload %.3f, split %.3f, "
                         "map %.3f, merge %.3f, order %.3f, download %.3f\n",
-                variant_name(gpu.variant), t.upload, t.split, t.map, t.merge, t.order,
-                t.download);
+                soren_variant_name(x.variant), x.ms.upload, x.ms.split, x.ms.map, x.ms.merge,
+                x.ms.sort, x.ms.download);
+    soren_explain_destroy(&x);
     return rc;
 }
 

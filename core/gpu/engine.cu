@@ -203,6 +203,7 @@ struct gpu_run {
     const soren_stage_spec *spec;
     const soren_gpu_options *opt;
     const soren_gpu_stage *gpu;
+    soren_variant variant; /* resolved: never AUTO */
     soren_error *err;
     const char *phase;
     cudaStream_t stream;
@@ -627,7 +628,7 @@ soren_status allocate_regions(gpu_run *r, uint64_t total, uint64_t largest)
      * than it took in the input, with at least one separator byte: 4x the
      * input holds them; a pair per input byte covers the jobs in tree. */
     uint64_t vs = s->value_size;
-    if (o->variant == SOREN_VARIANT_HASH) {
+    if (r->variant == SOREN_VARIANT_HASH) {
         r->keys_capacity = o->key_bytes ? o->key_bytes : 4 * total + (1 << 20);
         r->slot_count = next_pow2(o->table_slots ? o->table_slots
                                                  : (total / 4 > (1 << 16) ? total / 4 : 1 << 16));
@@ -644,14 +645,14 @@ soren_status allocate_regions(gpu_run *r, uint64_t total, uint64_t largest)
         r->pair_capacity = o->pair_slots ? o->pair_slots : default_pairs;
         r->keys_capacity = o->key_bytes ? o->key_bytes : 8 * default_pairs + (1 << 20);
     }
-    if (o->variant == SOREN_VARIANT_SORT) {
+    if (r->variant == SOREN_VARIANT_SORT) {
         ALLOC(r, r->record_pairs, (max_records + 1) * 8, "the per-record pair counts");
         ALLOC(r, r->record_key_bytes, (max_records + 1) * 8, "the per-record key sizes");
     }
     if (r->keys_capacity > (16ull << 30))
         r->keys_capacity = 16ull << 30; /* key refs are 32-bit multiples of 4 */
     ALLOC(r, r->keys, r->keys_capacity, "the key space");
-    if (o->variant != SOREN_VARIANT_HASH) {
+    if (r->variant != SOREN_VARIANT_HASH) {
         ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
         ALLOC(r, r->pair_values, r->pair_capacity * vs, "the pair values");
     }
@@ -930,7 +931,7 @@ soren_status mark(gpu_run *r, int i, const char *phase)
 }
 
 soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
-                     const soren_params *params, soren_result *out, soren_gpu_times *times)
+                     const soren_params *params, soren_result *out, soren_explain *x)
 {
     uint64_t total = 0, largest = 0;
     for (size_t i = 0; i < input_count; i++) {
@@ -962,9 +963,9 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
             r->spec->input_format == SOREN_INPUT_LINES)
             st = split_lines(r, in->size, &records);
         if (st == SOREN_OK && (st = mark(r, 2, "map")) == SOREN_OK) {
-            if (r->opt->variant == SOREN_VARIANT_HASH)
+            if (r->variant == SOREN_VARIANT_HASH)
                 st = launch_map(r, SOREN_GPU_HASH, in->size, records);
-            else if (r->opt->variant == SOREN_VARIANT_DIRECT)
+            else if (r->variant == SOREN_VARIANT_DIRECT)
                 st = launch_map(r, SOREN_GPU_DIRECT, in->size, records);
             else
                 st = map_sort(r, in->size, records);
@@ -983,7 +984,7 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
         st = mark(r, 3, "merge");
     bool key_sorted = false;
     if (st == SOREN_OK) {
-        if (r->opt->variant == SOREN_VARIANT_HASH) {
+        if (r->variant == SOREN_VARIANT_HASH) {
             st = merge_table(r);
         } else {
             st = merge_pairs(r);
@@ -994,14 +995,18 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
         st = order_list(r, key_sorted);
     if (st == SOREN_OK && (st = mark(r, 5, "copying the result back")) == SOREN_OK)
         st = download(r, out);
-    if (st == SOREN_OK && (st = mark(r, 6, "copying the result back")) == SOREN_OK && times) {
+    if (st == SOREN_OK && (st = mark(r, 6, "copying the result back")) == SOREN_OK) {
         CUDA_TRY(r, cudaEventSynchronize(r->mark[6]));
-        times->upload = upload;
-        times->split = split;
-        times->map = map;
-        CUDA_TRY(r, cudaEventElapsedTime(&times->merge, r->mark[3], r->mark[4]));
-        CUDA_TRY(r, cudaEventElapsedTime(&times->order, r->mark[4], r->mark[5]));
-        CUDA_TRY(r, cudaEventElapsedTime(&times->download, r->mark[5], r->mark[6]));
+        float merge = 0, order = 0, download = 0;
+        CUDA_TRY(r, cudaEventElapsedTime(&merge, r->mark[3], r->mark[4]));
+        CUDA_TRY(r, cudaEventElapsedTime(&order, r->mark[4], r->mark[5]));
+        CUDA_TRY(r, cudaEventElapsedTime(&download, r->mark[5], r->mark[6]));
+        x->ms.upload = upload;
+        x->ms.split = split;
+        x->ms.map = map;
+        x->ms.merge = merge;
+        x->ms.sort = order;
+        x->ms.download = download;
     }
     return st;
 }
@@ -1022,7 +1027,7 @@ extern "C" const char *soren_gpu_unsupported(const soren_stage_spec *spec)
 extern "C" soren_status soren_gpu_run(const soren_stage_spec *spec, const soren_input *inputs,
                                       size_t input_count, const soren_params *params,
                                       const soren_gpu_options *opt, soren_result *out,
-                                      soren_gpu_times *times, soren_error *err)
+                                      soren_explain *x, soren_error *err)
 {
     const char *why = soren_gpu_unsupported(spec);
     if (why)
@@ -1034,7 +1039,14 @@ extern "C" soren_status soren_gpu_run(const soren_stage_spec *spec, const soren_
     r.opt = opt;
     r.gpu = spec->code->gpu;
     r.err = err;
-    soren_status st = run_all(&r, inputs, input_count, params, out, times);
+    r.variant = opt->variant;
+    if (r.variant == SOREN_VARIANT_AUTO)
+        r.variant = spec->combine == SOREN_COMBINE_NONE && spec->reduce == SOREN_REDUCE_NONE
+                        ? SOREN_VARIANT_DIRECT
+                        : SOREN_VARIANT_HASH;
+    x->device = "gpu";
+    x->variant = r.variant;
+    soren_status st = run_all(&r, inputs, input_count, params, out, x);
     gpu_run_destroy(&r);
     return st;
 }

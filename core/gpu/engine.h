@@ -26,6 +26,7 @@
 
 #include <stdint.h>
 
+#include "../engine/adapt.h"
 #include "../engine/result.h"
 #include "../engine/stage.h"
 #include "../error.h"
@@ -35,34 +36,27 @@
 extern "C" {
 #endif
 
-typedef enum soren_gpu_engine_variant {
-    SOREN_VARIANT_HASH = 1,
-    SOREN_VARIANT_DIRECT,
-    SOREN_VARIANT_SORT
-} soren_gpu_engine_variant;
-
 typedef struct soren_gpu_options {
-    soren_gpu_engine_variant variant;
-    uint64_t table_slots; /* hash table slots (rounded up to a power of two); 0: default */
-    uint64_t key_bytes;   /* key space; 0: default */
-    uint64_t pair_slots;  /* direct: pairs; 0: default */
-    int verbose;          /* phase times and sizes on stderr */
+    soren_variant variant;   /* SOREN_VARIANT_AUTO: chosen after monitoring */
+    double sample;           /* fraction of records monitoring maps (0: none) */
+    uint64_t small_keys;     /* auto picks block under this many distinct keys */
+    /* Initial region sizes; 0: projected from the metrics.  Regions that run
+     * out grow and the map resumes, so small values only cost overflows. */
+    uint64_t table_slots;    /* hash and block: table slots (a power of two) */
+    uint64_t key_bytes;      /* key space */
+    uint64_t pair_slots;     /* direct and sort: pairs */
 } soren_gpu_options;
-
-/* Milliseconds per phase, from CUDA events on the run's stream. */
-typedef struct soren_gpu_times {
-    float upload, split, map, merge, order, download;
-} soren_gpu_times;
 
 /* Why the GPU engine cannot run this stage (NULL if it can). */
 const char *soren_gpu_unsupported(const soren_stage_spec *spec);
 
 /* Runs spec on device 0 over the inputs, leaving the ordered pairs in out
- * (initialised by the caller).  times may be NULL. */
+ * (initialised by the caller).  Fills x (zeroed by the caller, which owns
+ * it) with the metrics, sizes, variant and rule, overflows and phase times. */
 soren_status soren_gpu_run(const soren_stage_spec *spec, const soren_input *inputs,
                            size_t input_count, const soren_params *params,
                            const soren_gpu_options *opt, soren_result *out,
-                           soren_gpu_times *times, soren_error *err);
+                           soren_explain *x, soren_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,114 @@
+/*
+ * adapt.h - the adaptive engine's decisions, shared by both engines: the
+ * variants, initial monitoring's metrics (the Soren paper, section 3.2),
+ * the projection of region sizes from them, the rule that picks a variant,
+ * and the --explain report.
+ *
+ * One run: the engine maps a sample of the records without storing pairs
+ * (soren_metrics), soren_choose picks the variant, soren_project sizes the
+ * regions by linear projection plus headroom, the run records every region
+ * it had to grow (soren_explain_overflow) and its phase times, and
+ * soren_explain_print writes the whole story as JSON
+ * (share/explain.schema.json).
+ */
+#ifndef SOREN_ADAPT_H
+#define SOREN_ADAPT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../error.h"
+#include "stage.h"
+#include <soren/engine/sketch.h>
+
+typedef enum soren_variant {
+    SOREN_VARIANT_AUTO = 0, /* decide from the metrics and the manifest */
+    SOREN_VARIANT_HASH,     /* one global table, combine as pairs arrive */
+    SOREN_VARIANT_DIRECT,   /* map-only: pairs appended, no table */
+    SOREN_VARIANT_SORT,     /* Mars: emit all, sort by key, group */
+    SOREN_VARIANT_BLOCK,    /* few distinct keys: per-block tables */
+    SOREN_VARIANT_DENSE     /* index keys: per-block arrays */
+} soren_variant;
+
+/* "auto", "hash", "direct", "sort", "block", "dense". */
+const char *soren_variant_name(soren_variant v);
+/* Parses a name of soren_variant_name; 0 on success, -1 if unknown. */
+int soren_variant_parse(const char *name, soren_variant *out);
+
+/* Defaults of the options that steer monitoring and the choice. */
+#define SOREN_SAMPLE_DEFAULT 0.2
+/* Monitoring maps at most this many input bytes, so that it stays a small
+ * part of the run whatever the input's size. */
+#define SOREN_SAMPLE_BYTES_MAX (64ull << 20)
+#define SOREN_SMALL_KEYS_DEFAULT 1000
+
+/* What map emitted over the sample. */
+typedef struct soren_metrics {
+    int ran;                  /* 0: monitoring was skipped (--sample 0) */
+    double fraction;          /* --sample as given */
+    uint64_t total_records, total_bytes;
+    uint64_t sampled_records, sampled_bytes;
+    uint64_t pairs, key_bytes, value_bytes;
+    uint64_t distinct_keys;   /* HyperLogLog estimate over the sample */
+} soren_metrics;
+
+/* How many records monitoring maps: fraction of them, fewer where their
+ * bytes (at the input's mean record size) would pass SOREN_SAMPLE_BYTES_MAX;
+ * at least one of a non-empty input, 0 when fraction is 0. */
+uint64_t soren_sample_size(uint64_t total_records, uint64_t total_bytes, double fraction);
+
+/* Sample record i of n is record soren__sample_record(i, n, total) (in
+ * soren/engine/sketch.h): spread evenly over the input. */
+
+/* The distinct-key estimate of SOREN_SKETCH_REGISTERS registers. */
+uint64_t soren_sketch_estimate(const uint8_t *registers);
+
+/* Region sizes for the whole input. */
+typedef struct soren_projection {
+    uint64_t pairs;         /* projected pairs (linear in records) */
+    uint64_t distinct_keys; /* projected distinct keys (at most the pairs) */
+    uint64_t key_bytes;     /* projected bytes of distinct keys as stored */
+    uint64_t table_slots;   /* hash table slots: a power of two, load <= 1/2 */
+    uint64_t key_space;     /* key space bytes, with headroom */
+    uint64_t pair_slots;    /* direct and sort: pairs, with headroom */
+} soren_projection;
+
+/* Projects m (which ran) over the whole input, with headroom. */
+void soren_project(const soren_stage_spec *spec, const soren_metrics *m, soren_projection *p);
+
+/* Picks the variant for spec from the manifest and m; returns the rule that
+ * decided, as a sentence for --explain and --verbose.  on_gpu: the CPU
+ * engine has no block or dense variant (it reports hash for them). */
+const char *soren_choose(const soren_stage_spec *spec, const soren_metrics *m,
+                         uint64_t small_keys, int on_gpu, soren_variant *out);
+
+typedef struct soren_overflow {
+    const char *region; /* "table", "keys", "pairs" (static strings) */
+    uint64_t old_size, new_size;
+} soren_overflow;
+
+/* Milliseconds per phase. */
+typedef struct soren_phase_times {
+    double monitor, upload, split, map, merge, reduce, sort, download;
+} soren_phase_times;
+
+typedef struct soren_explain {
+    const char *job;
+    const char *device; /* "gpu" or "cpu" */
+    soren_metrics metrics;
+    soren_projection projection;
+    soren_variant variant;
+    const char *rule;   /* static string from soren_choose, or "--engine NAME" */
+    soren_overflow *overflows; /* owned */
+    size_t overflow_count, overflow_cap;
+    soren_phase_times ms;
+} soren_explain;
+
+/* Records that region grew from old_size to new_size (ENOMEM on failure). */
+soren_status soren_explain_overflow(soren_explain *x, const char *region, uint64_t old_size,
+                                    uint64_t new_size, soren_error *err);
+void soren_explain_destroy(soren_explain *x);
+/* Writes x as one JSON object and a newline. */
+void soren_explain_print(const soren_explain *x, FILE *f);
+
+#endif /* SOREN_ADAPT_H */
