@@ -1,6 +1,15 @@
-/* adapt.c - the adaptive engine's decisions (see adapt.h). */
+/*
+ * adapt.c - the adaptive engine's decisions (see adapt.h): how big the
+ * sample is, how many distinct keys the sketch saw, how big the regions
+ * should start, which variant runs, and the --explain report.
+ *
+ * Everything here is plain arithmetic over the metrics, shared by the GPU
+ * and the CPU engine, so both decide the same way from the same numbers.
+ */
 #include "adapt.h"
 
+#include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,9 +30,315 @@ int soren_variant_parse(const char *name, soren_variant *out)
     return -1;
 }
 
+/* ---- Arithmetic ---------------------------------------------------------- */
+
+#define U64_LIMIT 18446744073709551615.0 /* UINT64_MAX as a double (2^64) */
+
+/* ceil(x) as a count.  A product of doubles can land one ulp above an
+ * integer (0.7 * 10 is 7.000000000000001), which a plain ceil would turn
+ * into one more record; a relative slack of 1e-12 absorbs that error and
+ * nothing a caller could mean. */
+static uint64_t ceil_count(double x)
+{
+    if (!(x > 0))
+        return 0;
+    double c = ceil(x - x * 1e-12);
+    return c >= U64_LIMIT ? UINT64_MAX : (uint64_t)c;
+}
+
+/* The smallest power of two >= n (n <= 2^63; larger n get 2^63). */
+static uint64_t next_pow2(uint64_t n)
+{
+    uint64_t p = 1;
+    while (p < n && p < (UINT64_C(1) << 63))
+        p <<= 1;
+    return p;
+}
+
+/* a + b and a * b, stopping at UINT64_MAX instead of wrapping: a projected
+ * size that wraps would be tiny, and tiny regions only cost overflows, but a
+ * silent wrap is still a lie in --explain. */
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t mul_sat(uint64_t a, uint64_t b)
+{
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* x * 5/4: the headroom every projected region gets. */
+static uint64_t with_headroom(uint64_t x)
+{
+    return add_sat(x, x / 4 + (x % 4 != 0));
+}
+
+/* ---- Monitoring ---------------------------------------------------------- */
+
+uint64_t soren_sample_size(uint64_t total_records, uint64_t total_bytes, double fraction)
+{
+    if (total_records == 0 || !(fraction > 0)) /* also NaN */
+        return 0;
+    if (fraction > 1)
+        fraction = 1;
+    uint64_t n = ceil_count(fraction * (double)total_records);
+    if (n > total_records)
+        n = total_records;
+    /* Cap by bytes at the input's mean record size: n * total_bytes /
+     * total_records <= SOREN_SAMPLE_BYTES_MAX.  In 128 bits, as the product
+     * of a record count and a byte budget passes 64. */
+    if (total_bytes > SOREN_SAMPLE_BYTES_MAX) {
+        unsigned __int128 cap =
+            (unsigned __int128)SOREN_SAMPLE_BYTES_MAX * total_records / total_bytes;
+        if (n > cap)
+            n = (uint64_t)cap;
+    }
+    return n ? n : 1;
+}
+
+uint64_t soren_sketch_estimate(const uint8_t *registers)
+{
+    const double m = SOREN_SKETCH_REGISTERS;
+    double sum = 0;
+    unsigned zeros = 0;
+    for (unsigned i = 0; i < SOREN_SKETCH_REGISTERS; i++) {
+        sum += ldexp(1.0, -(int)registers[i]);
+        zeros += registers[i] == 0;
+    }
+    double alpha = 0.7213 / (1 + 1.079 / m);
+    double estimate = alpha * m * m / sum;
+    /* Few keys leave registers empty, and the harmonic mean is biased high
+     * there; counting the empty registers (linear counting) is not. */
+    if (estimate <= 2.5 * m && zeros > 0)
+        estimate = m * log(m / zeros);
+    /* 64-bit hashes: no large-range correction is needed below 2^50 keys. */
+    return estimate >= U64_LIMIT ? UINT64_MAX : (uint64_t)llround(estimate);
+}
+
+/* ---- Projection ---------------------------------------------------------- */
+
+/* Regions for an input nobody watched: generous in the input's bytes, since
+ * nothing bounds what map emits per byte. */
+static void project_blind(const soren_metrics *m, soren_projection *p)
+{
+    uint64_t b = m->total_bytes;
+    uint64_t quarter = b / 4;
+    p->table_slots = next_pow2(quarter > 65536 ? quarter : 65536);
+    p->key_space = add_sat(mul_sat(b, 4), UINT64_C(1) << 20);
+    p->pair_slots = add_sat(b, 65536);
+}
+
+void soren_project(const soren_stage_spec *spec, const soren_metrics *m, soren_projection *p)
+{
+    memset(p, 0, sizeof *p);
+    if (!m->ran) {
+        project_blind(m, p);
+        return;
+    }
+    double scale = m->sampled_records ? (double)m->total_records / (double)m->sampled_records : 0;
+    p->pairs = ceil_count((double)m->pairs * scale);
+    /* Linear in the records: exact for keys that keep appearing at the
+     * sample's rate, an upper bound for skewed keys that the sample has
+     * mostly seen already. */
+    uint64_t distinct = ceil_count((double)m->distinct_keys * scale);
+    if (distinct > p->pairs)
+        distinct = p->pairs;
+    if (spec->key_type == SOREN_TYPE_INDEX && distinct > spec->key_count)
+        distinct = spec->key_count;
+    p->distinct_keys = distinct;
+    /* m->key_bytes counts each sampled pair's stored footprint, so its mean
+     * per pair is the mean footprint of a key as the key space holds it. */
+    double mean_key = m->pairs ? (double)m->key_bytes / (double)m->pairs : 0;
+    p->key_bytes = ceil_count((double)distinct * mean_key);
+    uint64_t twice = mul_sat(distinct, 2);
+    p->table_slots = next_pow2(twice > 1024 ? twice : 1024);
+    p->key_space = add_sat(with_headroom(p->key_bytes), UINT64_C(1) << 20);
+    p->pair_slots = add_sat(with_headroom(p->pairs), 65536);
+}
+
+/* ---- Choice -------------------------------------------------------------- */
+
+const char *soren_choose(const soren_stage_spec *spec, const soren_metrics *m,
+                         uint64_t small_keys, int on_gpu, soren_variant *out)
+{
+    if (spec->combine == SOREN_COMBINE_NONE && spec->reduce == SOREN_REDUCE_NONE) {
+        *out = SOREN_VARIANT_DIRECT;
+        return "map-only stage (no combine, no reduce): direct";
+    }
+    /* This release has no GPU reduce functions: the values of each key are
+     * grouped on the CPU, through a table, whatever the metrics say. */
+    if (spec->combine == SOREN_COMBINE_NONE) {
+        *out = SOREN_VARIANT_HASH;
+        return "reduce without a combine: hash, values grouped by key";
+    }
+    if (spec->key_type == SOREN_TYPE_INDEX) {
+        *out = on_gpu ? SOREN_VARIANT_DENSE : SOREN_VARIANT_HASH;
+        return on_gpu ? "index keys bounded by the manifest: dense"
+                      : "index keys bounded by the manifest: hash (the CPU engine has no dense "
+                        "variant)";
+    }
+    if (!m->ran) {
+        *out = SOREN_VARIANT_HASH;
+        return "no monitoring (--sample 0): hash";
+    }
+    if (m->distinct_keys < small_keys) {
+        *out = on_gpu ? SOREN_VARIANT_BLOCK : SOREN_VARIANT_HASH;
+        return on_gpu ? "distinct keys in the sample under --small-keys: block"
+                      : "distinct keys in the sample under --small-keys: hash (the CPU "
+                        "engine's per-thread tables are its block variant)";
+    }
+    *out = SOREN_VARIANT_HASH;
+    return "distinct keys in the sample at or over --small-keys: hash";
+}
+
+/* ---- Explain ------------------------------------------------------------- */
+
+soren_status soren_explain_overflow(soren_explain *x, const char *region, uint64_t old_size,
+                                    uint64_t new_size, soren_error *err)
+{
+    if (x->overflow_count == x->overflow_cap) {
+        size_t cap = x->overflow_cap ? x->overflow_cap * 2 : 16;
+        soren_overflow *grown = realloc(x->overflows, cap * sizeof *grown);
+        if (!grown)
+            return soren_error_set(err, SOREN_ENOMEM,
+                                   "%s: out of memory recording that the %s region grew",
+                                   x->job ? x->job : "(job)", region);
+        x->overflows = grown;
+        x->overflow_cap = cap;
+    }
+    x->overflows[x->overflow_count++] = (soren_overflow){region, old_size, new_size};
+    return SOREN_OK;
+}
+
 void soren_explain_destroy(soren_explain *x)
 {
     free(x->overflows);
     x->overflows = NULL;
     x->overflow_count = x->overflow_cap = 0;
+}
+
+/* Sizes and counts are integers in JSON; jansson's are signed 64-bit, and
+ * nothing here reaches 2^63 but a saturated projection, which stays
+ * saturated. */
+static json_t *count(uint64_t n)
+{
+    return json_integer(n > INT64_MAX ? INT64_MAX : (json_int_t)n);
+}
+
+/* Milliseconds to the microsecond: finer digits are timer noise. */
+static json_t *millis(double ms)
+{
+    return json_real(round(ms * 1000) / 1000);
+}
+
+/* Sets o[key] = v, taking v (NULL: out of memory); returns 0 on failure.
+ * Objects are built by joining puts with & rather than &&, so every put runs
+ * and releases its value even after one failed: json_object_set_new takes v
+ * whatever happens, and a NULL o only releases v. */
+static int put(json_t *o, const char *key, json_t *v)
+{
+    if (!o) {
+        json_decref(v);
+        return 0;
+    }
+    return json_object_set_new(o, key, v) == 0;
+}
+
+static json_t *metrics_json(const soren_metrics *m)
+{
+    json_t *o = json_object();
+    int ok = put(o, "ran", json_boolean(m->ran)) &
+             put(o, "sample_fraction", json_real(m->fraction)) &
+             put(o, "total_records", count(m->total_records)) &
+             put(o, "total_bytes", count(m->total_bytes)) &
+             put(o, "sampled_records", count(m->sampled_records)) &
+             put(o, "sampled_bytes", count(m->sampled_bytes)) &
+             put(o, "pairs", count(m->pairs)) &
+             put(o, "key_bytes", count(m->key_bytes)) &
+             put(o, "value_bytes", count(m->value_bytes)) &
+             put(o, "distinct_keys", count(m->distinct_keys));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *projection_json(const soren_projection *p)
+{
+    json_t *o = json_object();
+    int ok = put(o, "pairs", count(p->pairs)) &
+             put(o, "distinct_keys", count(p->distinct_keys)) &
+             put(o, "key_bytes", count(p->key_bytes)) &
+             put(o, "table_slots", count(p->table_slots)) &
+             put(o, "key_space", count(p->key_space)) &
+             put(o, "pair_slots", count(p->pair_slots));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *overflow_json(const soren_overflow *v)
+{
+    json_t *o = json_object();
+    int ok = put(o, "region", json_string(v->region ? v->region : "?")) &
+             put(o, "old_size", count(v->old_size)) & put(o, "new_size", count(v->new_size));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *overflows_json(const soren_explain *x)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < x->overflow_count; i++) {
+        if (json_array_append_new(a, overflow_json(&x->overflows[i])) != 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* The GPU's two transfers are one "copy" phase to a reader; the CPU engine
+ * has none. */
+static json_t *times_json(const soren_phase_times *t)
+{
+    json_t *o = json_object();
+    int ok = put(o, "monitor", millis(t->monitor)) &
+             put(o, "copy", millis(t->upload + t->download)) &
+             put(o, "split", millis(t->split)) & put(o, "map", millis(t->map)) &
+             put(o, "merge", millis(t->merge)) & put(o, "reduce", millis(t->reduce)) &
+             put(o, "sort", millis(t->sort));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+void soren_explain_print(const soren_explain *x, FILE *f)
+{
+    json_t *doc = json_object();
+    int ok = put(doc, "job", json_string(x->job ? x->job : "")) &
+             put(doc, "device", json_string(x->device ? x->device : "cpu")) &
+             put(doc, "variant", json_string(soren_variant_name(x->variant))) &
+             put(doc, "rule", json_string(x->rule ? x->rule : "")) &
+             put(doc, "metrics", metrics_json(&x->metrics)) &
+             put(doc, "projection", projection_json(&x->projection)) &
+             put(doc, "overflows", overflows_json(x)) &
+             put(doc, "times_ms", times_json(&x->ms));
+    /* Printed after the run succeeded: running out of memory here must not
+     * fail the run, only say why the report is missing. */
+    if (!ok)
+        fputs("{\"error\": \"out of memory writing the explain report\"}\n", f);
+    else if (json_dumpf(doc, f, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12)) ==
+             0)
+        fputc('\n', f);
+    json_decref(doc);
 }
