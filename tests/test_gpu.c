@@ -1,8 +1,10 @@
 /* The GPU suite: every variant, forced with --engine, gives output
  * byte-identical to the CPU engine on seeded inputs of 1 MB, 100 MB and 1 GB
- * ($SOREN_GPU_TEST_MB lists the sizes) and on adversarial ones.  Skips,
- * saying why, where no GPU is usable. */
+ * ($SOREN_GPU_TEST_MB lists the sizes), on adversarial ones, and with regions
+ * so small that the run overflows and resumes many times; auto picks the
+ * variant the metrics call for.  Skips, saying why, where no GPU is usable. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,20 @@
 #include "testutil.h"
 
 static char *dir;
-static const char *const variants[] = {"hash", "direct", "sort"};
+/* The variants that can run a job: dense only where the keys are index keys
+ * (histogram), hash and block only where there is a combine. */
+static const char *const all_variants[] = {"hash", "block", "dense", "direct", "sort"};
+
+static int runs_on(const char *job, const char *variant)
+{
+    if (strcmp(variant, "dense") == 0)
+        return strcmp(job, "histogram") == 0;
+    if (strcmp(variant, "hash") == 0 || strcmp(variant, "block") == 0)
+        return strcmp(job, "stringmatch") != 0;
+    return 1;
+}
+
+#define VARIANT_COUNT (sizeof all_variants / sizeof all_variants[0])
 
 static void setup(void)
 {
@@ -70,10 +85,12 @@ static void compare_variants(const char *job, const char *args, const char *inpu
     int rc = run(job, cpu_args, input, want, &err);
     cr_assert_eq(rc, 0, "%s %s on the CPU: exit %d: %s", job, label, rc, err);
     free(err);
-    for (size_t v = 0; v < 3; v++) {
+    for (size_t v = 0; v < VARIANT_COUNT; v++) {
+        if (!runs_on(job, all_variants[v]))
+            continue;
         char gpu_args[512], what[256];
-        snprintf(gpu_args, sizeof gpu_args, "%s --device gpu --engine %s", args, variants[v]);
-        snprintf(what, sizeof what, "%s %s --engine %s", job, label, variants[v]);
+        snprintf(gpu_args, sizeof gpu_args, "%s --device gpu --engine %s", args, all_variants[v]);
+        snprintf(what, sizeof what, "%s %s --engine %s", job, label, all_variants[v]);
         err = NULL;
         rc = run(job, gpu_args, input, got, &err);
         cr_expect_eq(rc, 0, "%s: exit %d: %s", what, rc, err);
@@ -160,45 +177,134 @@ Test(gpu, empty_input)
 {
     char *input = in_dir("empty"), *out = in_dir("out"), *err = NULL;
     tu_write(input, "", 0);
-    for (size_t v = 0; v < 3; v++) {
+    for (size_t v = 0; v < VARIANT_COUNT; v++) {
+        if (!runs_on("wordcount", all_variants[v]))
+            continue;
         char args[128];
-        snprintf(args, sizeof args, "--device gpu --engine %s", variants[v]);
-        cr_expect_eq(run("wordcount", args, input, out, &err), 0, "%s: %s", variants[v], err);
+        snprintf(args, sizeof args, "--device gpu --engine %s", all_variants[v]);
+        cr_expect_eq(run("wordcount", args, input, out, &err), 0, "%s: %s", all_variants[v], err);
         free(err);
         char *text = tu_read(out, NULL);
-        cr_expect_str_eq(text, "", "%s", variants[v]);
+        cr_expect_str_eq(text, "", "%s", all_variants[v]);
         free(text);
     }
     free(input);
     free(out);
 }
 
-/* Regions too small for the input are a clear error, with no output. */
-Test(gpu, full_regions_are_clear_errors)
+/* The JSON object --explain printed on stderr. */
+static json_t *explain_of(const char *err)
+{
+    const char *brace = strchr(err, '{');
+    cr_assert_not_null(brace, "no --explain output in: %s", err);
+    json_error_t why;
+    json_t *x = json_loads(brace, JSON_DISABLE_EOF_CHECK, &why);
+    cr_assert_not_null(x, "--explain output is not JSON (%s): %s", why.text, brace);
+    return x;
+}
+
+/* Regions so small that map overflows again and again: each overflow grows
+ * a region and the launch resumes where it stopped, and the output is still
+ * the CPU engine's.  hash, block and direct grow while they map; sort and
+ * dense size their regions exactly before writing (sort from its count
+ * pass, dense from key.count), so they overflow at most once per region. */
+static void overflow_case(const char *job, const char *params, const char *input)
+{
+    char *want = in_dir("cpu.out"), *got = in_dir("gpu.out"), *err = NULL;
+    char args[512];
+    snprintf(args, sizeof args, "%s --device cpu", params);
+    cr_assert_eq(run(job, args, input, want, &err), 0, "%s on the CPU: %s", job, err);
+    free(err);
+    for (size_t v = 0; v < VARIANT_COUNT; v++) {
+        const char *variant = all_variants[v];
+        if (!runs_on(job, variant))
+            continue;
+        snprintf(args, sizeof args, "%s --device gpu --engine %s --table-slots 16 --key-bytes 256 "
+                 "--pair-slots 100 --explain", params, variant);
+        err = NULL;
+        int rc = run(job, args, input, got, &err);
+        cr_expect_eq(rc, 0, "%s --engine %s with tiny regions: exit %d: %s", job, variant, rc, err);
+        if (rc == 0) {
+            json_t *x = explain_of(err);
+            size_t overflows = json_array_size(json_object_get(x, "overflows"));
+            int grows_while_mapping = strcmp(variant, "sort") != 0 && strcmp(variant, "dense") != 0;
+            cr_expect(!grows_while_mapping || overflows >= 10,
+                      "%s --engine %s: %zu overflows, expected at least 10", job, variant,
+                      overflows);
+            json_decref(x);
+            char what[256];
+            snprintf(what, sizeof what, "%s --engine %s with %zu overflows", job, variant,
+                     overflows);
+            expect_same(got, want, what);
+        }
+        free(err);
+    }
+    free(want);
+    free(got);
+}
+
+Test(gpu, overflows_resume_without_losing_a_pair)
+{
+    char *text = in_dir("text"), *pixels = in_dir("pixels");
+    dg_text(text, 1 << 20, 7);
+    dg_rgb(pixels, (1 << 20) / 3, 8);
+    overflow_case("wordcount", "", text);
+    overflow_case("grep", "--param 'pattern=e|[0-9]$'", text);
+    overflow_case("histogram", "", pixels);
+    overflow_case("stringmatch", "--param pattern=th", text);
+    free(text);
+    free(pixels);
+}
+
+/* --engine auto reads the metrics: many distinct keys, hash; few (a rare
+ * pattern), block; index keys, dense; no combine, direct. */
+Test(gpu, auto_picks_the_variant_the_metrics_call_for)
+{
+    char *text = in_dir("text"), *pixels = in_dir("pixels"), *out = in_dir("out");
+    dg_text(text, 8 << 20, 9);
+    dg_rgb(pixels, (8 << 20) / 3, 10);
+    struct { const char *job, *params, *input, *variant; } cases[] = {
+        {"wordcount", "", text, "hash"},
+        {"grep", "--param 'pattern=^Q.*7$'", text, "block"},
+        {"histogram", "", pixels, "dense"},
+        {"stringmatch", "--param pattern=the", text, "direct"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[256], *err = NULL;
+        snprintf(args, sizeof args, "%s --device gpu --explain", cases[i].params);
+        int rc = run(cases[i].job, args, cases[i].input, out, &err);
+        cr_expect_eq(rc, 0, "%s: exit %d: %s", cases[i].job, rc, err);
+        if (rc == 0) {
+            json_t *x = explain_of(err);
+            const char *variant = json_string_value(json_object_get(x, "variant"));
+            cr_expect(variant && strcmp(variant, cases[i].variant) == 0,
+                      "%s: auto picked %s, expected %s (%s)", cases[i].job, variant,
+                      cases[i].variant, json_string_value(json_object_get(x, "rule")));
+            json_decref(x);
+        }
+        free(err);
+    }
+    free(text);
+    free(pixels);
+    free(out);
+}
+
+/* Asking for more device memory than there is fails cleanly, naming the
+ * region and the size, with no output. */
+Test(gpu, out_of_device_memory_is_a_clear_error)
 {
     char *input = in_dir("text"), *out = in_dir("out"), *err = NULL;
     dg_text(input, 1 << 20, 7);
-    struct { const char *args, *message; } cases[] = {
-        {"--engine hash --table-slots 16", "the hash table is full (16 slots)"},
-        {"--engine hash --key-bytes 256", "the key space is full (256 bytes)"},
-        {"--engine direct --pair-slots 100", "the pair space is full (100 pairs)"},
-        {"--engine direct --key-bytes 256", "the key space is full (256 bytes)"},
-        {"--engine sort --pair-slots 100", "the pair space is full (100 pairs"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char args[256];
-        snprintf(args, sizeof args, "--device gpu %s", cases[i].args);
-        err = NULL;
-        int rc = run("wordcount", args, input, out, &err);
-        cr_expect_eq(rc, 1, "%s: exit %d", cases[i].args, rc);
-        cr_expect(strstr(err, cases[i].message) != NULL, "%s: \"%s\" lacks \"%s\"",
-                  cases[i].args, err, cases[i].message);
-        free(err);
-        FILE *f = fopen(out, "r");
-        cr_expect_null(f, "%s left an output file", cases[i].args);
-        if (f)
-            fclose(f);
-    }
+    int rc = run("wordcount", "--device gpu --engine direct --pair-slots 100000000000", input,
+                 out, &err);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
+    cr_expect(strstr(err, "out of device memory: the pair keys needs 400000000000 bytes") != NULL,
+              "%s", err);
+    free(err);
+    FILE *f = fopen(out, "r");
+    cr_expect_null(f, "a failed run left an output file");
+    if (f)
+        fclose(f);
     free(input);
     free(out);
 }
@@ -211,12 +317,14 @@ Test(gpu, over_long_key_is_the_same_error_as_on_the_cpu)
     memset(big, 'w', 70000);
     tu_write(input, big, 70000);
     free(big);
-    for (size_t v = 0; v < 3; v++) {
+    for (size_t v = 0; v < VARIANT_COUNT; v++) {
+        if (!runs_on("wordcount", all_variants[v]))
+            continue;
         char args[128], *err = NULL;
-        snprintf(args, sizeof args, "--device gpu --engine %s", variants[v]);
+        snprintf(args, sizeof args, "--device gpu --engine %s", all_variants[v]);
         cr_expect_eq(run("wordcount", args, input, out, &err), 1);
         cr_expect(strstr(err, "map emitted a key of 70000 bytes; the manifest allows at most "
-                              "65536") != NULL, "%s: %s", variants[v], err);
+                              "65536") != NULL, "%s: %s", all_variants[v], err);
         free(err);
     }
     free(input);

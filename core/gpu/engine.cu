@@ -198,6 +198,8 @@ __global__ void pack_kernel(const uint32_t *perm, uint64_t n, const uint32_t *re
 
 /* ---- Host side ----------------------------------------------------------- */
 
+enum { MARKS = 8 }; /* upload, split, monitor, map, merge, order, download, end */
+
 /* Everything one run allocated on the device; gpu_run_destroy frees it all. */
 struct gpu_run {
     const soren_stage_spec *spec;
@@ -217,6 +219,13 @@ struct gpu_run {
     unsigned long long *slots;
     uint8_t *slot_values;
     uint64_t slot_count;
+    uint64_t slot_limit;        /* claims allowed before the table counts as full */
+    soren_gpu_resume *resume;   /* hash, block, direct: where each thread stopped */
+    uint64_t max_threads;       /* resume entries: every thread the device can hold */
+    uint32_t dense_shared;      /* dense: shared bytes per block (0: arrays in global memory) */
+    unsigned int *sketch;       /* monitor: SOREN_SKETCH_REGISTERS ranks */
+    uint64_t sample_count;
+    soren_explain *x;
     uint32_t *pair_keys;
     uint8_t *pair_values;
     uint64_t pair_capacity;
@@ -233,7 +242,7 @@ struct gpu_run {
     uint64_t *bits, *bits_alt;
     uint64_t n;
 
-    cudaEvent_t mark[7];
+    cudaEvent_t mark[MARKS];
 
     /* pinned host buffers the input passes through on its way up; staged[b]
      * is recorded once staging[b]'s copy to the device has been issued */
@@ -243,7 +252,18 @@ struct gpu_run {
     unsigned copy_threads;
 };
 
-enum { KEYS_USED = 0, PAIRS_USED, STATUS, BAD_KEY, SELECTED, COUNTER_COUNT };
+enum {
+    KEYS_USED = 0,
+    PAIRS_USED,
+    STATUS,
+    BAD_KEY,
+    SELECTED,
+    SLOTS_USED,
+    SAMPLE_PAIRS, /* then SAMPLE_KEY_BYTES, SAMPLE_BYTES: soren_gpu_map_args.sample_counts */
+    SAMPLE_KEY_BYTES,
+    SAMPLE_BYTES,
+    COUNTER_COUNT
+};
 
 soren_status cuda_fail(gpu_run *r, cudaError_t rc, const char *call, int line)
 {
@@ -300,6 +320,7 @@ void gpu_run_destroy(gpu_run *r)
     if (r->stream)
         (void)cudaStreamSynchronize(r->stream);
     void *owned[] = {r->input,       r->line_starts, r->keys,         r->counters,
+                     r->resume,      r->sketch,
                      r->slots,       r->slot_values, r->pair_keys,    r->pair_values,
                      r->record_pairs, r->record_key_bytes, r->temp,   r->refs,
                      r->values,      r->perm,        r->perm_alt,     r->bits,
@@ -308,7 +329,7 @@ void gpu_run_destroy(gpu_run *r)
         dev_free(owned[i]);
     for (int i = 0; i < SOREN_MAX_PARAMS; i++)
         dev_free(r->param_blocks[i]);
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < MARKS; i++)
         if (r->mark[i])
             cudaEventDestroy(r->mark[i]);
     for (int b = 0; b < 2; b++) {
@@ -496,6 +517,8 @@ void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint64_t siz
     a->slots = r->slots;
     a->slot_count = r->slot_count;
     a->slot_values = r->slot_values;
+    a->slots_used = r->counters + SLOTS_USED;
+    a->slot_limit = r->slot_limit;
     a->pair_keys = r->pair_keys;
     a->pair_values = r->pair_values;
     a->pair_capacity = r->pair_capacity;
@@ -504,58 +527,252 @@ void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint64_t siz
     a->record_key_bytes = r->record_key_bytes;
     a->status = (unsigned int *)(r->counters + STATUS);
     a->bad_key = r->counters + BAD_KEY;
+    a->max_threads = r->max_threads;
+    if (variant == SOREN_GPU_HASH || variant == SOREN_GPU_BLOCK || variant == SOREN_GPU_DIRECT)
+        a->resume = r->resume;
+    if (variant == SOREN_GPU_BLOCK)
+        a->shared_bytes = SOREN_GPU_BLOCK_SLOTS * (8 + (uint32_t)s->value_size);
+    if (variant == SOREN_GPU_DENSE)
+        a->shared_bytes = r->dense_shared;
+    a->sample_count = r->sample_count;
+    a->sample_counts = r->counters + SAMPLE_PAIRS;
+    a->sketch = r->sketch;
 }
 
-/* Turns the status bits of a finished launch into an error. */
-soren_status check_status(gpu_run *r)
+/* A bad key recorded by a launch, as the CPU engine words it. */
+soren_status bad_key_error(gpu_run *r, unsigned long long bad)
 {
-    unsigned long long c[COUNTER_COUNT];
-    CUDA_TRY(r, cudaMemcpyAsync(c, r->counters, sizeof c, cudaMemcpyDeviceToHost, r->stream));
-    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
-    unsigned status = (unsigned)c[STATUS];
     const char *job = r->spec->job_name;
-    if (status & SOREN_GPU_BAD_KEY) {
-        unsigned rule = (unsigned)(c[BAD_KEY] >> 56);
-        unsigned long long detail = c[BAD_KEY] & ((1ull << 56) - 1);
-        if (rule == 1)
-            return soren_error_set(r->err, SOREN_EJOB, "%s: map emitted a key of %llu bytes; "
-                                   "the manifest allows at most %u (key.max_size)", job, detail,
-                                   r->spec->key_max_size);
-        if (rule == 2)
-            return soren_error_set(r->err, SOREN_EJOB, "%s: map emitted a %s key of %llu "
-                                   "bytes; a %s key is %zu bytes", job,
-                                   soren_type_name(r->spec->key_type), detail,
-                                   soren_type_name(r->spec->key_type),
-                                   soren_type_size(r->spec->key_type));
-        return soren_error_set(r->err, SOREN_EJOB, "%s: map emitted index key %llu; the "
-                               "manifest's key.count is %llu (keys 0 to %llu)", job, detail,
-                               (unsigned long long)r->spec->key_count,
-                               (unsigned long long)r->spec->key_count - 1);
+    unsigned rule = (unsigned)(bad >> 56);
+    unsigned long long detail = bad & ((1ull << 56) - 1);
+    if (rule == 1)
+        return soren_error_set(r->err, SOREN_EJOB, "%s: map emitted a key of %llu bytes; "
+                               "the manifest allows at most %u (key.max_size)", job, detail,
+                               r->spec->key_max_size);
+    if (rule == 2)
+        return soren_error_set(r->err, SOREN_EJOB, "%s: map emitted a %s key of %llu "
+                               "bytes; a %s key is %zu bytes", job,
+                               soren_type_name(r->spec->key_type), detail,
+                               soren_type_name(r->spec->key_type),
+                               soren_type_size(r->spec->key_type));
+    return soren_error_set(r->err, SOREN_EJOB, "%s: map emitted index key %llu; the "
+                           "manifest's key.count is %llu (keys 0 to %llu)", job, detail,
+                           (unsigned long long)r->spec->key_count,
+                           (unsigned long long)r->spec->key_count - 1);
+}
+
+__global__ void count_used_kernel(const unsigned long long *slots, uint64_t n,
+                                  unsigned long long *used)
+{
+    unsigned long long mine = 0;
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        mine += slots[i] != 0;
+    if (mine)
+        atomicAdd(used, mine);
+}
+
+/* Moves every used slot of the old table into the new one (keys are unique,
+ * so no comparisons), with its value. */
+__global__ void rehash_kernel(const unsigned long long *old_slots, const uint8_t *old_values,
+                              uint64_t old_count, unsigned long long *slots, uint8_t *values,
+                              uint64_t count, uint32_t value_size, const uint8_t *keys)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < old_count;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        unsigned long long s = old_slots[i];
+        if (!s)
+            continue;
+        uint32_t ref = (uint32_t)s;
+        uint64_t h = soren__key_hash(key_bytes_of(keys, ref), key_size_of(keys, ref));
+        uint64_t j = h & (count - 1);
+        while (atomicCAS(&slots[j], 0ull, s) != 0)
+            j = (j + 1) & (count - 1);
+        memcpy(values + j * value_size, old_values + i * value_size, value_size);
     }
-    if (status & SOREN_GPU_TABLE_FULL)
-        return soren_error_set(r->err, SOREN_EJOB, "%s: the hash table is full (%llu slots); "
-                               "rerun with --table-slots %llu or more", job,
-                               (unsigned long long)r->slot_count,
-                               (unsigned long long)r->slot_count * 2);
-    if (status & SOREN_GPU_KEYS_FULL)
-        return soren_error_set(r->err, SOREN_EJOB, "%s: the key space is full (%llu bytes); "
-                               "rerun with --key-bytes %llu or more", job,
-                               (unsigned long long)r->keys_capacity,
-                               (unsigned long long)r->keys_capacity * 2);
-    if (status & SOREN_GPU_PAIRS_FULL)
-        return soren_error_set(r->err, SOREN_EJOB, "%s: the pair space is full (%llu pairs); "
-                               "rerun with --pair-slots %llu or more", job,
-                               (unsigned long long)r->pair_capacity,
-                               (unsigned long long)r->pair_capacity * 2);
+}
+
+/* The dense variant's keys: index i at byte 4 + 8 i of the key space. */
+__global__ void dense_keys_kernel(uint8_t *keys, uint64_t count)
+{
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < count;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        uint32_t *k = (uint32_t *)(keys + 4 + 8 * i);
+        k[0] = 4;
+        k[1] = (uint32_t)i;
+    }
+}
+
+#define GRID(r) (r)->grid, 256, 0, (r)->stream
+
+/* A table of slot_count empty slots (and identity values) for the hash and
+ * block variants; a claim past slot_limit counts as full. */
+soren_status alloc_table(gpu_run *r, uint64_t slot_count, unsigned long long **slots,
+                         uint8_t **values)
+{
+    *slots = NULL;
+    *values = NULL;
+    soren_status st = dev_alloc(r, (void **)slots, slot_count * 8, "the hash table");
+    if (st == SOREN_OK)
+        st = dev_alloc(r, (void **)values, slot_count * r->spec->value_size,
+                       "the hash table's values");
+    if (st != SOREN_OK) {
+        dev_free(*slots);
+        *slots = NULL;
+        return st;
+    }
+    CUDA_TRY(r, cudaMemsetAsync(*slots, 0, slot_count * 8, r->stream));
+    CUDA_TRY(r, r->gpu->fill_identity(*values, slot_count, r->stream));
     return SOREN_OK;
 }
 
+/* Largest sizes the engine's 32-bit references allow. */
+static const uint64_t KEY_SPACE_MAX = 16ull << 30; /* key refs count 4-byte units */
+static const uint64_t TABLE_SLOTS_MAX = 1ull << 31; /* block entries hold slot + 1 in 32 bits */
+
+soren_status grow_table(gpu_run *r)
+{
+    uint64_t count = r->slot_count * 2;
+    if (count > TABLE_SLOTS_MAX)
+        return soren_error_set(r->err, SOREN_EJOB, "%s: the hash table cannot grow past %llu "
+                               "slots", r->spec->job_name, (unsigned long long)TABLE_SLOTS_MAX);
+    unsigned long long *slots = NULL;
+    uint8_t *values = NULL;
+    soren_status st = alloc_table(r, count, &slots, &values);
+    if (st != SOREN_OK)
+        return st;
+    rehash_kernel<<<GRID(r)>>>(r->slots, r->slot_values, r->slot_count, slots, values, count,
+                               (uint32_t)r->spec->value_size, r->keys);
+    cudaError_t rc = cudaGetLastError();
+    if (rc != cudaSuccess) {
+        dev_free(slots);
+        dev_free(values);
+        return cuda_fail(r, rc, "rehash_kernel", __LINE__);
+    }
+    st = soren_explain_overflow(r->x, "table", r->slot_count, count, r->err);
+    /* The stream orders the frees after the rehash. */
+    dev_free(r->slots);
+    dev_free(r->slot_values);
+    r->slots = slots;
+    r->slot_values = values;
+    r->slot_count = count;
+    r->slot_limit = count - count / 4;
+    return st;
+}
+
+/* Grows a region of used bytes to new_size, keeping its content. */
+soren_status grow_region(gpu_run *r, void **region, uint64_t used, uint64_t new_size,
+                         const char *what)
+{
+    void *bigger = NULL;
+    soren_status st = dev_alloc(r, &bigger, new_size, what);
+    if (st != SOREN_OK)
+        return st;
+    cudaError_t rc = used ? cudaMemcpyAsync(bigger, *region, used, cudaMemcpyDeviceToDevice,
+                                            r->stream)
+                          : cudaSuccess;
+    if (rc != cudaSuccess) {
+        dev_free(bigger);
+        return cuda_fail(r, rc, "cudaMemcpyAsync", __LINE__);
+    }
+    dev_free(*region);
+    *region = bigger;
+    return SOREN_OK;
+}
+
+soren_status grow_keys(gpu_run *r, uint64_t used, uint64_t need)
+{
+    uint64_t size = r->keys_capacity;
+    while (size < need)
+        size *= 2;
+    if (size > KEY_SPACE_MAX)
+        size = KEY_SPACE_MAX;
+    if (size <= r->keys_capacity || size < need)
+        return soren_error_set(r->err, SOREN_EJOB, "%s: the key space cannot grow past %llu "
+                               "bytes (key references are 32-bit)", r->spec->job_name,
+                               (unsigned long long)KEY_SPACE_MAX);
+    soren_status st = grow_region(r, (void **)&r->keys, used, size, "the key space");
+    if (st == SOREN_OK)
+        st = soren_explain_overflow(r->x, "keys", r->keys_capacity, size, r->err);
+    if (st == SOREN_OK)
+        r->keys_capacity = size;
+    return st;
+}
+
+soren_status grow_pairs(gpu_run *r, uint64_t used, uint64_t need)
+{
+    uint64_t count = r->pair_capacity ? r->pair_capacity : 1;
+    while (count < need)
+        count *= 2;
+    uint32_t vs = (uint32_t)r->spec->value_size;
+    soren_status st = grow_region(r, (void **)&r->pair_keys, used * 4, count * 4, "the pair keys");
+    if (st == SOREN_OK)
+        st = grow_region(r, (void **)&r->pair_values, used * vs, count * vs, "the pair values");
+    if (st == SOREN_OK)
+        st = soren_explain_overflow(r->x, "pairs", r->pair_capacity, count, r->err);
+    if (st == SOREN_OK)
+        r->pair_capacity = count;
+    return st;
+}
+
+/* After a launch stopped on a full region: grow what ran out, and set the
+ * counters to what the launch really used (claims past a region's end
+ * failed, and their threads will claim again). */
+soren_status grow_after_overflow(gpu_run *r, const unsigned long long *c)
+{
+    unsigned status = (unsigned)c[STATUS];
+    uint64_t keys_used = c[KEYS_USED] < r->keys_capacity ? c[KEYS_USED] : r->keys_capacity;
+    uint64_t pairs_used = c[PAIRS_USED] < r->pair_capacity ? c[PAIRS_USED] : r->pair_capacity;
+    soren_status st = SOREN_OK;
+    if (status & SOREN_GPU_TABLE_FULL)
+        st = grow_table(r);
+    if (st == SOREN_OK && (status & SOREN_GPU_KEYS_FULL))
+        st = grow_keys(r, keys_used, r->keys_capacity * 2);
+    if (st == SOREN_OK && (status & SOREN_GPU_PAIRS_FULL))
+        st = grow_pairs(r, pairs_used, r->pair_capacity * 2);
+    if (st != SOREN_OK)
+        return st;
+    unsigned long long reset[SLOTS_USED + 1] = {keys_used, pairs_used, 0, 0, 0, 0};
+    CUDA_TRY(r, cudaMemcpyAsync(r->counters, reset, sizeof reset, cudaMemcpyHostToDevice,
+                                r->stream));
+    /* Claims that lost a race or found the key space full were not all given
+     * back: count the slots really used. */
+    if (r->slots) {
+        count_used_kernel<<<GRID(r)>>>(r->slots, r->slot_count, r->counters + SLOTS_USED);
+        CUDA_TRY(r, cudaGetLastError());
+    }
+    return SOREN_OK;
+}
+
+/* Launches map over one input's records, growing regions and resuming until
+ * every record is done. */
 soren_status launch_map(gpu_run *r, uint32_t variant, uint64_t size, uint64_t records)
 {
+    /* Each resume at least doubles a region: this many cover any size. */
+    enum { RESUMES_MAX = 64 };
     soren_gpu_map_args a;
     fill_args(r, &a, variant, size, records);
-    CUDA_TRY(r, r->gpu->map(&a, r->stream));
-    return check_status(r);
+    for (unsigned resumes = 0;; resumes++) {
+        CUDA_TRY(r, r->gpu->map(&a, r->stream));
+        unsigned long long c[COUNTER_COUNT];
+        CUDA_TRY(r, cudaMemcpyAsync(c, r->counters, sizeof c, cudaMemcpyDeviceToHost,
+                                    r->stream));
+        CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+        unsigned status = (unsigned)c[STATUS];
+        if (status & SOREN_GPU_BAD_KEY)
+            return bad_key_error(r, c[BAD_KEY]);
+        if (!(status & SOREN_GPU_OVERFLOW))
+            return SOREN_OK;
+        if (resumes == RESUMES_MAX)
+            return soren_error_set(r->err, SOREN_EJOB, "%s: map still overflows after %d "
+                                   "resumes; this is a bug in Soren, please report it",
+                                   r->spec->job_name, (int)RESUMES_MAX);
+        soren_status st = grow_after_overflow(r, c);
+        if (st != SOREN_OK)
+            return st;
+        fill_args(r, &a, variant, size, records);
+        a.resuming = 1;
+    }
 }
 
 /* The Mars layout for one input: count, scan, then write at the offsets. */
@@ -581,20 +798,13 @@ soren_status map_sort(gpu_run *r, uint64_t size, uint64_t records)
                                 cudaMemcpyDeviceToHost, r->stream));
     CUDA_TRY(r, cudaStreamSynchronize(r->stream));
     uint64_t pairs = scanned[0] + last[0], key_bytes = scanned[1] + last[1];
-    /* Pass 1 sized everything exactly: a shortfall is a sizing bug to report
-     * with the sizes, not an overflow to survive. */
-    if (used[PAIRS_USED] + pairs > r->pair_capacity)
-        return soren_error_set(r->err, SOREN_EJOB, "%s: the pair space is full (%llu pairs, "
-                               "%llu needed); rerun with --pair-slots %llu", r->spec->job_name,
-                               (unsigned long long)r->pair_capacity,
-                               (unsigned long long)(used[PAIRS_USED] + pairs),
-                               (unsigned long long)(used[PAIRS_USED] + pairs));
-    if (used[KEYS_USED] + key_bytes > r->keys_capacity)
-        return soren_error_set(r->err, SOREN_EJOB, "%s: the key space is full (%llu bytes, "
-                               "%llu needed); rerun with --key-bytes %llu", r->spec->job_name,
-                               (unsigned long long)r->keys_capacity,
-                               (unsigned long long)(used[KEYS_USED] + key_bytes),
-                               (unsigned long long)(used[KEYS_USED] + key_bytes));
+    /* Pass 1 counted exactly: grow to fit before writing. */
+    if (used[PAIRS_USED] + pairs > r->pair_capacity &&
+        (st = grow_pairs(r, used[PAIRS_USED], used[PAIRS_USED] + pairs)) != SOREN_OK)
+        return st;
+    if (used[KEYS_USED] + key_bytes > r->keys_capacity &&
+        (st = grow_keys(r, used[KEYS_USED], used[KEYS_USED] + key_bytes)) != SOREN_OK)
+        return st;
     st = launch_map(r, SOREN_GPU_SORT_WRITE, size, records);
     if (st != SOREN_OK)
         return st;
@@ -605,14 +815,12 @@ soren_status map_sort(gpu_run *r, uint64_t size, uint64_t records)
     return SOREN_OK;
 }
 
-/* Sizes the regions from the options or from generous defaults for the
- * inputs' total and largest sizes, and allocates them. */
-soren_status allocate_regions(gpu_run *r, uint64_t total, uint64_t largest)
+/* What every variant needs whatever the metrics say: the input and its
+ * line index, the counters, the resume points, the per-record counts of the
+ * sort variant. */
+soren_status allocate_fixed(gpu_run *r, uint64_t largest)
 {
     const soren_stage_spec *s = r->spec;
-    const soren_gpu_options *o = r->opt;
-    uint64_t max_records = s->input_format == SOREN_INPUT_FIXED ? largest / s->record_size
-                                                                 : largest;
     ALLOC(r, r->input, largest, "the input");
     if (s->input_format == SOREN_INPUT_LINES)
         ALLOC(r, r->line_starts, (largest + 2) * sizeof(uint64_t), "the line index");
@@ -623,43 +831,140 @@ soren_status allocate_regions(gpu_run *r, uint64_t total, uint64_t largest)
     unsigned long long first_key = 4;
     CUDA_TRY(r, cudaMemcpyAsync(r->counters + KEYS_USED, &first_key, sizeof first_key,
                                 cudaMemcpyHostToDevice, r->stream));
-
-    /* Each distinct key takes at most 4 bytes of size and 3 of padding more
-     * than it took in the input, with at least one separator byte: 4x the
-     * input holds them; a pair per input byte covers the jobs in tree. */
-    uint64_t vs = s->value_size;
-    if (r->variant == SOREN_VARIANT_HASH) {
-        r->keys_capacity = o->key_bytes ? o->key_bytes : 4 * total + (1 << 20);
-        r->slot_count = next_pow2(o->table_slots ? o->table_slots
-                                                 : (total / 4 > (1 << 16) ? total / 4 : 1 << 16));
-        ALLOC(r, r->slots, r->slot_count * sizeof(unsigned long long), "the hash table");
-        ALLOC(r, r->slot_values, r->slot_count * vs, "the hash table's values");
-        CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, r->slot_count * sizeof(unsigned long long),
-                                    r->stream));
-        CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, r->slot_count, r->stream));
-    } else {
-        /* Each pair keeps its own copy of its key (at most 8 bytes of key
-         * space per input byte for the jobs in tree).  The sort variant's
-         * count pass checks these bounds before it writes anything. */
-        uint64_t default_pairs = total + (1 << 16);
-        r->pair_capacity = o->pair_slots ? o->pair_slots : default_pairs;
-        r->keys_capacity = o->key_bytes ? o->key_bytes : 8 * default_pairs + (1 << 20);
-    }
-    if (r->variant == SOREN_VARIANT_SORT) {
-        ALLOC(r, r->record_pairs, (max_records + 1) * 8, "the per-record pair counts");
-        ALLOC(r, r->record_key_bytes, (max_records + 1) * 8, "the per-record key sizes");
-    }
-    if (r->keys_capacity > (16ull << 30))
-        r->keys_capacity = 16ull << 30; /* key refs are 32-bit multiples of 4 */
-    ALLOC(r, r->keys, r->keys_capacity, "the key space");
-    if (r->variant != SOREN_VARIANT_HASH) {
-        ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
-        ALLOC(r, r->pair_values, r->pair_capacity * vs, "the pair values");
-    }
+    int sms = 0, per_sm = 0;
+    CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CUDA_TRY(r, cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, 0));
+    r->max_threads = (uint64_t)sms * (uint64_t)per_sm;
+    ALLOC(r, r->resume, r->max_threads * sizeof(soren_gpu_resume), "the resume points");
     return SOREN_OK;
 }
 
-#define GRID(r) (r)->grid, 256, 0, (r)->stream
+/* Sizes the table, key space and pair space from the options (initial
+ * sizes: they grow on overflow) or the projection, and allocates them. */
+soren_status allocate_regions(gpu_run *r, uint64_t largest)
+{
+    const soren_stage_spec *s = r->spec;
+    const soren_gpu_options *o = r->opt;
+    const soren_projection *p = &r->x->projection;
+    const soren_metrics *m = &r->x->metrics;
+    switch (r->variant) {
+    case SOREN_VARIANT_DENSE: {
+        /* No hashing: slot i holds key i, whose bytes the host stores. */
+        uint64_t k = s->key_count, vs = s->value_size;
+        r->slot_count = k;
+        r->keys_capacity = 4 + 8 * k;
+        ALLOC(r, r->slots, k * 8, "the dense array");
+        ALLOC(r, r->slot_values, k * vs, "the dense array's values");
+        CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, k * 8, r->stream));
+        CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, k, r->stream));
+        ALLOC(r, r->keys, r->keys_capacity, "the key space");
+        dense_keys_kernel<<<GRID(r)>>>(r->keys, k);
+        CUDA_TRY(r, cudaGetLastError());
+        uint64_t shared = ((k * vs + 7) & ~7ull) + (k + 31) / 32 * 4;
+        r->dense_shared = shared <= (48u << 10) ? (uint32_t)shared : 0;
+        return SOREN_OK;
+    }
+    case SOREN_VARIANT_HASH:
+    case SOREN_VARIANT_BLOCK: {
+        uint64_t slots = next_pow2(o->table_slots ? o->table_slots : p->table_slots);
+        if (slots > TABLE_SLOTS_MAX)
+            slots = TABLE_SLOTS_MAX;
+        r->slot_count = slots < 2 ? 2 : slots;
+        r->slot_limit = r->slot_count - r->slot_count / 4;
+        soren_status st = alloc_table(r, r->slot_count, &r->slots, &r->slot_values);
+        if (st != SOREN_OK)
+            return st;
+        r->keys_capacity = o->key_bytes ? o->key_bytes : p->key_space;
+        break;
+    }
+    default: {
+        /* Each pair keeps its own copy of its key. */
+        r->pair_capacity = o->pair_slots ? o->pair_slots : p->pair_slots;
+        uint64_t per_pair = m->ran && m->pairs ? (m->key_bytes + m->pairs - 1) / m->pairs : 8;
+        r->keys_capacity = o->key_bytes ? o->key_bytes
+                                        : r->pair_capacity * per_pair + (1 << 20);
+        if (r->variant == SOREN_VARIANT_SORT) {
+            uint64_t max_records = s->input_format == SOREN_INPUT_FIXED
+                                       ? largest / s->record_size
+                                       : largest;
+            ALLOC(r, r->record_pairs, (max_records + 1) * 8, "the per-record pair counts");
+            ALLOC(r, r->record_key_bytes, (max_records + 1) * 8, "the per-record key sizes");
+        }
+        ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
+        ALLOC(r, r->pair_values, r->pair_capacity * s->value_size, "the pair values");
+    }
+    }
+    if (r->keys_capacity > KEY_SPACE_MAX)
+        r->keys_capacity = KEY_SPACE_MAX;
+    if (r->keys_capacity < 64)
+        r->keys_capacity = 64;
+    ALLOC(r, r->keys, r->keys_capacity, "the key space");
+    return SOREN_OK;
+}
+
+/* Initial monitoring over the first input, on the device already: map a
+ * sample of its records without storing pairs, and fill the metrics for the
+ * whole input (other inputs are assumed to look like the first). */
+soren_status monitor(gpu_run *r, uint64_t size, uint64_t records, uint64_t total)
+{
+    soren_metrics *m = &r->x->metrics;
+    m->fraction = r->opt->sample;
+    m->total_bytes = total;
+    m->total_records = size ? (uint64_t)((double)records * ((double)total / (double)size)) : 0;
+    r->sample_count = soren_sample_size(records, size, r->opt->sample);
+    if (r->sample_count == 0)
+        return SOREN_OK;
+    ALLOC(r, r->sketch, SOREN_SKETCH_REGISTERS * sizeof(unsigned int), "the key sketch");
+    CUDA_TRY(r, cudaMemsetAsync(r->sketch, 0, SOREN_SKETCH_REGISTERS * sizeof(unsigned int),
+                                r->stream));
+    soren_status st = launch_map(r, SOREN_GPU_MONITOR, size, records);
+    if (st != SOREN_OK)
+        return st;
+    unsigned long long c[COUNTER_COUNT];
+    unsigned int ranks[SOREN_SKETCH_REGISTERS];
+    CUDA_TRY(r, cudaMemcpyAsync(c, r->counters, sizeof c, cudaMemcpyDeviceToHost, r->stream));
+    CUDA_TRY(r, cudaMemcpyAsync(ranks, r->sketch, sizeof ranks, cudaMemcpyDeviceToHost,
+                                r->stream));
+    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+    uint8_t registers[SOREN_SKETCH_REGISTERS];
+    for (unsigned i = 0; i < SOREN_SKETCH_REGISTERS; i++)
+        registers[i] = (uint8_t)ranks[i];
+    m->ran = 1;
+    m->sampled_records = r->sample_count;
+    m->sampled_bytes = c[SAMPLE_BYTES];
+    m->pairs = c[SAMPLE_PAIRS];
+    m->key_bytes = c[SAMPLE_KEY_BYTES];
+    m->value_bytes = m->pairs * r->spec->value_size;
+    m->distinct_keys = soren_sketch_estimate(registers);
+    return SOREN_OK;
+}
+
+/* The variant: as forced, or chosen from the metrics; then the projection. */
+soren_status configure(gpu_run *r)
+{
+    const soren_stage_spec *s = r->spec;
+    soren_explain *x = r->x;
+    if (r->opt->variant == SOREN_VARIANT_AUTO) {
+        x->rule = soren_choose(s, &x->metrics, r->opt->small_keys, 1, &r->variant);
+    } else {
+        r->variant = r->opt->variant;
+        x->rule = "forced with --engine";
+    }
+    bool map_only = s->combine == SOREN_COMBINE_NONE;
+    if (map_only && (r->variant == SOREN_VARIANT_HASH || r->variant == SOREN_VARIANT_BLOCK ||
+                     r->variant == SOREN_VARIANT_DENSE))
+        return soren_error_set(r->err, SOREN_EUSAGE, "--engine %s: %s has no combine to fold "
+                               "values with; use direct or sort",
+                               soren_variant_name(r->variant), s->job_name);
+    if (r->variant == SOREN_VARIANT_DENSE && s->key_type != SOREN_TYPE_INDEX)
+        return soren_error_set(r->err, SOREN_EUSAGE, "--engine dense: %s's keys are not index "
+                               "keys (the manifest's key.type index with a count)", s->job_name);
+    x->variant = r->variant;
+    soren_project(s, &x->metrics, &x->projection);
+    return SOREN_OK;
+}
+
+
 
 /* Hash: the used slots, compacted by a parallel select, are the list. */
 soren_status merge_table(gpu_run *r)
@@ -930,8 +1235,26 @@ soren_status mark(gpu_run *r, int i, const char *phase)
     return SOREN_OK;
 }
 
+float elapsed(gpu_run *r, int from, int to)
+{
+    float ms = 0;
+    return cudaEventElapsedTime(&ms, r->mark[from], r->mark[to]) == cudaSuccess ? ms : 0;
+}
+
+/* Maps one input with the chosen variant. */
+soren_status map_input(gpu_run *r, uint64_t size, uint64_t records)
+{
+    switch (r->variant) {
+    case SOREN_VARIANT_HASH: return launch_map(r, SOREN_GPU_HASH, size, records);
+    case SOREN_VARIANT_BLOCK: return launch_map(r, SOREN_GPU_BLOCK, size, records);
+    case SOREN_VARIANT_DENSE: return launch_map(r, SOREN_GPU_DENSE, size, records);
+    case SOREN_VARIANT_DIRECT: return launch_map(r, SOREN_GPU_DIRECT, size, records);
+    default: return map_sort(r, size, records);
+    }
+}
+
 soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
-                     const soren_params *params, soren_result *out, soren_explain *x)
+                     const soren_params *params, soren_result *out)
 {
     uint64_t total = 0, largest = 0;
     for (size_t i = 0; i < input_count; i++) {
@@ -942,7 +1265,7 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
     r->phase = "setup";
     CUDA_TRY(r, cudaSetDevice(0));
     CUDA_TRY(r, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
-    for (int i = 0; i < 7; i++)
+    for (int i = 0; i < MARKS; i++)
         CUDA_TRY(r, cudaEventCreate(&r->mark[i]));
     int sms = 0;
     CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -950,10 +1273,10 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
 
     soren_status st = upload_params(r, params);
     if (st == SOREN_OK)
-        st = allocate_regions(r, total, largest);
+        st = allocate_fixed(r, largest);
     if (st == SOREN_OK)
         st = alloc_staging(r, largest);
-    float upload = 0, split = 0, map = 0;
+    soren_phase_times *ms = &r->x->ms;
     for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
         const soren_input *in = &inputs[i];
         uint64_t records = in->size / (r->spec->record_size ? r->spec->record_size : 1);
@@ -962,51 +1285,47 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
         if (st == SOREN_OK && (st = mark(r, 1, "record splitting")) == SOREN_OK &&
             r->spec->input_format == SOREN_INPUT_LINES)
             st = split_lines(r, in->size, &records);
-        if (st == SOREN_OK && (st = mark(r, 2, "map")) == SOREN_OK) {
-            if (r->variant == SOREN_VARIANT_HASH)
-                st = launch_map(r, SOREN_GPU_HASH, in->size, records);
-            else if (r->variant == SOREN_VARIANT_DIRECT)
-                st = launch_map(r, SOREN_GPU_DIRECT, in->size, records);
-            else
-                st = map_sort(r, in->size, records);
+        if (st == SOREN_OK && (st = mark(r, 2, "monitoring")) == SOREN_OK && i == 0) {
+            st = monitor(r, in->size, records, total);
+            if (st == SOREN_OK)
+                st = configure(r);
+            if (st == SOREN_OK)
+                st = allocate_regions(r, largest);
         }
-        if (st == SOREN_OK && (st = mark(r, 3, "map")) == SOREN_OK) {
-            float ms[3] = {0, 0, 0};
-            CUDA_TRY(r, cudaEventSynchronize(r->mark[3]));
-            for (int k = 0; k < 3; k++)
-                CUDA_TRY(r, cudaEventElapsedTime(&ms[k], r->mark[k], r->mark[k + 1]));
-            upload += ms[0];
-            split += ms[1];
-            map += ms[2];
+        if (st == SOREN_OK && (st = mark(r, 3, "map")) == SOREN_OK)
+            st = map_input(r, in->size, records);
+        if (st == SOREN_OK && (st = mark(r, 4, "map")) == SOREN_OK) {
+            CUDA_TRY(r, cudaEventSynchronize(r->mark[4]));
+            ms->upload += elapsed(r, 0, 1);
+            ms->split += elapsed(r, 1, 2);
+            ms->monitor += elapsed(r, 2, 3);
+            ms->map += elapsed(r, 3, 4);
         }
     }
+    if (st == SOREN_OK && input_count == 0)
+        st = configure(r); /* no input: nothing to monitor, an empty result */
+    if (st == SOREN_OK && input_count == 0)
+        st = allocate_regions(r, largest);
     if (st == SOREN_OK)
-        st = mark(r, 3, "merge");
+        st = mark(r, 4, "merge");
     bool key_sorted = false;
     if (st == SOREN_OK) {
-        if (r->variant == SOREN_VARIANT_HASH) {
+        if (r->slots) {
             st = merge_table(r);
         } else {
             st = merge_pairs(r);
             key_sorted = r->spec->combine != SOREN_COMBINE_NONE;
         }
     }
-    if (st == SOREN_OK && (st = mark(r, 4, "ordering")) == SOREN_OK)
+    if (st == SOREN_OK && (st = mark(r, 5, "ordering")) == SOREN_OK)
         st = order_list(r, key_sorted);
-    if (st == SOREN_OK && (st = mark(r, 5, "copying the result back")) == SOREN_OK)
+    if (st == SOREN_OK && (st = mark(r, 6, "copying the result back")) == SOREN_OK)
         st = download(r, out);
-    if (st == SOREN_OK && (st = mark(r, 6, "copying the result back")) == SOREN_OK) {
-        CUDA_TRY(r, cudaEventSynchronize(r->mark[6]));
-        float merge = 0, order = 0, download = 0;
-        CUDA_TRY(r, cudaEventElapsedTime(&merge, r->mark[3], r->mark[4]));
-        CUDA_TRY(r, cudaEventElapsedTime(&order, r->mark[4], r->mark[5]));
-        CUDA_TRY(r, cudaEventElapsedTime(&download, r->mark[5], r->mark[6]));
-        x->ms.upload = upload;
-        x->ms.split = split;
-        x->ms.map = map;
-        x->ms.merge = merge;
-        x->ms.sort = order;
-        x->ms.download = download;
+    if (st == SOREN_OK && (st = mark(r, 7, "copying the result back")) == SOREN_OK) {
+        CUDA_TRY(r, cudaEventSynchronize(r->mark[7]));
+        ms->merge = elapsed(r, 4, 5);
+        ms->sort = elapsed(r, 5, 6);
+        ms->download = elapsed(r, 6, 7);
     }
     return st;
 }
@@ -1021,6 +1340,9 @@ extern "C" const char *soren_gpu_unsupported(const soren_stage_spec *spec)
         return "reduce functions run on the CPU engine only in this release";
     if (spec->code->gpu == NULL)
         return "the plugin was built without device code";
+    if (spec->code->gpu->abi_minor < 1)
+        return "the plugin's device code predates plugin ABI 1.1 (monitoring, block and dense "
+               "launches, resume after overflow); rebuild it with this Soren's SDK";
     return NULL;
 }
 
@@ -1029,6 +1351,7 @@ extern "C" soren_status soren_gpu_run(const soren_stage_spec *spec, const soren_
                                       const soren_gpu_options *opt, soren_result *out,
                                       soren_explain *x, soren_error *err)
 {
+    x->device = "gpu";
     const char *why = soren_gpu_unsupported(spec);
     if (why)
         return soren_error_set(err, SOREN_EDEVICE, "%s: cannot run on the GPU: %s",
@@ -1039,14 +1362,8 @@ extern "C" soren_status soren_gpu_run(const soren_stage_spec *spec, const soren_
     r.opt = opt;
     r.gpu = spec->code->gpu;
     r.err = err;
-    r.variant = opt->variant;
-    if (r.variant == SOREN_VARIANT_AUTO)
-        r.variant = spec->combine == SOREN_COMBINE_NONE && spec->reduce == SOREN_REDUCE_NONE
-                        ? SOREN_VARIANT_DIRECT
-                        : SOREN_VARIANT_HASH;
-    x->device = "gpu";
-    x->variant = r.variant;
-    soren_status st = run_all(&r, inputs, input_count, params, out, x);
+    r.x = x;
+    soren_status st = run_all(&r, inputs, input_count, params, out);
     gpu_run_destroy(&r);
     return st;
 }

@@ -41,7 +41,7 @@
 /* ABI of the plugin table.  A new major version is a break the host refuses;
  * a new minor version only appends to the table or uses reserved fields. */
 #define SOREN_ABI_MAJOR 1
-#define SOREN_ABI_MINOR 0
+#define SOREN_ABI_MINOR 1
 #define SOREN_PLUGIN_SYMBOL "soren_plugin_v1"
 
 /* Markers around the manifest copy embedded in every plugin (see
@@ -204,7 +204,10 @@ typedef enum soren_gpu_variant {
     SOREN_GPU_HASH = 1,   /* insert into the global table, combining as pairs arrive */
     SOREN_GPU_DIRECT,     /* append every pair at an atomically claimed index */
     SOREN_GPU_SORT_COUNT, /* Mars pass 1: count each record's pairs and key bytes */
-    SOREN_GPU_SORT_WRITE  /* Mars pass 2: write each record's pairs at its scanned offsets */
+    SOREN_GPU_SORT_WRITE, /* Mars pass 2: write each record's pairs at its scanned offsets */
+    SOREN_GPU_MONITOR,    /* count the sample's pairs and key bytes, sketch its keys */
+    SOREN_GPU_BLOCK,      /* hash, through a per-block table in shared memory */
+    SOREN_GPU_DENSE       /* index keys: per-block arrays in shared memory, then slot = key */
 } soren_gpu_variant;
 
 /* soren_gpu_map_args.input_format (the manifest's lines and fixed). */
@@ -217,6 +220,20 @@ enum {
     SOREN_GPU_PAIRS_FULL = 1u << 2, /* the pair space is used up */
     SOREN_GPU_BAD_KEY = 1u << 3     /* a key broke the manifest's rules; *bad_key says how */
 };
+/* Slots of the block variant's per-block table (shared memory: a 64-bit
+ * entry and a value each). */
+#define SOREN_GPU_BLOCK_SLOTS 1024
+
+/* The bits after which the host grows a region and resumes the launch. */
+#define SOREN_GPU_OVERFLOW (SOREN_GPU_TABLE_FULL | SOREN_GPU_KEYS_FULL | SOREN_GPU_PAIRS_FULL)
+
+/* soren_gpu_map_args.resume[tid]: the record thread tid goes on from, or
+ * SOREN_GPU_RESUME_DONE, and how many of that record's emits were applied. */
+#define SOREN_GPU_RESUME_DONE (~0ull)
+typedef struct soren_gpu_resume {
+    unsigned long long record;
+    unsigned long long applied;
+} soren_gpu_resume;
 
 /* The key space holds each key once as [uint32 size][bytes], 4-byte aligned;
  * a key is referred to by its offset / 4 (offset 0 is reserved: ref 0 means
@@ -262,6 +279,26 @@ typedef struct soren_gpu_map_args {
 
     unsigned int *status;            /* SOREN_GPU_* bits */
     unsigned long long *bad_key;     /* (what << 56) | size or index of the first bad key */
+
+    /* ABI 1.1 */
+    /* hash and block: a launch refuses to claim slot number slot_limit + 1
+     * (*slots_used counts the claims), so the table's load stays bounded */
+    unsigned long long *slots_used;
+    uint64_t slot_limit;
+    /* overflow and resume: a thread that cannot apply an emit records where
+     * it stopped in resume[tid] and every thread stops at its next record;
+     * the host grows the region and launches again with resuming set */
+    soren_gpu_resume *resume;
+    uint64_t max_threads;            /* resume entries; the launch uses at most this many threads */
+    uint32_t resuming;
+    uint32_t shared_bytes;           /* block and dense: dynamic shared memory per block */
+    uint64_t identity;               /* the combine's identity, as the value's bits */
+    /* monitor: map records soren__sample_record(i, sample_count, record_count)
+     * for i < sample_count; sample_counts[0..2] += pairs, key footprints and
+     * record bytes (with their newlines) */
+    uint64_t sample_count;
+    unsigned long long *sample_counts;
+    unsigned int *sketch;            /* SOREN_SKETCH_REGISTERS ranks (atomicMax) */
 } soren_gpu_map_args;
 
 /* Folds values[i] into accumulators[target[i]] with the stage's combine, for
@@ -277,8 +314,8 @@ typedef struct soren_gpu_combine_args {
  * cudaStream_t and returns a cudaError_t.  NULL in a plugin built without
  * device code. */
 typedef struct soren_gpu_stage {
-    uint32_t size; /* sizeof(soren_gpu_stage) */
-    uint32_t reserved0;
+    uint32_t size;      /* sizeof(soren_gpu_stage) */
+    uint32_t abi_minor; /* SOREN_ABI_MINOR the launchers were built with (0 before 1.1) */
     int (*map)(const soren_gpu_map_args *args, void *stream);
     int (*combine)(const soren_gpu_combine_args *args, void *stream);
     /* Writes the combine's identity into count values. */

@@ -7,39 +7,58 @@
  *   hash        find or claim the key's slot in the global table (linear
  *               probing; a slot is claimed by atomicCAS of (hash, key ref))
  *               and fold the value into the slot's accumulator;
+ *   block       the same through a per-block table in shared memory that
+ *               caches (key, global slot) and folds values there; flushed
+ *               into the global table when the block ends, spilling into
+ *               it directly where the block's table is crowded;
+ *   dense       index keys: fold into a per-block array indexed by the key
+ *               (shared memory where it fits), flushed at the block's end;
  *   direct      store the key once in the key space and the pair at an
  *               index claimed with atomicAdd (no counting pass);
  *   sort count  count the record's pairs and key bytes (Mars MAP_COUNT);
- *   sort write  write them at the record's scanned offsets (Mars MAP).
- * A key that breaks the manifest's rules, or a region that runs out, sets a
- * status bit; the host reports it.
+ *   sort write  write them at the record's scanned offsets (Mars MAP);
+ *   monitor     map a sample of the records, count pairs and key bytes and
+ *               sketch the keys, store nothing.
+ * An emit that cannot be applied because a region is full sets a status
+ * bit; its thread records where it stopped (the record and how many of its
+ * emits were applied) and every thread stops at its next record.  The host
+ * grows the region and launches again: each thread goes on from where it
+ * stopped, skipping the emits already applied, so no pair is lost or
+ * applied twice.  A key that breaks the manifest's rules stops the run.
  */
 #ifndef SOREN_ENGINE_MAP_CUH
 #define SOREN_ENGINE_MAP_CUH
 
 #include <soren/engine/combine.cuh>
+#include <soren/engine/sketch.h>
 #include <soren/soren.h>
 
 namespace soren {
 
-enum { EMIT_RECORD = 0, EMIT_PAIRS, EMIT_KEY_BYTES, EMIT_STAGE };
+enum { EMIT_RECORD = 0, EMIT_PAIRS, EMIT_KEY_BYTES, EMIT_STAGE, EMIT_SKIP, EMIT_FAILED };
 
-__device__ inline uint64_t hash_key(const uint8_t *p, uint32_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull ^ n;
-    for (uint32_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
-    /* FNV leaves the high bits weak; the slot index uses the low bits and
-     * the tag the high ones, so mix both. */
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    return h;
-}
+/* The block variant's table: slots, and how far a key probes before it
+ * spills into the global table. */
+enum { BLOCK_SLOTS = SOREN_GPU_BLOCK_SLOTS, BLOCK_PROBES = 32 };
+
+constexpr unsigned long long TAG_MASK = 0xffffffff00000000ull;
+
+/* What soren_emit reaches from a kernel: the launch's arguments and, for
+ * block and dense, this block's shared memory. */
+struct emit_ctx {
+    const soren_gpu_map_args *a;
+    unsigned long long *block_slots; /* block: tag | (global slot + 1); 0 is free */
+    void *block_values;              /* block: BLOCK_SLOTS values; dense: key_count values */
+    unsigned int *present;           /* dense: a bit per key */
+};
 
 /* Bytes a key of n bytes occupies in the key space: its size, then its
  * bytes, padded to 4. */
 __device__ inline uint64_t key_footprint(uint32_t n) { return (4ull + n + 3) & ~3ull; }
+
+/* The key ref of index key i, stored by the host for the dense variant at
+ * byte 4 + 8 i. */
+__device__ inline uint32_t dense_ref(uint64_t i) { return (uint32_t)(1 + 2 * i); }
 
 __device__ inline void store_key(const soren_gpu_map_args *a, uint64_t offset, const uint8_t *k,
                                  uint32_t n)
@@ -104,33 +123,115 @@ __device__ inline bool key_ok(const soren_gpu_map_args *a, const void *key, uint
     return false;
 }
 
-template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
-__device__ inline void hash_insert(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
-                                   const void *v)
+/* A new key's claim on the table (within slot_limit) and its bytes in the
+ * key space: its ref, or 0 when either is full. */
+__device__ inline uint32_t claim_key(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n)
 {
-    uint64_t h = hash_key(k, n);
-    unsigned long long tag = h & 0xffffffff00000000ull;
-    uint64_t mask = a->slot_count - 1;
+    if (atomicAdd(a->slots_used, 1ull) >= a->slot_limit) {
+        atomicOr(a->status, SOREN_GPU_TABLE_FULL);
+        return 0;
+    }
+    return alloc_key(a, k, n);
+}
+
+/* The slot of key k (hash h) in the global table, claimed if the key is new;
+ * -1 when the table or the key space is full (status says which). */
+__device__ inline int64_t hash_slot(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
+                                    uint64_t h)
+{
+    const unsigned long long tag = h & TAG_MASK;
+    const uint64_t mask = a->slot_count - 1;
     uint32_t ref = 0;
     uint64_t i = h & mask;
     for (uint64_t probe = 0; probe < a->slot_count; probe++, i = (i + 1) & mask) {
         unsigned long long seen = __ldcg(&a->slots[i]);
         if (seen == 0) {
             /* Claim the slot with our key (stored once, on first need). */
-            if (!ref && !(ref = alloc_key(a, k, n)))
-                return;
+            if (!ref && !(ref = claim_key(a, k, n)))
+                return -1;
             seen = atomicCAS(&a->slots[i], 0ull, tag | ref);
-            if (seen == 0) {
-                combine_into<Op, VType, UserFn>((uint8_t *)a->slot_values + i * a->value_size, v);
-                return;
-            }
+            if (seen == 0)
+                return (int64_t)i;
         }
-        if ((seen & 0xffffffff00000000ull) == tag && key_equals(a, (uint32_t)seen, k, n)) {
-            combine_into<Op, VType, UserFn>((uint8_t *)a->slot_values + i * a->value_size, v);
-            return;
+        if ((seen & TAG_MASK) == tag && key_equals(a, (uint32_t)seen, k, n)) {
+            /* Another thread stored the key first: give our claim back (its
+             * bytes stay unused in the key space). */
+            if (ref)
+                atomicAdd(a->slots_used, ~0ull);
+            return (int64_t)i;
         }
     }
     atomicOr(a->status, SOREN_GPU_TABLE_FULL);
+    return -1;
+}
+
+template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
+__device__ inline bool hash_insert(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
+                                   const void *v)
+{
+    int64_t i = hash_slot(a, k, n, soren__key_hash(k, n));
+    if (i < 0)
+        return false;
+    combine_into<Op, VType, UserFn>((uint8_t *)a->slot_values + i * a->value_size, v);
+    return true;
+}
+
+/* The block variant: the key's entry in this block's table points at its
+ * global slot, claimed on the block's first sight of the key; values fold in
+ * shared memory until the block flushes them. */
+template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
+__device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_t n,
+                                    const void *v)
+{
+    const soren_gpu_map_args *a = c->a;
+    const uint64_t h = soren__key_hash(k, n);
+    const unsigned long long tag = h & TAG_MASK;
+    int64_t g = -1;
+    uint32_t i = (uint32_t)(h >> 16) & (BLOCK_SLOTS - 1);
+    for (int probe = 0; probe < BLOCK_PROBES; probe++, i = (i + 1) & (BLOCK_SLOTS - 1)) {
+        unsigned long long seen = *(volatile unsigned long long *)&c->block_slots[i];
+        if (seen == 0) {
+            if (g < 0 && (g = hash_slot(a, k, n, h)) < 0)
+                return false;
+            unsigned long long mine = tag | (unsigned long long)(g + 1);
+            seen = atomicCAS(&c->block_slots[i], 0ull, mine);
+            if (seen == 0 || seen == mine) {
+                combine_into<Op, VType, UserFn>((uint8_t *)c->block_values + i * a->value_size, v);
+                return true;
+            }
+        }
+        if ((seen & TAG_MASK) == tag) {
+            uint64_t other = (seen & 0xffffffffull) - 1;
+            if (g >= 0 ? other == (uint64_t)g
+                       : key_equals(a, (uint32_t)__ldcg(&a->slots[other]), k, n)) {
+                combine_into<Op, VType, UserFn>((uint8_t *)c->block_values + i * a->value_size, v);
+                return true;
+            }
+        }
+    }
+    /* The block's table is crowded around this key: spill into the global one. */
+    if (g < 0 && (g = hash_slot(a, k, n, h)) < 0)
+        return false;
+    combine_into<Op, VType, UserFn>((uint8_t *)a->slot_values + g * a->value_size, v);
+    return true;
+}
+
+/* The dense variant: the key is its slot. */
+template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
+__device__ inline void dense_insert(const emit_ctx *c, uint32_t key, const void *v)
+{
+    const soren_gpu_map_args *a = c->a;
+    if (c->block_values) {
+        combine_into<Op, VType, UserFn>((uint8_t *)c->block_values + (uint64_t)key * a->value_size,
+                                        v);
+        unsigned int bit = 1u << (key & 31);
+        if (!(*(volatile unsigned int *)&c->present[key >> 5] & bit))
+            atomicOr(&c->present[key >> 5], bit);
+        return;
+    }
+    combine_into<Op, VType, UserFn>((uint8_t *)a->slot_values + (uint64_t)key * a->value_size, v);
+    if (__ldcg(&a->slots[key]) == 0)
+        a->slots[key] = dense_ref(key);
 }
 
 __device__ inline void store_value(void *dst, const void *v, uint32_t size)
@@ -141,19 +242,20 @@ __device__ inline void store_value(void *dst, const void *v, uint32_t size)
         *(uint64_t *)dst = *(const uint64_t *)v;
 }
 
-__device__ inline void direct_append(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
+__device__ inline bool direct_append(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
                                      const void *v)
 {
     uint32_t ref = alloc_key(a, k, n);
     if (!ref)
-        return;
+        return false;
     unsigned long long idx = atomicAdd(a->pairs_used, 1ull);
     if (idx >= a->pair_capacity) {
         atomicOr(a->status, SOREN_GPU_PAIRS_FULL);
-        return;
+        return false;
     }
     a->pair_keys[idx] = ref;
     store_value((uint8_t *)a->pair_values + idx * a->value_size, v, a->value_size);
+    return true;
 }
 
 /* Mars pass 2: the record's pairs and keys go right after the previous
@@ -184,20 +286,43 @@ template <const auto &Desc, uint32_t I>
 __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n, const void *v)
 {
     typedef stage_traits<Desc, I> S;
-    const soren_gpu_map_args *a = (const soren_gpu_map_args *)e->ctx;
-    if (!key_ok<S::key_type>(a, key, n))
-        return;
+    const emit_ctx *c = (const emit_ctx *)e->ctx;
+    const soren_gpu_map_args *a = c->a;
     const uint8_t *k = (const uint8_t *)key;
-    switch (a->variant) {
-    case SOREN_GPU_HASH:
-        hash_insert<S::op, S::value_type, S::user_combine>(a, k, n, v);
-        break;
-    case SOREN_GPU_DIRECT:
-        direct_append(a, k, n, v);
-        break;
-    case SOREN_GPU_SORT_WRITE:
-        sort_write(e, a, k, n, v);
-        break;
+    /* After a failed emit the record's later emits wait for the resume. */
+    if (e->state[EMIT_FAILED])
+        return;
+    bool applied = true;
+    if (e->state[EMIT_PAIRS] < e->state[EMIT_SKIP]) {
+        /* applied by the launch that stopped on this record */
+    } else if (a->variant == SOREN_GPU_MONITOR) {
+        uint64_t h = soren__key_hash(k, n);
+        atomicMax(&a->sketch[soren__sketch_register(h)], soren__sketch_rank(h));
+    } else if (!key_ok<S::key_type>(a, key, n)) {
+        applied = false;
+    } else {
+        switch (a->variant) {
+        case SOREN_GPU_HASH:
+            applied = hash_insert<S::op, S::value_type, S::user_combine>(a, k, n, v);
+            break;
+        case SOREN_GPU_BLOCK:
+            applied = block_insert<S::op, S::value_type, S::user_combine>(c, k, n, v);
+            break;
+        case SOREN_GPU_DENSE:
+            if constexpr (S::key_type == SOREN_TYPE_INDEX)
+                dense_insert<S::op, S::value_type, S::user_combine>(c, *(const uint32_t *)key, v);
+            break;
+        case SOREN_GPU_DIRECT:
+            applied = direct_append(a, k, n, v);
+            break;
+        case SOREN_GPU_SORT_WRITE:
+            sort_write(e, a, k, n, v);
+            break;
+        }
+    }
+    if (!applied) {
+        e->state[EMIT_FAILED] = 1;
+        return;
     }
     e->state[EMIT_PAIRS]++;
     e->state[EMIT_KEY_BYTES] += key_footprint(n);
@@ -214,13 +339,92 @@ __device__ inline void emit_any(soren_emitter *e, const void *key, uint32_t n, c
     }
 }
 
+/* Shared memory of a block or dense launch: its table or array, set to
+ * empty and to the combine's identity. */
+template <typename T>
+__device__ inline void shared_setup(emit_ctx *c, const soren_gpu_map_args &a, T identity,
+                                    unsigned long long *shared)
+{
+    if (a.variant == SOREN_GPU_BLOCK) {
+        c->block_slots = shared;
+        c->block_values = shared + BLOCK_SLOTS;
+        for (uint32_t i = threadIdx.x; i < BLOCK_SLOTS; i += blockDim.x) {
+            c->block_slots[i] = 0;
+            ((T *)c->block_values)[i] = identity;
+        }
+    } else if (a.variant == SOREN_GPU_DENSE && a.shared_bytes) {
+        c->block_values = shared;
+        c->present = (unsigned int *)((uint8_t *)shared +
+                                      ((a.key_count * sizeof(T) + 7) & ~7ull));
+        for (uint64_t i = threadIdx.x; i < a.key_count; i += blockDim.x)
+            ((T *)c->block_values)[i] = identity;
+        for (uint64_t i = threadIdx.x; i < (a.key_count + 31) / 32; i += blockDim.x)
+            c->present[i] = 0;
+    }
+    __syncthreads();
+}
+
+/* Folds the block's shared table or array into the global table. */
+template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
+__device__ inline void shared_flush(const emit_ctx *c, const soren_gpu_map_args &a)
+{
+    __syncthreads();
+    const uint32_t vs = a.value_size;
+    if (c->block_slots) {
+        for (uint32_t i = threadIdx.x; i < BLOCK_SLOTS; i += blockDim.x) {
+            unsigned long long s = c->block_slots[i];
+            if (s)
+                combine_into<Op, VType, UserFn>(
+                    (uint8_t *)a.slot_values + ((s & 0xffffffffull) - 1) * vs,
+                    (const uint8_t *)c->block_values + i * vs);
+        }
+    } else if (c->present) {
+        for (uint64_t key = threadIdx.x; key < a.key_count; key += blockDim.x) {
+            if (!(c->present[key >> 5] & (1u << (key & 31))))
+                continue;
+            combine_into<Op, VType, UserFn>((uint8_t *)a.slot_values + key * vs,
+                                            (const uint8_t *)c->block_values + key * vs);
+            if (__ldcg(&a.slots[key]) == 0)
+                a.slots[key] = dense_ref(key);
+        }
+    }
+}
+
 template <const auto &Desc, uint32_t I>
 __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
 {
-    constexpr soren_map_fn *map = stage_traits<Desc, I>::map;
-    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t r = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; r < a.record_count;
-         r += stride) {
+    typedef stage_traits<Desc, I> S;
+    typedef typename value_of<S::value_type>::type T;
+    constexpr soren_map_fn *map = S::map;
+    extern __shared__ unsigned long long shared[];
+
+    emit_ctx c = {&a, nullptr, nullptr, nullptr};
+    if (a.variant == SOREN_GPU_BLOCK || a.variant == SOREN_GPU_DENSE) {
+        T user = value_from<T, typename value_of<S::value_type>::word>(
+            (typename value_of<S::value_type>::word)a.identity);
+        shared_setup<T>(&c, a, S::op == SOREN_COMBINE_USER ? user : identity<S::op, S::value_type>(),
+                        shared);
+    }
+
+    const bool monitor = a.variant == SOREN_GPU_MONITOR;
+    const uint64_t count = monitor ? a.sample_count : a.record_count;
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    uint64_t j = tid, skip = 0;
+    if (a.resuming) {
+        j = a.resume[tid].record;
+        skip = a.resume[tid].applied;
+    }
+    unsigned long long stopped_at = SOREN_GPU_RESUME_DONE, applied = 0;
+    unsigned long long pairs = 0, key_bytes = 0, bytes = 0; /* monitor */
+    for (; j < count; j += stride, skip = 0) {
+        /* Another thread overflowed a region or met a bad key: stop at this
+         * record boundary and let the host decide. */
+        if (*(volatile unsigned int *)a.status) {
+            stopped_at = j;
+            break;
+        }
+        uint64_t r = monitor ? soren__sample_record(j, count, a.record_count) : j;
         soren_record rec;
         if (a.input_format == SOREN_GPU_FIXED) {
             rec.offset = r * a.record_size;
@@ -234,21 +438,36 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
         rec.data = a.input + rec.offset;
         soren_emitter e;
         e.emit = 0;
-        e.ctx = (void *)&a;
+        e.ctx = &c;
         e.state[EMIT_RECORD] = r;
         e.state[EMIT_PAIRS] = 0;
         e.state[EMIT_KEY_BYTES] = 0;
         e.state[EMIT_STAGE] = I;
+        e.state[EMIT_SKIP] = skip;
+        e.state[EMIT_FAILED] = 0;
         map(&e, &rec, &a.params);
+        if (e.state[EMIT_FAILED]) {
+            stopped_at = j;
+            applied = e.state[EMIT_PAIRS];
+            break;
+        }
         if (a.variant == SOREN_GPU_SORT_COUNT) {
             a.record_pairs[r] = e.state[EMIT_PAIRS];
             a.record_key_bytes[r] = e.state[EMIT_KEY_BYTES];
         }
-        /* Stop early once a region is full or a key was refused: the run
-         * fails, so the rest of the work would be wasted. */
-        if (*(volatile unsigned int *)a.status)
-            break;
+        pairs += e.state[EMIT_PAIRS];
+        key_bytes += e.state[EMIT_KEY_BYTES];
+        bytes += rec.size + (a.input_format == SOREN_GPU_LINES);
     }
+    if (a.resume)
+        a.resume[tid] = soren_gpu_resume{stopped_at, applied};
+    if (monitor && bytes) {
+        atomicAdd(&a.sample_counts[0], pairs);
+        atomicAdd(&a.sample_counts[1], key_bytes);
+        atomicAdd(&a.sample_counts[2], bytes);
+    }
+    if (a.variant == SOREN_GPU_BLOCK || a.variant == SOREN_GPU_DENSE)
+        shared_flush<S::op, S::value_type, S::user_combine>(&c, a);
 }
 
 template <const auto &Desc, uint32_t I>

@@ -30,14 +30,37 @@ static cudaError_t launch_shape(Kernel kernel, uint64_t count, int *grid, int *b
     return cudaSuccess;
 }
 
+/* A map launch.  Its shape depends only on the kernel, the work, the shared
+ * memory and max_threads, so a launch that resumes after an overflow has the
+ * same threads as the one that stopped, each going on from resume[tid]. */
 template <const auto &Desc, uint32_t I>
 static int launch_map(const soren_gpu_map_args *args, void *stream)
 {
-    int grid = 0, block = 0;
-    cudaError_t rc = launch_shape(map_kernel<Desc, I>, args->record_count, &grid, &block);
-    if (rc != cudaSuccess || grid == 0)
+    typedef stage_traits<Desc, I> S;
+    soren_gpu_map_args a = *args;
+    /* A user identity lives in the plugin's host memory: pass its bits. */
+    if constexpr (S::op == SOREN_COMBINE_USER)
+        memcpy(&a.identity, Desc[I].combine.identity,
+               sizeof(typename value_of<S::value_type>::type));
+    auto kernel = map_kernel<Desc, I>;
+    cudaError_t rc = cudaSuccess;
+    if (a.shared_bytes > 48u << 10 &&
+        (rc = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)a.shared_bytes)) != cudaSuccess)
         return rc;
-    map_kernel<Desc, I><<<grid, block, 0, (cudaStream_t)stream>>>(*args);
+    int resident = 0, block = 0;
+    rc = cudaOccupancyMaxPotentialBlockSize(&resident, &block, kernel, a.shared_bytes);
+    if (rc != cudaSuccess)
+        return rc;
+    uint64_t work = a.variant == SOREN_GPU_MONITOR ? a.sample_count : a.record_count;
+    uint64_t grid = (work + (uint64_t)block - 1) / (uint64_t)block;
+    if (grid > (uint64_t)resident)
+        grid = (uint64_t)resident;
+    if (a.max_threads && grid > a.max_threads / (uint64_t)block)
+        grid = a.max_threads / (uint64_t)block;
+    if (grid == 0)
+        return cudaSuccess;
+    kernel<<<(unsigned)grid, block, a.shared_bytes, (cudaStream_t)stream>>>(a);
     return cudaGetLastError();
 }
 
@@ -76,7 +99,7 @@ template <const auto &Desc, uint32_t I> constexpr soren_gpu_stage gpu_stage()
     static_assert(stage_traits<Desc, I>::value_type > SOREN_TYPE_STRING &&
                       stage_traits<Desc, I>::value_type < SOREN_TYPE_INDEX,
                   "SOREN_STAGE needs .value (SOREN_TYPE_U32 ...) when .combine is not a built-in");
-    return soren_gpu_stage{sizeof(soren_gpu_stage),        0, &launch_map<Desc, I>,
+    return soren_gpu_stage{sizeof(soren_gpu_stage),        SOREN_ABI_MINOR, &launch_map<Desc, I>,
                            &launch_combine<Desc, I>,       &launch_fill_identity<Desc, I>,
                            {0, 0, 0, 0, 0}};
 }
