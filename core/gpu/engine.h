@@ -4,20 +4,28 @@
  * The host owns every device allocation and the stream; the plugin's
  * launchers (soren_gpu_stage) only run kernels over memory handed to them.
  * One run:
- *   1. copy each input to the device (from its mapped pages, registered
- *      read-only with the driver, else through a plain copy);
+ *   1. copy each input to the device through pinned staging buffers;
  *   2. split `lines` input into records on the device (a parallel scan for
  *      line starts, not a CPU loop);
- *   3. map with the chosen variant:
+ *   3. on the first input, initial monitoring: map a sample of the records
+ *      storing nothing, counting pairs and key bytes and sketching the keys;
+ *      choose the variant (adapt.h) unless forced, and size the regions by
+ *      projection (or from the options, as initial sizes);
+ *   4. map with the variant:
  *        hash    one global table collocates each key's values as they are
  *                emitted, combining them at once (the Soren paper's default);
+ *        block   the same through per-block tables in shared memory;
+ *        dense   index keys: per-block arrays, the key is the slot;
  *        direct  every pair appended at an atomically claimed index;
  *        sort    the Mars design: count pass, prefix sum, write pass;
- *   4. merge into a compact list: the table's used slots (hash), or the pairs
- *      sorted by key and combined run by run (direct, sort);
- *   5. order the list as the stage says with CUB sorts (radix for typed keys
+ *      a region that runs out is grown, keeping its content, and the launch
+ *      resumes where each thread stopped (soren/engine/map.cuh);
+ *   5. merge into a compact list: the table's used slots (hash, block,
+ *      dense), or the pairs sorted by key and combined run by run (direct,
+ *      sort);
+ *   6. order the list as the stage says with CUB sorts (radix for typed keys
  *      and values, merge sort for byte-string keys), keep the limit;
- *   6. pack keys and values and copy them back into a soren_result.
+ *   7. pack keys and values and copy them back into a soren_result.
  * Its result, already ordered, equals the CPU engine's byte for byte (float
  * sums up to the order of additions).
  */
