@@ -1,0 +1,49 @@
+#!/bin/sh
+# adaptive-figures.sh [RUNS] - the adaptive engine against each forced
+# variant on the GPU: wordcount and grep over 1 GiB of seeded Zipf text,
+# histogram over 1 GiB of RGB pixels, stringmatch (map-only) over the text.
+# Run from the GPU bundle.  One line per run: job, --engine, the variant that
+# ran, wall seconds end to end, and from --explain the device milliseconds
+# (monitor + split + map + merge + sort, input already on the device) and
+# the monitoring milliseconds.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export SOREN_PLUGIN_PATH="$here/stage/plugins"
+runs=${1:-3}
+dir=${SOREN_BENCH_DIR:-/tmp}
+text=$dir/zipf-1g.txt pixels=$dir/pixels-1g.rgb
+gen_text="soren-gen text --size 1G --vocab 1000000 --exponent 1 --seed 1 -o $text"
+gen_rgb="soren-gen rgb --size 1G --seed 2 -o $pixels"
+[ -f "$text" ] || "$here"/$gen_text
+[ -f "$pixels" ] || "$here"/$gen_rgb
+echo "# data: $gen_text"
+echo "# data: $gen_rgb"
+echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+cat "$text" "$pixels" > /dev/null   # page cache warm
+now() { date +%s.%N; }
+field() { grep -o "\"$1\": *[0-9.e+-]*" "$2" | head -1 | sed 's/.*: *//'; }
+bench() {
+  job=$1 engines=$2 input=$3; shift 3
+  for engine in $engines; do
+    "$here/soren-host" run $job "$@" --device gpu --engine $engine -o /dev/null "$input" \
+      2>/dev/null   # warm-up
+    i=0
+    while [ $i -lt "$runs" ]; do
+      t0=$(now)
+      "$here/soren-host" run $job "$@" --device gpu --engine $engine --explain -o /dev/null \
+        "$input" 2>"$dir/explain.json"
+      t1=$(now)
+      ran=$(grep -o '"variant": *"[a-z]*"' "$dir/explain.json" | sed 's/.*"\([a-z]*\)"$/\1/')
+      device=$(awk -v a="$(field monitor "$dir/explain.json")" -v b="$(field split "$dir/explain.json")" \
+        -v c="$(field map "$dir/explain.json")" -v d="$(field merge "$dir/explain.json")" \
+        -v e="$(field sort "$dir/explain.json")" 'BEGIN{printf "%.2f", a + b + c + d + e}')
+      echo "$job $engine ran=$ran wall_s=$(awk "BEGIN{printf \"%.3f\", $t1 - $t0}") device_ms=$device monitor_ms=$(field monitor "$dir/explain.json")"
+      i=$((i + 1))
+    done
+  done
+}
+bench wordcount "auto hash block direct sort" "$text"
+bench grep "auto hash block direct sort" "$text" --param 'pattern=^qu.?$'
+bench histogram "auto dense hash block direct sort" "$pixels"
+bench stringmatch "auto direct sort" "$text" --param pattern=thing
