@@ -1,19 +1,22 @@
 /*
  * cpu.c - the CPU engine.
  *
- * Three phases, each run by the same number of threads P:
+ * Four phases, each run by the same number of threads P:
  *
  *  map     Worker w takes chunks of the inputs from a shared counter and runs
  *          map on the records that start in each.  Its emitter applies the
  *          combine at once into w's own open-addressing table (combine
  *          mode), counts keys and keeps the values (collect mode: a reduce
  *          function without a combine), or appends the pairs to w's list
- *          (list mode: map-only).  At the end w groups its entries by key
- *          partition (P partitions by hash).
+ *          (list mode: map-only).  The table starts at the size the options
+ *          give (from the projection, or forced) and doubles as it fills;
+ *          each growth is reported to --explain.  At the end w groups its
+ *          entries by key partition (P partitions by hash).
  *  merge   Partition t is merged from partition t of every worker's table,
- *          applying the combine again (or gathering every value of a key),
- *          then reduced.  Keys are not copied: merged entries point into the
- *          workers' key arenas, which live until the end.
+ *          applying the combine again (or gathering every value of a key).
+ *          Keys are not copied: merged entries point into the workers' key
+ *          arenas, which live until the end.
+ *  reduce  Each partition's keys go through the reduce function, if any.
  *  copy    The partitions (or, map-only, the chunks in input order) are
  *          copied into the result at offsets computed beforehand.
  *
@@ -29,6 +32,7 @@
  * count or chunk size.
  */
 #include "cpu.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -36,10 +40,13 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHUNK_DEFAULT (UINT64_C(1) << 20)
 #define TABLE_MIN_SLOTS 1024u
+#define TABLE_FORCED_MIN_SLOTS 8u             /* --table-slots below this is rounded up */
+#define TABLE_EXPECT_MAX (UINT64_C(1) << 19)  /* keys a map table is first sized for */
 #define ARENA_FIRST_BLOCK (64u << 10)
 #define ARENA_MAX_BLOCK (4u << 20)
 #define NO_ENTRY UINT32_MAX
@@ -198,20 +205,29 @@ typedef struct table {
     uint64_t key_total; /* sum of the entries' key lengths */
     int copy_keys;      /* 0: entries point at keys someone else keeps */
     arena keys;
+    /* Each growth doubles the slots, so growth k went from first_slots << k
+     * to first_slots << (k + 1): --explain reports them without the table
+     * keeping a log (or allocating one in the middle of map). */
+    uint64_t first_slots;
+    unsigned growths;
 } table;
 
-static int table_init(table *t, size_t vsize, int copy_keys, uint64_t expect)
+/* An empty table of at least min_slots slots (a power of two), more if
+ * expect keys would load it past 5/8. */
+static int table_init(table *t, size_t vsize, int copy_keys, uint64_t min_slots,
+                      uint64_t expect)
 {
     memset(t, 0, sizeof *t);
     t->vsize = vsize;
     t->copy_keys = copy_keys;
-    uint64_t slots = TABLE_MIN_SLOTS;
+    uint64_t slots = min_slots;
     while (slots * 5 / 8 < expect)
         slots *= 2;
     t->slots = calloc(slots, sizeof *t->slots);
     if (!t->slots)
         return -1;
     t->mask = slots - 1;
+    t->first_slots = slots;
     return 0;
 }
 
@@ -241,6 +257,7 @@ static int table_rehash(table *t)
     free(t->slots);
     t->slots = s;
     t->mask = mask;
+    t->growths++;
     return 0;
 }
 
@@ -569,6 +586,8 @@ typedef struct part {
     soren_error err;
     table tab;         /* the merged keys (combine, collect) */
     const table *src;  /* what holds the partition's pairs: &tab or worker 0's */
+    uint64_t *val_start; /* collect: key i's values are vals[val_start[i] .. [i + 1]) */
+    uint8_t *vals;
     pairbuf out;       /* reduce's pairs */
     uint64_t out_pair, out_key; /* where the partition goes in the result */
 } part;
@@ -603,40 +622,7 @@ struct engine {
 static int key_refused(engine *g, const char *phase, const void *key, uint32_t len,
                        soren_error *err)
 {
-    const soren_stage_spec *s = g->spec;
-    if (s->key_type == SOREN_TYPE_STRING) {
-        if (len <= s->key_max_size)
-            return 0;
-        soren_error_set(err, SOREN_EJOB,
-                        "%s: %s emitted a key of %u bytes; the manifest allows at most %u "
-                        "(key.max_size)",
-                        s->job_name, phase, len, s->key_max_size);
-        return 1;
-    }
-    if (len != g->key_size) {
-        soren_error_set(err, SOREN_EJOB,
-                        "%s: %s emitted a key of %u bytes; key.type %s has %zu-byte keys",
-                        s->job_name, phase, len, soren_type_name(s->key_type), g->key_size);
-        return 1;
-    }
-    if (s->key_type == SOREN_TYPE_INDEX) {
-        uint32_t k;
-        memcpy(&k, key, 4);
-        if (k < s->key_count)
-            return 0;
-        if (s->key_count == 0)
-            soren_error_set(err, SOREN_EJOB,
-                            "%s: %s emitted the index key %u, but key.count is 0", s->job_name,
-                            phase, k);
-        else
-            soren_error_set(err, SOREN_EJOB,
-                            "%s: %s emitted the index key %u; the manifest allows 0 to %llu "
-                            "(key.count %llu)",
-                            s->job_name, phase, k, (unsigned long long)s->key_count - 1,
-                            (unsigned long long)s->key_count);
-        return 1;
-    }
-    return 0;
+    return soren__key_refused(g->spec, g->key_size, phase, key, len, err);
 }
 
 static void worker_fail(worker *w)
@@ -900,7 +886,7 @@ static void merge_combine(part *p, unsigned t)
         uint64_t expect = 0;
         for (unsigned s = 0; s < g->nthreads; s++)
             expect += g->workers[s].part_start[t + 1] - g->workers[s].part_start[t];
-        if (table_init(&p->tab, g->vsize, 0, expect) != 0) {
+        if (table_init(&p->tab, g->vsize, 0, TABLE_MIN_SLOTS, expect) != 0) {
             part_nomem(p, "the tables");
             return;
         }
@@ -923,8 +909,12 @@ static void merge_combine(part *p, unsigned t)
             }
         }
     }
-    if (g->spec->reduce != SOREN_REDUCE_FUNCTION)
-        return;
+}
+
+/* Reduce after a combine: each key has one (combined) value. */
+static void reduce_combined(part *p)
+{
+    engine *g = p->g;
     soren_reduce_fn *reduce = g->spec->code->reduce;
     for (uint32_t i = 0; i < p->src->count && !p->failed; i++) {
         const entry *en = &p->src->entries[i];
@@ -943,7 +933,7 @@ static void merge_collect(part *p, unsigned t)
     uint64_t expect = 0;
     for (unsigned s = 0; s < P; s++)
         expect += g->workers[s].part_start[t + 1] - g->workers[s].part_start[t];
-    if (!remap || table_init(&p->tab, 8, 0, expect) != 0) {
+    if (!remap || table_init(&p->tab, 8, 0, TABLE_MIN_SLOTS, expect) != 0) {
         part_nomem(p, "the tables");
         goto done;
     }
@@ -1011,16 +1001,11 @@ static void merge_collect(part *p, unsigned t)
             memcpy(vals + fill[i]++ * vs, w->pair_vals + k * vs, vs);
         }
     }
-    soren_reduce_fn *reduce = g->spec->code->reduce;
-    soren_type vt = g->spec->value_type;
-    for (uint32_t i = 0; i < keys && !p->failed; i++) {
-        uint64_t n = start[i + 1] - start[i];
-        uint8_t *v = vals + start[i] * vs;
-        if (n > 1)
-            qsort_r(v, (size_t)n, vs, value_cmp, &vt);
-        const entry *en = &p->tab.entries[i];
-        reduce(&p->em, en->key, en->len, v, (uint32_t)n, g->params);
-    }
+    /* The reduce phase takes them (freed with the part). */
+    p->val_start = start;
+    p->vals = vals;
+    start = NULL;
+    vals = NULL;
 done:
     for (unsigned s = 0; remap && s < P; s++)
         free(remap[s]);
@@ -1028,6 +1013,24 @@ done:
     free(start);
     free(fill);
     free(vals);
+}
+
+/* Reduce without a combine: each key's values, sorted so that reduce sees
+ * the same input whatever the schedule. */
+static void reduce_collected(part *p)
+{
+    engine *g = p->g;
+    size_t vs = g->vsize;
+    soren_reduce_fn *reduce = g->spec->code->reduce;
+    soren_type vt = g->spec->value_type;
+    for (uint32_t i = 0; i < p->tab.count && !p->failed; i++) {
+        uint64_t n = p->val_start[i + 1] - p->val_start[i];
+        uint8_t *v = p->vals + p->val_start[i] * vs;
+        if (n > 1)
+            qsort_r(v, (size_t)n, vs, value_cmp, &vt);
+        const entry *en = &p->tab.entries[i];
+        reduce(&p->em, en->key, en->len, v, (uint32_t)n, g->params);
+    }
 }
 
 static void *merge_main(void *arg)
@@ -1044,6 +1047,28 @@ static void *merge_main(void *arg)
             merge_combine(p, (unsigned)t);
         else
             merge_collect(p, (unsigned)t);
+        if (p->failed)
+            atomic_store_explicit(&g->stop, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+/* Reduce is its own phase, after every partition is merged, so that
+ * --explain can time merge and reduce apart. */
+static void *reduce_main(void *arg)
+{
+    engine *g = arg;
+    for (;;) {
+        if (atomic_load_explicit(&g->stop, memory_order_relaxed))
+            break;
+        uint64_t t = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
+        if (t >= g->nthreads)
+            break;
+        part *p = &g->parts[t];
+        if (g->mode == MODE_COMBINE)
+            reduce_combined(p);
+        else
+            reduce_collected(p);
         if (p->failed)
             atomic_store_explicit(&g->stop, 1, memory_order_relaxed);
     }
@@ -1175,10 +1200,7 @@ static soren_status prepare_copy(engine *g, soren_error *err)
 
 /* ---- Threads ------------------------------------------------------------- */
 
-/* Runs fn on args[0 .. n) (stride bytes apart), args[0] in this thread.  A
- * thread that cannot be started only costs parallelism: every phase takes
- * its work from a shared counter. */
-static void run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stride)
+void soren__run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stride)
 {
     pthread_t *tid = n > 1 ? malloc((size_t)n * sizeof *tid) : NULL;
     unsigned *started = n > 1 ? calloc(n, sizeof *started) : NULL;
@@ -1192,6 +1214,13 @@ static void run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stri
             pthread_join(tid[i], NULL);
     free(tid);
     free(started);
+}
+
+double soren__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 /* ---- The run ------------------------------------------------------------- */
@@ -1245,6 +1274,56 @@ static soren_status check_spec(const soren_stage_spec *spec, const soren_result 
     return SOREN_OK;
 }
 
+/* The map tables' first size: as forced (--table-slots, a power of two),
+ * else room for this thread's share of the projected distinct keys.  The
+ * share is a guess both ways: keys split across threads when they are all
+ * distinct, and every thread sees the frequent ones when they are skewed
+ * (where the linear projection overestimates anyway).  Beyond
+ * TABLE_EXPECT_MAX a table grows as it fills: a table far larger than its
+ * keys only spreads them over more cache lines. */
+static void first_table_size(const soren_cpu_options *opt, unsigned threads,
+                             uint64_t *min_slots, uint64_t *expect)
+{
+    *min_slots = TABLE_MIN_SLOTS;
+    *expect = 0;
+    if (opt && opt->table_slots) {
+        uint64_t slots = TABLE_FORCED_MIN_SLOTS;
+        while (slots < opt->table_slots && slots < TABLE_EXPECT_MAX * 2)
+            slots *= 2;
+        *min_slots = slots;
+    } else if (opt && opt->distinct_keys) {
+        uint64_t share = opt->distinct_keys / threads + (opt->distinct_keys % threads != 0);
+        *expect = share < TABLE_EXPECT_MAX ? share : TABLE_EXPECT_MAX;
+    }
+}
+
+/* Runs fn over every partition; the first failed partition's error. */
+static soren_status run_parts(engine *g, void *(*fn)(void *), soren_error *err)
+{
+    atomic_store(&g->next, 0);
+    soren__run_threads(g->nthreads, fn, g, 0);
+    for (unsigned t = 0; t < g->nthreads; t++)
+        if (g->parts[t].failed)
+            return soren_error_set(err, g->parts[t].err.code, "%s", g->parts[t].err.text);
+    return SOREN_OK;
+}
+
+/* Reports every growth of the map tables, thread by thread, as an overflow
+ * of the "table" region (old and new slot counts). */
+static soren_status report_growths(const engine *g, soren_explain *x, soren_error *err)
+{
+    for (unsigned i = 0; g->mode != MODE_LIST && i < g->nthreads; i++) {
+        const table *t = &g->workers[i].tab;
+        for (unsigned k = 0; k < t->growths; k++) {
+            soren_status rc = soren_explain_overflow(x, "table", t->first_slots << k,
+                                                     t->first_slots << (k + 1), err);
+            if (rc != SOREN_OK)
+                return rc;
+        }
+    }
+    return SOREN_OK;
+}
+
 soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inputs,
                            size_t input_count, const soren_params *params,
                            const soren_cpu_options *opt, soren_result *out, soren_error *err)
@@ -1293,15 +1372,18 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     soren_emit_fn *emit = g->mode == MODE_COMBINE   ? emit_combine
                           : g->mode == MODE_COLLECT ? emit_collect
                                                     : emit_list;
+    uint64_t min_slots, expect;
+    first_table_size(opt, n, &min_slots, &expect);
     for (unsigned i = 0; i < n; i++) {
         worker *w = &g->workers[i];
         w->g = g;
         w->em.emit = emit;
         w->em.ctx = w;
         soren_error_clear(&w->err);
-        if (g->mode != MODE_LIST &&
-            table_init(&w->tab, g->mode == MODE_COMBINE ? g->vsize : 8, 1, 0) != 0) {
-            rc = soren_error_set(err, SOREN_ENOMEM, "out of memory starting the CPU engine");
+        if (g->mode != MODE_LIST && table_init(&w->tab, g->mode == MODE_COMBINE ? g->vsize : 8,
+                                               1, min_slots, expect) != 0) {
+            rc = soren_error_set(err, SOREN_ENOMEM, "%s: out of memory for the map tables of "
+                                 "%u threads; try fewer --threads", spec->job_name, n);
             goto done;
         }
         part *p = &g->parts[i];
@@ -1310,11 +1392,13 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
         p->em.ctx = p;
         soren_error_clear(&p->err);
     }
+    soren_phase_times ms = {0};
 
     /* map */
+    double t0 = soren__now_ms();
     atomic_init(&g->next, 0);
     atomic_init(&g->stop, 0);
-    run_threads(n, map_main, g->workers, sizeof *g->workers);
+    soren__run_threads(n, map_main, g->workers, sizeof *g->workers);
     worker *bad = NULL;
     for (unsigned i = 0; i < n; i++) {
         worker *w = &g->workers[i];
@@ -1335,26 +1419,39 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
             goto done;
         }
     }
+    double t1 = soren__now_ms();
+    ms.map = t1 - t0;
 
-    /* merge and reduce */
+    /* merge, then reduce */
     if (g->mode != MODE_LIST) {
-        atomic_store(&g->next, 0);
-        run_threads(n, merge_main, g, 0);
-        for (unsigned t = 0; t < n; t++) {
-            if (g->parts[t].failed) {
-                rc = soren_error_set(err, g->parts[t].err.code, "%s", g->parts[t].err.text);
-                goto done;
-            }
-        }
+        rc = run_parts(g, merge_main, err);
+        if (rc != SOREN_OK)
+            goto done;
     }
+    double t2 = soren__now_ms();
+    if (spec->reduce == SOREN_REDUCE_FUNCTION) {
+        rc = run_parts(g, reduce_main, err);
+        if (rc != SOREN_OK)
+            goto done;
+    }
+    double t3 = soren__now_ms();
+    ms.reduce = t3 - t2;
 
-    /* copy */
+    /* copy: the last step of the merge into one compact list */
     rc = prepare_copy(g, err);
     if (rc != SOREN_OK)
         goto done;
     atomic_store(&g->next, 0);
-    run_threads(n, copy_main, g, 0);
+    soren__run_threads(n, copy_main, g, 0);
     out->count += g->added;
+    ms.merge = (t2 - t1) + (soren__now_ms() - t3);
+
+    if (opt && opt->explain) {
+        opt->explain->ms.map = ms.map;
+        opt->explain->ms.merge = ms.merge;
+        opt->explain->ms.reduce = ms.reduce;
+        rc = report_growths(g, opt->explain, err);
+    }
 
 done:
     for (unsigned i = 0; g->workers && i < n; i++) {
@@ -1370,6 +1467,8 @@ done:
     }
     for (unsigned i = 0; g->parts && i < n; i++) {
         table_free(&g->parts[i].tab);
+        free(g->parts[i].val_start);
+        free(g->parts[i].vals);
         pairbuf_free(&g->parts[i].out);
     }
     free(g->workers);

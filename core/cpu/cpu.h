@@ -14,6 +14,7 @@
 #ifndef SOREN_CPU_H
 #define SOREN_CPU_H
 
+#include "../engine/adapt.h"
 #include "../engine/result.h"
 #include "../engine/stage.h"
 #include "../error.h"
@@ -22,6 +23,15 @@
 typedef struct soren_cpu_options {
     unsigned threads;     /* 0: soren_cpu_count() */
     uint64_t chunk_bytes; /* 0: the default (1 MiB) */
+    /* The map tables' first size.  They grow (doubling) as they fill, so
+     * these change how often they grow, never the result. */
+    uint64_t distinct_keys; /* projected distinct keys of the stage (0: unknown);
+                               each thread's table starts with room for its share */
+    uint64_t table_slots;   /* forced first slots per table (--table-slots), rounded up
+                               to a power of two from 8 to 2^20; 0: from distinct_keys */
+    /* Where to report the phase times (map, merge, reduce) and every growth
+     * of a map table (region "table", old and new slots); NULL: nowhere. */
+    soren_explain *explain;
 } soren_cpu_options;
 
 /* Runs spec over every input (records never span inputs) and appends the
@@ -29,6 +39,17 @@ typedef struct soren_cpu_options {
 soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inputs,
                            size_t input_count, const soren_params *params,
                            const soren_cpu_options *opt, soren_result *out, soren_error *err);
+
+/* Initial monitoring on the CPU: maps an evenly spread sample of the
+ * records (soren_sample_size of them at fraction, record
+ * soren__sample_record(i, n, total) for i < n, the GPU's sample of the same
+ * input) without storing pairs, with threads threads (0: every CPU), and
+ * fills *m: totals, the sample's records and bytes, pairs, key footprints as
+ * the key space stores them, value bytes and a distinct-key estimate.  A key
+ * that breaks the manifest fails it with the CPU engine's words. */
+soren_status soren_cpu_monitor(const soren_stage_spec *spec, const soren_input *inputs,
+                               size_t input_count, const soren_params *params, double fraction,
+                               unsigned threads, soren_metrics *m, soren_error *err);
 
 /* Number of CPUs this process may run on: online and in its affinity mask
  * (at least 1). */
