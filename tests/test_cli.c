@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include <soren/soren.h>
 
 static char *dir;
 
@@ -47,7 +48,15 @@ Test(cli, help_and_version)
 {
     expect_run(0, "Usage: soren-host", "--help");
     expect_run(0, "run NAME|PATH [INPUT...]", "-h");
-    expect_run(0, "soren-host 0.1.0 (plugin ABI 1.0)", "--version");
+    expect_run(0, "--sample FRACTION", "--help");
+    expect_run(0, "--small-keys N", "--help");
+    expect_run(0, "--explain", "--help");
+    expect_run(0, "initial hash table slots", "--help");
+    expect_run(0, "Regions grow when they fill", "--help");
+    char version[64];
+    snprintf(version, sizeof version, "soren-host 0.1.0 (plugin ABI %d.%d)", SOREN_ABI_MAJOR,
+             SOREN_ABI_MINOR);
+    expect_run(0, version, "--version");
 }
 
 Test(cli, usage_errors_exit_2)
@@ -64,6 +73,44 @@ Test(cli, usage_errors_exit_2)
     expect_run(2, "run needs a job", "run");
     expect_run(2, "list takes no arguments", "list extra");
     expect_run(2, "info takes one NAME or PATH", "info");
+}
+
+Test(cli, adaptive_options_exit_2_on_bad_values)
+{
+    static const char *const bad_samples[] = {"abc", "-0.1", "1.5", "nan", "inf", "''",
+                                              "0.5x", "1e400", "2"};
+    for (size_t i = 0; i < sizeof bad_samples / sizeof bad_samples[0]; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "run wordcount --sample %s x", bad_samples[i]);
+        expect_run(2, "--sample: expected a fraction from 0 to 1 (0 turns monitoring off)",
+                   args);
+    }
+    expect_run(2, "--sample needs a value", "run wordcount --sample");
+    expect_run(2, "--small-keys: expected a number of distinct keys",
+               "run wordcount --small-keys -1 x");
+    expect_run(2, "--small-keys: expected a number of distinct keys",
+               "run wordcount --small-keys lots x");
+    expect_run(2, "--small-keys: expected a number of distinct keys",
+               "run wordcount --small-keys 99999999999999999999999 x");
+    expect_run(2, "--table-slots: expected a size", "run wordcount --table-slots 0 x");
+    expect_run(2, "--key-bytes: expected a size", "run wordcount --key-bytes 1T x");
+    expect_run(2, "--pair-slots: expected a size",
+               "run wordcount --pair-slots 99999999999999999999999 x");
+    expect_run(2, "unknown option --explain=yes", "run wordcount --explain=yes x");
+}
+
+Test(cli, adaptive_options_accept_their_range)
+{
+    write_in_dir("in.txt", "b a b\n", 6);
+    static const char *const good[] = {"--sample 0", "--sample 1", "--sample 0.5",
+                                       "--sample 1e-3", "--small-keys 0",
+                                       "--small-keys 1000000", "--table-slots 1",
+                                       "--table-slots 16 --sample 0", "--explain"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char args[128];
+        snprintf(args, sizeof args, "run wordcount --device cpu %s in.txt", good[i]);
+        expect_run(0, "a\t1\nb\t2\n", args);
+    }
 }
 
 Test(cli, parameter_errors_exit_2)

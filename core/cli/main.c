@@ -4,7 +4,9 @@
  * Exit codes: 0 success, 1 job or input error, 2 usage error,
  * 128+N killed by signal N (after removing a partial output).
  */
+#include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,12 +44,27 @@ static const char usage_text[] =
     "      --device auto|cpu|gpu\n"
     "                       where to run (default auto: a usable GPU, else the CPU)\n"
     "      --engine auto|hash|block|direct|dense|sort\n"
-    "                       force a GPU engine variant (default auto)\n"
+    "                       force a GPU engine variant (default auto: chosen from\n"
+    "                       the manifest and the sample; the CPU engine runs hash,\n"
+    "                       or direct for a job without combine and reduce)\n"
+    "      --sample FRACTION\n"
+    "                       first map this fraction of the records, storing\n"
+    "                       nothing, to choose the variant and size the regions\n"
+    "                       (0 to 1, default 0.2, at most 64 MiB of input;\n"
+    "                       0 turns monitoring off)\n"
+    "      --small-keys N   auto picks block when the sample has fewer than N\n"
+    "                       distinct keys (default 1000)\n"
+    "      --explain        after the run, print one JSON object on standard error:\n"
+    "                       the sample's metrics, the variant and why, the sizes,\n"
+    "                       every overflow and the phase times (explain.schema.json)\n"
     "  -t, --threads N      CPU engine threads (default: every online CPU)\n"
-    "      --table-slots N  GPU hash table slots (default: from the input size)\n"
-    "      --key-bytes SIZE GPU key space, e.g. 512M (default: from the input size)\n"
-    "      --pair-slots N   GPU pair space of the direct and sort variants\n"
-    "                       (default: from the input size); sizes take K, M, G\n"
+    "      --table-slots N  initial hash table slots: the GPU table, and each of the\n"
+    "                       CPU engine's per-thread tables (default: projected)\n"
+    "      --key-bytes SIZE initial GPU key space, e.g. 512M (default: projected)\n"
+    "      --pair-slots N   initial GPU pair space of the direct and sort variants\n"
+    "                       (default: projected).  Regions grow when they fill and\n"
+    "                       the run resumes, so small sizes only cost overflows;\n"
+    "                       sizes take K, M, G\n"
     "  -f, --format tsv|json\n"
     "                       output format (default tsv)\n"
     "  -P, --plugin-path DIR\n"
@@ -74,11 +91,15 @@ typedef struct cli {
     size_t param_count;
 } cli;
 
-static int usage_error(const char *fmt, const char *arg)
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     fputs("soren-host: ", stderr);
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fputs("\nTry 'soren-host --help'.\n", stderr);
+    va_end(ap);
     return EXIT_USAGE;
 }
 
@@ -114,7 +135,10 @@ static int parse_size(const char *text, uint64_t *out)
     char *end = NULL;
     if (!*text || text[0] == '-')
         return 0;
+    errno = 0;
     unsigned long long n = strtoull(text, &end, 10);
+    if (errno == ERANGE)
+        return 0;
     unsigned shift = 0;
     if (*end == 'K' || *end == 'k')
         shift = 10;
@@ -127,6 +151,32 @@ static int parse_size(const char *text, uint64_t *out)
     if (*end || n == 0 || n > (UINT64_MAX >> shift))
         return 0;
     *out = (uint64_t)n << shift;
+    return 1;
+}
+
+/* A count from 0 up, digits only. */
+static int parse_count(const char *text, uint64_t *out)
+{
+    char *end = NULL;
+    if (*text < '0' || *text > '9')
+        return 0;
+    errno = 0;
+    unsigned long long n = strtoull(text, &end, 10);
+    if (errno == ERANGE || *end)
+        return 0;
+    *out = n;
+    return 1;
+}
+
+/* A fraction from 0 to 1 (NaN and infinities are not). */
+static int parse_fraction(const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(text, &end);
+    if (end == text || *end || errno == ERANGE || !(x >= 0 && x <= 1))
+        return 0;
+    *out = x;
     return 1;
 }
 
@@ -143,7 +193,10 @@ static int push(const char ***list, size_t *count, const char *value)
 /* Fills c from argv; returns -1 to go on, or an exit code. */
 static int parse_args(cli *c, int argc, char **argv)
 {
-    enum { OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS };
+    enum {
+        OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS,
+        OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN
+    };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
         {"device", required_argument, 0, OPT_DEVICE}, {"engine", required_argument, 0, OPT_ENGINE},
@@ -153,8 +206,11 @@ static int parse_args(cli *c, int argc, char **argv)
         {"table-slots", required_argument, 0, OPT_TABLE_SLOTS},
         {"key-bytes", required_argument, 0, OPT_KEY_BYTES},
         {"pair-slots", required_argument, 0, OPT_PAIR_SLOTS},
+        {"sample", required_argument, 0, OPT_SAMPLE},
+        {"small-keys", required_argument, 0, OPT_SMALL_KEYS},
+        {"explain", no_argument, 0, OPT_EXPLAIN},
         {0, 0, 0, 0}};
-    c->run.engine = "auto";
+    soren_run_options_init(&c->run);
     opterr = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, ":o:p:t:f:P:vhV", options, NULL)) != -1) {
@@ -204,10 +260,24 @@ static int parse_args(cli *c, int argc, char **argv)
                           : opt == OPT_KEY_BYTES   ? &c->run.gpu.key_bytes
                                                    : &c->run.gpu.pair_slots;
             if (!parse_size(optarg, dst))
-                return usage_error("expected a size such as 65536, 64K, 512M or 2G, got \"%s\"",
+                return usage_error("%s: expected a size such as 65536, 64K, 512M or 2G, "
+                                   "got \"%s\"", opt == OPT_TABLE_SLOTS ? "--table-slots"
+                                                  : opt == OPT_KEY_BYTES ? "--key-bytes"
+                                                                          : "--pair-slots",
                                    optarg);
             break;
         }
+        case OPT_SAMPLE:
+            if (!parse_fraction(optarg, &c->run.sample))
+                return usage_error("--sample: expected a fraction from 0 to 1 (0 turns "
+                                   "monitoring off), got \"%s\"", optarg);
+            break;
+        case OPT_SMALL_KEYS:
+            if (!parse_count(optarg, &c->run.small_keys))
+                return usage_error("--small-keys: expected a number of distinct keys such as "
+                                   "1000, got \"%s\"", optarg);
+            break;
+        case OPT_EXPLAIN: c->run.explain = 1; break;
         case 'v': c->run.verbose = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V':

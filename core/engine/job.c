@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../cpu/cpu.h"
 #include "../io/input.h"
@@ -79,46 +80,120 @@ static soren_status choose_device(const soren_stage_spec *spec, const soren_run_
     return SOREN_OK;
 }
 
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inputs,
                             size_t input_count, const soren_params *params,
-                            const soren_run_options *o, soren_result *res, soren_error *err)
+                            const soren_run_options *o, soren_result *res, soren_explain *x,
+                            soren_error *err)
 {
     soren_gpu_options gpu = o->gpu;
     if (soren_variant_parse(o->engine ? o->engine : "auto", &gpu.variant) != 0)
         return soren_error_set(err, SOREN_EUSAGE, "--engine %s: expected one of %s", o->engine,
                                soren_engine_names);
-    soren_explain x = {0};
-    x.job = spec->job_name;
-    soren_status rc = soren_gpu_run(spec, inputs, input_count, params, &gpu, res, &x, err);
-    if (rc == SOREN_OK && o->verbose)
+    gpu.sample = o->sample;
+    gpu.small_keys = o->small_keys;
+    x->device = "gpu";
+    soren_status rc = soren_gpu_run(spec, inputs, input_count, params, &gpu, res, x, err);
+    if (rc == SOREN_OK && o->verbose) {
         fprintf(stderr, "soren-host: gpu engine: %s variant; ms: upload %.3f, split %.3f, "
                         "map %.3f, merge %.3f, order %.3f, download %.3f\n",
-                soren_variant_name(x.variant), x.ms.upload, x.ms.split, x.ms.map, x.ms.merge,
-                x.ms.sort, x.ms.download);
-    soren_explain_destroy(&x);
+                soren_variant_name(x->variant), x->ms.upload, x->ms.split, x->ms.map,
+                x->ms.merge, x->ms.sort, x->ms.download);
+        fprintf(stderr, "soren-host: variant: %s (%s)\n", soren_variant_name(x->variant),
+                x->rule ? x->rule : "no rule recorded");
+    }
     return rc;
+}
+
+/* Monitoring on the CPU, timed; with --sample 0 only the input's size is
+ * known (counting its lines would be a pass over it that nobody asked for). */
+static soren_status monitor_cpu(const soren_stage_spec *spec, const soren_input *inputs,
+                                size_t input_count, const soren_params *params,
+                                const soren_run_options *o, soren_explain *x, soren_error *err)
+{
+    if (!(o->sample > 0)) {
+        x->metrics.fraction = 0;
+        for (size_t i = 0; i < input_count; i++)
+            x->metrics.total_bytes += inputs[i].size;
+        return SOREN_OK;
+    }
+    double t0 = now_ms();
+    soren_status rc = soren_cpu_monitor(spec, inputs, input_count, params, o->sample,
+                                        o->threads, &x->metrics, err);
+    x->ms.monitor = now_ms() - t0;
+    return rc;
+}
+
+/* The CPU engine's variant and the rule behind it.  It has hash (its
+ * per-thread tables) and direct (map-only); a forced GPU variant is reported
+ * as not applying, in rule_buf (which x->rule then points to). */
+static void choose_cpu(const soren_stage_spec *spec, const soren_run_options *o,
+                       soren_explain *x, char *rule_buf, size_t rule_size)
+{
+    x->rule = soren_choose(spec, &x->metrics, o->small_keys, 0, &x->variant);
+    if (o->engine && strcmp(o->engine, "auto") != 0) {
+        snprintf(rule_buf, rule_size, "--engine %s applies to the GPU; the CPU engine ran %s",
+                 o->engine, soren_variant_name(x->variant));
+        x->rule = rule_buf;
+    }
 }
 
 static soren_status run_cpu(const soren_stage_spec *spec, const soren_input *inputs,
                             size_t input_count, const soren_params *params,
-                            const soren_run_options *o, soren_result *res, soren_error *err)
+                            const soren_run_options *o, soren_result *res, soren_explain *x,
+                            char *rule_buf, size_t rule_size, soren_error *err)
 {
     if (spec->input_format != SOREN_INPUT_LINES && spec->input_format != SOREN_INPUT_FIXED)
         return soren_error_set(err, SOREN_EJOB,
                                "%s: input format %s is not supported by this release's engines "
                                "(lines and fixed are)", spec->job_name,
                                spec->input_format == SOREN_INPUT_INDEX ? "index" : "pairs");
+    x->device = "cpu";
     if (o->verbose && o->engine && strcmp(o->engine, "auto") != 0)
         fprintf(stderr, "soren-host: engine: the CPU engine has one variant; --engine %s "
                         "applies to the GPU\n", o->engine);
-    soren_cpu_options cpu = {.threads = o->threads};
     if (o->verbose)
         fprintf(stderr, "soren-host: cpu engine: %u threads\n",
                 o->threads ? o->threads : soren_cpu_count());
-    soren_status rc = soren_cpu_run(spec, inputs, input_count, params, &cpu, res, err);
-    if (rc == SOREN_OK)
-        rc = soren_result_order(res, spec->order, spec->limit, err);
+
+    soren_status rc = monitor_cpu(spec, inputs, input_count, params, o, x, err);
+    if (rc != SOREN_OK)
+        return rc;
+    choose_cpu(spec, o, x, rule_buf, rule_size);
+    soren_project(spec, &x->metrics, &x->projection);
+    if (o->verbose)
+        fprintf(stderr, "soren-host: variant: %s (%s)\n", soren_variant_name(x->variant),
+                x->rule);
+
+    /* Without monitoring the projection is only a generous bound from the
+     * input's bytes: the tables then start small and grow. */
+    soren_cpu_options cpu = {
+        .threads = o->threads,
+        .distinct_keys = x->metrics.ran ? x->projection.distinct_keys : 0,
+        .table_slots = o->gpu.table_slots,
+        .explain = x,
+    };
+    rc = soren_cpu_run(spec, inputs, input_count, params, &cpu, res, err);
+    if (rc != SOREN_OK)
+        return rc;
+    double t0 = now_ms();
+    rc = soren_result_order(res, spec->order, spec->limit, err);
+    x->ms.sort = now_ms() - t0;
     return rc;
+}
+
+void soren_run_options_init(soren_run_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->engine = "auto";
+    o->sample = SOREN_SAMPLE_DEFAULT;
+    o->small_keys = SOREN_SMALL_KEYS_DEFAULT;
 }
 
 soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, soren_error *err)
@@ -153,10 +228,14 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
     /* Both engines leave the result in the stage's order. */
     soren_result res;
     soren_result_init(&res, &spec);
+    soren_explain x = {0};
+    x.job = spec.job_name;
+    char rule[256];
     if (rc == SOREN_OK && where == SOREN_DEVICE_GPU)
-        rc = run_gpu(&spec, inputs, input_count, &params.params, o, &res, err);
+        rc = run_gpu(&spec, inputs, input_count, &params.params, o, &res, &x, err);
     else if (rc == SOREN_OK)
-        rc = run_cpu(&spec, inputs, input_count, &params.params, o, &res, err);
+        rc = run_cpu(&spec, inputs, input_count, &params.params, o, &res, &x, rule,
+                     sizeof rule, err);
 
     soren_output out = {0};
     if (rc == SOREN_OK)
@@ -170,7 +249,11 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
     if (rc == SOREN_OK && o->verbose)
         fprintf(stderr, "soren-host: %s: %llu pairs written\n", m->name,
                 (unsigned long long)res.count);
+    /* Only a run that succeeded is explained: a failed one has its error. */
+    if (rc == SOREN_OK && o->explain)
+        soren_explain_print(&x, stderr);
 
+    soren_explain_destroy(&x);
     soren_result_destroy(&res);
     for (size_t i = 0; inputs && i < input_count; i++)
         soren_input_close(&inputs[i]);

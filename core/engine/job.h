@@ -5,11 +5,17 @@
  * plugin's GPU engine, else the CPU engine), runs the stage, orders the
  * result as the manifest (or the options) say and writes it through a
  * temporary file, so a failed run leaves no output behind.
+ *
+ * Either engine first monitors a sample of the input (unless sample is 0),
+ * picks its variant with soren_choose, starts its regions at soren_project's
+ * sizes, and fills a soren_explain that --explain prints once the output is
+ * committed.
  */
 #ifndef SOREN_JOB_H
 #define SOREN_JOB_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../error.h"
 #include "../gpu/device.h"
@@ -24,12 +30,22 @@ typedef struct soren_run_options {
     soren_format format;
     soren_device_choice device;
     const char *engine;        /* "auto" or a variant name (see soren_engine_names) */
-    soren_gpu_options gpu;     /* region sizes; the variant is set from engine */
+    double sample;             /* fraction of the records monitoring maps; 0: none */
+    uint64_t small_keys;       /* auto picks block under this many distinct keys */
+    /* Initial region sizes (0: projected); the variant, sample and
+     * small_keys are set from the fields above.  The CPU engine takes
+     * table_slots as its per-thread tables' first size. */
+    soren_gpu_options gpu;
     unsigned threads;          /* CPU engine; 0: every online CPU */
     const char *const *params; /* "name=value" / "name=@file" */
     size_t param_count;
     int verbose;               /* report decisions on stderr */
+    int explain;               /* after a successful run, the JSON report on stderr */
 } soren_run_options;
+
+/* Zeroes o and sets the defaults: engine "auto", sample
+ * SOREN_SAMPLE_DEFAULT, small_keys SOREN_SMALL_KEYS_DEFAULT. */
+void soren_run_options_init(soren_run_options *o);
 
 /* The values --engine accepts, space-separated. */
 extern const char soren_engine_names[];
