@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cpu/cpu.h"
+#include "engine/adapt.h"
 #include "engine/result.h"
 #include "io/input.h"
 #include "io/output.h"
@@ -790,6 +791,108 @@ Test(engine, reduce_without_and_with_combine)
         cr_assert_eq(v, 2 * sum[i], "key %u", i);
     }
     soren_result_destroy(&res);
+    free(data);
+}
+
+/* ---- First table sizes and growth ---------------------------------------- */
+
+/* Runs spec over data with opt, the result in key order. */
+static void run_opt(const soren_stage_spec *spec, const void *data, size_t size,
+                    const soren_cpu_options *opt, soren_result *res)
+{
+    soren_input in;
+    soren_input_wrap(&in, "buf", data, size);
+    soren_result_init(res, spec);
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_cpu_run(spec, &in, 1, NULL, opt, res, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_result_order(res, SOREN_ORDER_KEY, 0, &err), SOREN_OK, "%s", err.text);
+    soren_input_close(&in);
+}
+
+/* Every reported growth doubles a table that started at first slots. */
+static void expect_growths(const soren_explain *x, uint64_t first, size_t at_least,
+                           const char *what)
+{
+    cr_expect_geq(x->overflow_count, at_least, "%s: %zu growths", what, x->overflow_count);
+    for (size_t i = 0; i < x->overflow_count; i++) {
+        const soren_overflow *o = &x->overflows[i];
+        cr_expect_str_eq(o->region, "table", "%s", what);
+        cr_expect_eq(o->new_size, 2 * o->old_size, "%s: growth %zu", what, i);
+        cr_expect_geq(o->old_size, first, "%s: growth %zu", what, i);
+        cr_expect_eq(o->old_size & (o->old_size - 1), 0, "%s: %llu slots", what,
+                     (unsigned long long)o->old_size);
+    }
+}
+
+/* The first size of the map tables changes how often they grow, never the
+ * result: combine, collect (reduce without a combine) and with a projection. */
+Test(engine, tables_grow_from_any_first_size)
+{
+    size_t size = 1 << 20;
+    uint8_t *text = make_text(size, 77);
+    soren_stage_spec spec = wc_spec();
+    soren_result ref;
+    run_opt(&spec, text, size, &(soren_cpu_options){.threads = 3}, &ref);
+    cr_assert_gt(ref.count, 5000);
+    static const uint64_t forced[] = {1, 16, 1000, 1u << 30};
+    for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++) {
+        for (unsigned threads = 1; threads <= 4; threads += 3) {
+            soren_explain x = {0};
+            x.job = "wordcount";
+            soren_cpu_options opt = {.threads = threads, .chunk_bytes = 65536,
+                                     .table_slots = forced[f], .explain = &x};
+            soren_result res;
+            run_opt(&spec, text, size, &opt, &res);
+            char what[96];
+            snprintf(what, sizeof what, "--table-slots %llu, %u threads",
+                     (unsigned long long)forced[f], threads);
+            expect_same_result(&res, &ref, what);
+            /* 1 and 16 round up to 8 and 16 slots, and grow past the keys:
+             * at least the growths of one thread (how the chunks spread over
+             * the threads is the scheduler's). */
+            if (forced[f] <= 16)
+                expect_growths(&x, 8, 9, what);
+            if (forced[f] == 1u << 30)
+                cr_expect_eq(x.overflow_count, 0, "%s: capped at 2^20 slots, no growth", what);
+            cr_expect_gt(x.ms.map, 0, "%s: map time", what);
+            soren_result_destroy(&res);
+            soren_explain_destroy(&x);
+        }
+    }
+    /* Sized from a projection: enough keys, no growth. */
+    soren_explain x = {0};
+    soren_result res;
+    run_opt(&spec, text, size,
+            &(soren_cpu_options){.threads = 2, .distinct_keys = 2 * ref.count, .explain = &x},
+            &res);
+    expect_same_result(&res, &ref, "sized from the projection");
+    cr_expect_eq(x.overflow_count, 0, "%zu growths", x.overflow_count);
+    soren_result_destroy(&res);
+    soren_explain_destroy(&x);
+    soren_result_destroy(&ref);
+    free(text);
+
+    /* Collect mode: the values of each key, grouped, through tiny tables. */
+    enum { RECORDS = 40000, KEYS = 3000 };
+    uint32_t count[KEYS], min[KEYS], sum[KEYS];
+    uint8_t *data = kv32_data(RECORDS, KEYS, count, min, sum);
+    soren_stage code = {.map = kv32_map, .reduce = reduce_count_min};
+    spec = make_spec("reduce", &code, SOREN_INPUT_FIXED, SOREN_TYPE_U32, SOREN_TYPE_U32,
+                     SOREN_COMBINE_NONE, SOREN_REDUCE_FUNCTION);
+    spec.record_size = 8;
+    run_opt(&spec, data, RECORDS * 8, &(soren_cpu_options){.threads = 2}, &ref);
+    x = (soren_explain){0};
+    run_opt(&spec, data, RECORDS * 8,
+            &(soren_cpu_options){.threads = 2, .chunk_bytes = 800, .table_slots = 8,
+                                 .explain = &x},
+            &res);
+    expect_same_result(&res, &ref, "collect mode from 8 slots");
+    expect_growths(&x, 8, 8, "collect mode from 8 slots");
+    cr_expect_geq(x.ms.reduce, 0);
+    soren_result_destroy(&res);
+    soren_explain_destroy(&x);
+    soren_result_destroy(&ref);
     free(data);
 }
 
