@@ -586,7 +586,8 @@ typedef struct part {
     soren_error err;
     table tab;         /* the merged keys (combine, collect) */
     const table *src;  /* what holds the partition's pairs: &tab or worker 0's */
-    uint64_t *val_start; /* collect: key i's values are vals[val_start[i] .. [i + 1]) */
+    /* collect: key i's values are vals[val_start[i] .. val_start[i + 1]) */
+    uint64_t *val_start;
     uint8_t *vals;
     pairbuf out;       /* reduce's pairs */
     uint64_t out_pair, out_key; /* where the partition goes in the result */
@@ -1216,7 +1217,8 @@ void soren__run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stri
     free(started);
 }
 
-double soren__now_ms(void)
+/* Milliseconds on the monotonic clock, for --explain's phase times. */
+static double now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1395,7 +1397,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     soren_phase_times ms = {0};
 
     /* map */
-    double t0 = soren__now_ms();
+    double t0 = now_ms();
     atomic_init(&g->next, 0);
     atomic_init(&g->stop, 0);
     soren__run_threads(n, map_main, g->workers, sizeof *g->workers);
@@ -1419,7 +1421,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
             goto done;
         }
     }
-    double t1 = soren__now_ms();
+    double t1 = now_ms();
     ms.map = t1 - t0;
 
     /* merge, then reduce */
@@ -1428,13 +1430,13 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
         if (rc != SOREN_OK)
             goto done;
     }
-    double t2 = soren__now_ms();
+    double t2 = now_ms();
     if (spec->reduce == SOREN_REDUCE_FUNCTION) {
         rc = run_parts(g, reduce_main, err);
         if (rc != SOREN_OK)
             goto done;
     }
-    double t3 = soren__now_ms();
+    double t3 = now_ms();
     ms.reduce = t3 - t2;
 
     /* copy: the last step of the merge into one compact list */
@@ -1444,7 +1446,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     atomic_store(&g->next, 0);
     soren__run_threads(n, copy_main, g, 0);
     out->count += g->added;
-    ms.merge = (t2 - t1) + (soren__now_ms() - t3);
+    ms.merge = (t2 - t1) + (now_ms() - t3);
 
     if (opt && opt->explain) {
         opt->explain->ms.map = ms.map;

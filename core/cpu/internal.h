@@ -62,7 +62,4 @@ static inline int soren__key_refused(const soren_stage_spec *s, size_t key_size,
  * take their work from a shared counter, so the others do its share. */
 void soren__run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stride);
 
-/* Milliseconds on the monotonic clock, for phase times. */
-double soren__now_ms(void);
-
 #endif /* SOREN_CPU_INTERNAL_H */
