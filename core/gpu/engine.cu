@@ -82,19 +82,19 @@ struct string_key_less {
  * sign), the CPU engine's order. */
 __device__ inline uint64_t ordered_bits(uint32_t type, const uint8_t *p)
 {
+    /* Keys sit 4-byte aligned in the key space: copy 8-byte ones out. */
+    uint32_t b32;
+    uint64_t b64;
+    memcpy(&b32, p, 4);
+    if (type != SOREN_TYPE_U32 && type != SOREN_TYPE_INDEX && type != SOREN_TYPE_F32)
+        memcpy(&b64, p, 8);
     switch (type) {
     case SOREN_TYPE_U32:
-    case SOREN_TYPE_INDEX: return *(const uint32_t *)p;
-    case SOREN_TYPE_U64: return *(const uint64_t *)p;
-    case SOREN_TYPE_I64: return *(const uint64_t *)p ^ (1ull << 63);
-    case SOREN_TYPE_F32: {
-        uint32_t b = *(const uint32_t *)p;
-        return (b & 0x80000000u) ? (uint32_t)~b : (b | 0x80000000u);
-    }
-    case SOREN_TYPE_F64: {
-        uint64_t b = *(const uint64_t *)p;
-        return (b & (1ull << 63)) ? ~b : (b | (1ull << 63));
-    }
+    case SOREN_TYPE_INDEX: return b32;
+    case SOREN_TYPE_U64: return b64;
+    case SOREN_TYPE_I64: return b64 ^ (1ull << 63);
+    case SOREN_TYPE_F32: return (b32 & 0x80000000u) ? (uint32_t)~b32 : (b32 | 0x80000000u);
+    case SOREN_TYPE_F64: return (b64 & (1ull << 63)) ? ~b64 : (b64 | (1ull << 63));
     }
     return 0;
 }

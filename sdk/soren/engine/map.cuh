@@ -421,7 +421,9 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
         /* Another thread overflowed a region or met a bad key: stop at this
          * record boundary and let the host decide. */
         if (*(volatile unsigned int *)a.status) {
+            /* skip is still this record's: its applied emits stay applied */
             stopped_at = j;
+            applied = skip;
             break;
         }
         uint64_t r = monitor ? soren__sample_record(j, count, a.record_count) : j;
