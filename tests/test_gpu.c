@@ -11,6 +11,7 @@
 
 #include "datagen.h"
 #include "gpu/device.h"
+#include "jschema.h"
 #include "testutil.h"
 
 static char *dir;
@@ -192,7 +193,8 @@ Test(gpu, empty_input)
     free(out);
 }
 
-/* The JSON object --explain printed on stderr. */
+/* The JSON object --explain printed on stderr, checked against
+ * share/explain.schema.json. */
 static json_t *explain_of(const char *err)
 {
     const char *brace = strchr(err, '{');
@@ -200,6 +202,13 @@ static json_t *explain_of(const char *err)
     json_error_t why;
     json_t *x = json_loads(brace, JSON_DISABLE_EOF_CHECK, &why);
     cr_assert_not_null(x, "--explain output is not JSON (%s): %s", why.text, brace);
+    char path[4096], broken[512];
+    snprintf(path, sizeof path, "%s/share/explain.schema.json", tu_srcdir());
+    json_t *schema = json_load_file(path, 0, &why);
+    cr_assert_not_null(schema, "%s: %s", path, why.text);
+    cr_expect(js_validate(schema, x, broken, sizeof broken), "--explain breaks the schema: %s",
+              broken);
+    json_decref(schema);
     return x;
 }
 
