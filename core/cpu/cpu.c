@@ -640,22 +640,31 @@ static void worker_nomem(worker *w, const char *what)
     worker_fail(w);
 }
 
+/* The entry of key in the thread's table, made if the key is new (*fresh);
+ * NO_ENTRY once the thread has failed, the key was refused or the table
+ * could not grow (the failure is recorded). */
+static ALWAYS_INLINE uint32_t worker_entry(worker *w, const void *key, uint32_t len, int *fresh)
+{
+    if (w->failed)
+        return NO_ENTRY;
+    if (key_refused(w->g, "map", key, len, &w->err)) {
+        worker_fail(w);
+        return NO_ENTRY;
+    }
+    uint32_t i = table_find(&w->tab, hash_key(key, len), key, len, fresh);
+    if (i == NO_ENTRY)
+        worker_nomem(w, "the thread's table");
+    return i;
+}
+
 static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const void *value)
 {
     worker *w = e->ctx;
     engine *g = w->g;
-    if (w->failed)
-        return;
-    if (key_refused(g, "map", key, len, &w->err)) {
-        worker_fail(w);
-        return;
-    }
     int fresh;
-    uint32_t i = table_find(&w->tab, hash_key(key, len), key, len, &fresh);
-    if (i == NO_ENTRY) {
-        worker_nomem(w, "the thread's table");
+    uint32_t i = worker_entry(w, key, len, &fresh);
+    if (i == NO_ENTRY)
         return;
-    }
     uint8_t *acc = table_value(&w->tab, i);
     if (fresh)
         g->ops.first(acc, value, &g->combine);
@@ -667,18 +676,10 @@ static void emit_collect(soren_emitter *e, const void *key, uint32_t len, const 
 {
     worker *w = e->ctx;
     engine *g = w->g;
-    if (w->failed)
-        return;
-    if (key_refused(g, "map", key, len, &w->err)) {
-        worker_fail(w);
-        return;
-    }
     int fresh;
-    uint32_t i = table_find(&w->tab, hash_key(key, len), key, len, &fresh);
-    if (i == NO_ENTRY) {
-        worker_nomem(w, "the thread's table");
+    uint32_t i = worker_entry(w, key, len, &fresh);
+    if (i == NO_ENTRY)
         return;
-    }
     uint64_t n = 0;
     if (!fresh)
         memcpy(&n, table_value(&w->tab, i), 8);
