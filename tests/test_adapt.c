@@ -684,7 +684,7 @@ static void job_open(job *j, const char *name, const char *param)
     snprintf(path, sizeof path, "%s/stage/plugins/%s.json", tu_builddir(), name);
     soren_error err;
     soren_error_clear(&err);
-    cr_assert_eq(soren_plugin_open(path, &j->plugin, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_plugin_open(path, SOREN_TRUST_CHECK, &j->plugin, &err), SOREN_OK, "%s", err.text);
     const char *const assignments[] = {param};
     cr_assert_eq(soren_param_set_build(&j->params, j->plugin->manifest, assignments,
                                        param ? 1 : 0, &err), SOREN_OK, "%s", err.text);

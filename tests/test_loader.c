@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "plugin/loader.h"
@@ -71,7 +72,7 @@ static void expect_error(const char *name, soren_status code, const char *fragme
     soren_error err;
     soren_error_clear(&err);
     soren_plugin *p = (soren_plugin *)1;
-    soren_status rc = soren_plugin_open(path, &p, &err);
+    soren_status rc = soren_plugin_open(path, SOREN_TRUST_CHECK, &p, &err);
     cr_expect_eq(rc, code, "%s: status %d, expected %d (%s)", name, rc, code, err.text);
     cr_expect_null(p, "%s: a failed open returns no plugin", name);
     cr_expect(strstr(err.text, fragment) != NULL, "%s: \"%s\" lacks \"%s\"", name, err.text,
@@ -87,7 +88,7 @@ static soren_plugin *open_ok(const char *path)
     soren_error err;
     soren_error_clear(&err);
     soren_plugin *p = NULL;
-    cr_assert_eq(soren_plugin_open(path, &p, &err), SOREN_OK, "%s: %s", path, err.text);
+    cr_assert_eq(soren_plugin_open(path, SOREN_TRUST_CHECK, &p, &err), SOREN_OK, "%s: %s", path, err.text);
     return p;
 }
 
@@ -219,6 +220,53 @@ Test(loader, sha256_checked)
     free(lib);
 }
 
+/* The staged wordcount, copied into the temp folder. */
+static char *copy_wordcount(void)
+{
+    copy_lib("stage/plugins/wordcount.so", "wordcount.so");
+    cr_assert_eq(tu_runf(NULL, NULL, "cp '%s/stage/plugins/wordcount.json' '%s/'", tu_builddir(),
+                         dir), 0);
+    return path_in("wordcount.json");
+}
+
+/* A folder, manifest or library that others than its owner can write to is
+ * refused, naming the path, its mode and the fix; the override loads it. */
+Test(loader, refuses_plugin_files_others_can_write)
+{
+    char *json = copy_wordcount(), *lib = path_in("wordcount.so");
+    struct { const char *path, *what; mode_t bad, good; } cases[] = {
+        {dir, "folder", 0777, 0700},
+        {dir, "folder", 0770, 0700},
+        {json, "manifest", 0666, 0644},
+        {lib, "library", 0757, 0755},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert_eq(chmod(cases[i].path, cases[i].bad), 0);
+        soren_error err;
+        soren_error_clear(&err);
+        soren_plugin *p = NULL;
+        cr_expect_eq(soren_plugin_open(json, SOREN_TRUST_CHECK, &p, &err), SOREN_EPLUGIN,
+                     "%s %o was accepted", cases[i].what, (unsigned)cases[i].bad);
+        char want[4096];
+        snprintf(want, sizeof want, "its %s %s has mode %04o", cases[i].what, cases[i].path,
+                 (unsigned)cases[i].bad);
+        cr_expect(strstr(err.text, want) != NULL, "\"%s\" lacks \"%s\"", err.text, want);
+        cr_expect(strstr(err.text, "chmod go-w") && strstr(err.text, "--allow-insecure-plugin-dirs"),
+                  "the message gives the fix and the override: %s", err.text);
+        soren_plugin_close(p);
+        p = NULL;
+        soren_error_clear(&err);
+        cr_expect_eq(soren_plugin_open(json, SOREN_TRUST_ANY, &p, &err), SOREN_OK,
+                     "the override loads it: %s", err.text);
+        soren_plugin_close(p);
+        cr_assert_eq(chmod(cases[i].path, cases[i].good), 0);
+    }
+    soren_plugin *p = open_ok(json);
+    soren_plugin_close(p);
+    free(json);
+    free(lib);
+}
+
 Test(search, resolves_names_and_paths)
 {
     soren_search_path sp;
@@ -285,7 +333,7 @@ Test(search, broken_manifest_does_not_stop_the_listing)
     soren_error_clear(&err);
     cr_assert_eq(soren_search_path_init(&sp, extra, 1, &err), SOREN_OK);
     listing l = {0};
-    cr_assert_eq(soren_plugin_list(&sp, count_entry, &l, &err), SOREN_OK);
+    cr_assert_eq(soren_plugin_list(&sp, SOREN_TRUST_CHECK, count_entry, &l, &err), SOREN_OK);
     cr_expect_eq(l.broken, 1);
     cr_expect(strstr(l.broken_text, "a_broken.json") != NULL, "%s", l.broken_text);
     cr_expect(strstr(l.broken_text, "$.name") != NULL, "%s", l.broken_text);
@@ -293,4 +341,49 @@ Test(search, broken_manifest_does_not_stop_the_listing)
     cr_expect_geq(l.good, 4);
     cr_expect_eq(l.shadowed, 1, "the staged wordcount is shadowed by ours");
     soren_search_path_destroy(&sp);
+}
+
+Test(search, an_untrusted_plugin_is_listed_as_refused)
+{
+    char *json = copy_wordcount();
+    cr_assert_eq(chmod(json, 0666), 0);
+    write_manifest("zeta", "zeta.so", "");
+    const char *extra[] = {dir};
+    soren_search_path sp;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_search_path_init(&sp, extra, 1, &err), SOREN_OK);
+    listing l = {0};
+    cr_assert_eq(soren_plugin_list(&sp, SOREN_TRUST_CHECK, count_entry, &l, &err), SOREN_OK);
+    cr_expect_eq(l.broken, 1);
+    cr_expect(strstr(l.broken_text, "its manifest") && strstr(l.broken_text, "mode 0666"), "%s",
+              l.broken_text);
+    cr_expect_geq(l.good, 2, "zeta and the staged plugins are still listed");
+    listing any = {0};
+    cr_assert_eq(soren_plugin_list(&sp, SOREN_TRUST_ANY, count_entry, &any, &err), SOREN_OK);
+    cr_expect_eq(any.broken, 0, "%s", any.broken_text);
+    soren_search_path_destroy(&sp);
+    free(json);
+}
+
+/* soren-host refuses the same plugin, exit 1, until told to allow it. */
+Test(loader, soren_host_refuses_until_allowed)
+{
+    char *json = copy_wordcount(), *input = path_in("input.txt"), *err = NULL, *out = NULL;
+    tu_write(input, "b a b\n", 6);
+    cr_assert_eq(chmod(dir, 0777), 0);
+    int rc = tu_runf(&out, &err, "'%s' run '%s' --device cpu '%s'", tu_host(), json, input);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
+    cr_expect(strstr(err, "refusing the plugin: its folder") != NULL, "%s", err);
+    free(err);
+    free(out);
+    rc = tu_runf(&out, &err, "'%s' run '%s' --device cpu --allow-insecure-plugin-dirs '%s'",
+                 tu_host(), json, input);
+    cr_expect_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_expect_str_eq(out, "a\t1\nb\t2\n");
+    free(err);
+    free(out);
+    cr_assert_eq(chmod(dir, 0700), 0);
+    free(json);
+    free(input);
 }

@@ -70,6 +70,9 @@ static const char usage_text[] =
     "  -P, --plugin-path DIR\n"
     "                       search DIR for plugins first (repeatable; DIR may be a\n"
     "                       colon-separated list)\n"
+    "      --allow-insecure-plugin-dirs\n"
+    "                       load plugins whose folder, manifest or library others\n"
+    "                       than the owner can write to (refused by default)\n"
     "  -v, --verbose        say what was decided and done, on standard error\n"
     "  -h, --help           show this help\n"
     "  -V, --version        show the version\n"
@@ -87,6 +90,7 @@ typedef struct cli {
     soren_run_options run;
     const char **plugin_paths;
     size_t plugin_path_count;
+    soren_trust trust; /* --allow-insecure-plugin-dirs */
     const char **params;
     size_t param_count;
 } cli;
@@ -195,7 +199,7 @@ static int parse_args(cli *c, int argc, char **argv)
 {
     enum {
         OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS,
-        OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN
+        OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE
     };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
@@ -209,6 +213,7 @@ static int parse_args(cli *c, int argc, char **argv)
         {"sample", required_argument, 0, OPT_SAMPLE},
         {"small-keys", required_argument, 0, OPT_SMALL_KEYS},
         {"explain", no_argument, 0, OPT_EXPLAIN},
+        {"allow-insecure-plugin-dirs", no_argument, 0, OPT_ALLOW_INSECURE},
         {0, 0, 0, 0}};
     soren_run_options_init(&c->run);
     opterr = 0;
@@ -278,6 +283,7 @@ static int parse_args(cli *c, int argc, char **argv)
                                    "1000, got \"%s\"", optarg);
             break;
         case OPT_EXPLAIN: c->run.explain = 1; break;
+        case OPT_ALLOW_INSECURE: c->trust = SOREN_TRUST_ANY; break;
         case 'v': c->run.verbose = 1; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V':
@@ -322,7 +328,7 @@ static int cmd_list(cli *c, const soren_search_path *sp)
         return usage_error("list takes no arguments, got \"%s\"", c->args[0]);
     soren_error err;
     soren_error_clear(&err);
-    if (soren_plugin_list(sp, print_entry, &c->run.verbose, &err) != SOREN_OK)
+    if (soren_plugin_list(sp, c->trust, print_entry, &c->run.verbose, &err) != SOREN_OK)
         return report(&err);
     return 0;
 }
@@ -417,7 +423,7 @@ static int cmd_check(cli *c, const soren_search_path *sp)
     soren_error err;
     soren_error_clear(&err);
     soren_plugin *p = NULL;
-    if (soren_plugin_open(path, &p, &err) != SOREN_OK) {
+    if (soren_plugin_open(path, c->trust, &p, &err) != SOREN_OK) {
         free(path);
         return report(&err);
     }
@@ -439,7 +445,7 @@ static int cmd_run(cli *c, const soren_search_path *sp)
     soren_error err;
     soren_error_clear(&err);
     soren_plugin *p = NULL;
-    if (soren_plugin_open(path, &p, &err) == SOREN_OK) {
+    if (soren_plugin_open(path, c->trust, &p, &err) == SOREN_OK) {
         c->run.inputs = (const char *const *)c->args + 1;
         c->run.input_count = (size_t)c->arg_count - 1;
         soren_job_run(p, &c->run, &err);

@@ -171,7 +171,8 @@ static soren_status check_table(const soren_plugin *p, soren_error *err)
     return SOREN_OK;
 }
 
-soren_status soren_plugin_open(const char *manifest_path, soren_plugin **out, soren_error *err)
+soren_status soren_plugin_open(const char *manifest_path, soren_trust trust, soren_plugin **out,
+                               soren_error *err)
 {
     *out = NULL;
     soren_plugin *p = calloc(1, sizeof *p);
@@ -180,6 +181,8 @@ soren_status soren_plugin_open(const char *manifest_path, soren_plugin **out, so
     soren_status rc = soren_manifest_load(manifest_path, &p->manifest, err);
     if (rc == SOREN_OK)
         rc = resolve_library(p->manifest, &p->library_path, err);
+    if (rc == SOREN_OK)
+        rc = soren_trust_plugin(manifest_path, p->library_path, trust, err);
     if (rc == SOREN_OK)
         rc = verify_digest(p->manifest, p->library_path, err);
     if (rc == SOREN_OK) {

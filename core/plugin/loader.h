@@ -4,7 +4,8 @@
  * soren_plugin_open(NAME.json):
  *   1. reads and validates the manifest;
  *   2. resolves the library inside the manifest's folder (symlinks resolved:
- *      a library that ends up outside the folder is refused);
+ *      a library that ends up outside the folder is refused), and refuses a
+ *      folder, manifest or library that others can write to (trust.h);
  *   3. verifies the library's SHA-256 when the manifest gives one;
  *   4. dlopen(RTLD_NOW | RTLD_LOCAL), copying dlerror() at once;
  *   5. finds soren_plugin_v1 and checks the ABI major version and the table
@@ -20,6 +21,7 @@
 
 #include "../error.h"
 #include "manifest.h"
+#include "trust.h"
 #include <soren/soren.h>
 
 typedef struct soren_plugin {
@@ -29,7 +31,8 @@ typedef struct soren_plugin {
     const soren_plugin_table *table;
 } soren_plugin;
 
-soren_status soren_plugin_open(const char *manifest_path, soren_plugin **out, soren_error *err);
+soren_status soren_plugin_open(const char *manifest_path, soren_trust trust, soren_plugin **out,
+                               soren_error *err);
 /* Closes the library and frees p (NULL is fine). */
 void soren_plugin_close(soren_plugin *p);
 

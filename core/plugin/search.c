@@ -162,8 +162,21 @@ typedef struct seen_name {
     char *path;
 } seen_name;
 
-soren_status soren_plugin_list(const soren_search_path *sp, soren_plugin_visit_fn *visit,
-                               void *ctx, soren_error *err)
+/* The trust check of a listed plugin, on its library as the manifest names
+ * it (listing resolves nothing). */
+static soren_status refuse_untrusted(const char *path, const soren_manifest *m,
+                                     soren_trust trust, soren_error *err)
+{
+    char *library = NULL;
+    if (asprintf(&library, "%s/%s", m->dir, m->library) < 0)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    soren_status rc = soren_trust_plugin(path, library, trust, err);
+    free(library);
+    return rc;
+}
+
+soren_status soren_plugin_list(const soren_search_path *sp, soren_trust trust,
+                               soren_plugin_visit_fn *visit, void *ctx, soren_error *err)
 {
     seen_name *seen = NULL;
     size_t seen_count = 0;
@@ -182,7 +195,11 @@ soren_status soren_plugin_list(const soren_search_path *sp, soren_plugin_visit_f
             soren_manifest *m = NULL;
             soren_error why;
             soren_error_clear(&why);
-            soren_manifest_load(path, &m, &why);
+            if (soren_manifest_load(path, &m, &why) == SOREN_OK &&
+                refuse_untrusted(path, m, trust, &why) != SOREN_OK) {
+                soren_manifest_free(m);
+                m = NULL;
+            }
             soren_plugin_entry entry = {path, m, &why, NULL};
             if (m) {
                 for (size_t k = 0; k < seen_count; k++)

@@ -15,6 +15,7 @@
 
 #include "../error.h"
 #include "manifest.h"
+#include "trust.h"
 
 typedef struct soren_search_path {
     char **dirs;
@@ -44,9 +45,10 @@ typedef struct soren_plugin_entry {
 typedef void soren_plugin_visit_fn(void *ctx, const soren_plugin_entry *entry);
 
 /* Calls visit for every *.json in every folder of the path (folders in path
- * order, files by name).  A missing folder is skipped; a broken manifest is
- * visited with its error and never stops the listing. */
-soren_status soren_plugin_list(const soren_search_path *sp, soren_plugin_visit_fn *visit,
-                               void *ctx, soren_error *err);
+ * order, files by name).  A missing folder is skipped; a broken manifest, or
+ * one that trust refuses, is visited with its error and never stops the
+ * listing. */
+soren_status soren_plugin_list(const soren_search_path *sp, soren_trust trust,
+                               soren_plugin_visit_fn *visit, void *ctx, soren_error *err);
 
 #endif /* SOREN_SEARCH_H */
