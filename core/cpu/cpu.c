@@ -612,6 +612,7 @@ struct engine {
 
     worker *workers;
     part *parts;
+    soren_progress *progress; /* told the bytes of each chunk mapped, or NULL */
     segment **order; /* list mode: every segment, by seq */
     size_t seg_total;
     soren_result *out;
@@ -859,6 +860,7 @@ static void *map_main(void *arg)
             segment_close(w);
         if (w->failed)
             break;
+        soren_progress_add(g->progress, end - begin);
     }
     if (!w->failed && g->mode != MODE_LIST)
         group_by_partition(w);
@@ -1346,6 +1348,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     g->input_count = input_count;
     g->vsize = spec->value_size;
     g->out = out;
+    g->progress = opt ? opt->progress : NULL;
 
     uint64_t chunk = opt && opt->chunk_bytes ? opt->chunk_bytes : CHUNK_DEFAULT;
     if (spec->input_format == SOREN_INPUT_FIXED) /* whole records per chunk */
@@ -1398,6 +1401,10 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     soren_phase_times ms = {0};
 
     /* map */
+    uint64_t input_bytes = 0;
+    for (size_t i = 0; i < input_count; i++)
+        input_bytes += inputs[i].size;
+    soren_progress_phase(g->progress, "map", input_bytes);
     double t0 = now_ms();
     atomic_init(&g->next, 0);
     atomic_init(&g->stop, 0);
@@ -1426,6 +1433,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     ms.map = t1 - t0;
 
     /* merge, then reduce */
+    soren_progress_phase(g->progress, "merge", 0);
     if (g->mode != MODE_LIST) {
         rc = run_parts(g, merge_main, err);
         if (rc != SOREN_OK)
@@ -1433,6 +1441,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     }
     double t2 = now_ms();
     if (spec->reduce == SOREN_REDUCE_FUNCTION) {
+        soren_progress_phase(g->progress, "reduce", 0);
         rc = run_parts(g, reduce_main, err);
         if (rc != SOREN_OK)
             goto done;

@@ -15,6 +15,7 @@
 #define SOREN_CPU_H
 
 #include "../engine/adapt.h"
+#include "../engine/progress.h"
 #include "../engine/result.h"
 #include "../engine/stage.h"
 #include "../error.h"
@@ -32,6 +33,9 @@ typedef struct soren_cpu_options {
     /* Where to report the phase times (map, merge, reduce) and every growth
      * of a map table (region "table", old and new slots); NULL: nowhere. */
     soren_explain *explain;
+    /* Where to report the phases (map with its bytes, merge, reduce) and the
+     * bytes of every chunk mapped; NULL: nowhere. */
+    soren_progress *progress;
 } soren_cpu_options;
 
 /* Runs spec over every input (records never span inputs) and appends the

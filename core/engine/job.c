@@ -28,14 +28,18 @@ int soren_engine_name_valid(const char *name)
 
 /* Standard input is read whole: it cannot be mapped, and records may span
  * any two reads. */
-static soren_status slurp_stdin(char **out, size_t *size, soren_error *err)
+static soren_status slurp_stdin(soren_progress *progress, char **out, size_t *size,
+                                soren_error *err)
 {
     size_t cap = 1 << 16, n = 0;
     char *buf = malloc(cap);
+    soren_progress_phase(progress, "read", 0);
     for (;;) {
         if (!buf)
             return soren_error_set(err, SOREN_ENOMEM, "out of memory reading standard input");
-        n += fread(buf + n, 1, cap - n, stdin);
+        size_t got = fread(buf + n, 1, cap - n, stdin);
+        n += got;
+        soren_progress_add(progress, got);
         if (n < cap)
             break;
         char *bigger = realloc(buf, cap *= 2);
@@ -70,12 +74,13 @@ static soren_status choose_device(const soren_stage_spec *spec, const soren_run_
     *where = gpu_ok ? SOREN_DEVICE_GPU : SOREN_DEVICE_CPU;
     if (o->verbose) {
         if (gpu_ok)
-            fprintf(stderr, "soren-host: device: gpu 0 of %d\n", gpus);
+            soren_progress_say(o->progress, "soren-host: device: gpu 0 of %d\n", gpus);
         else if (o->device == SOREN_DEVICE_AUTO)
-            fprintf(stderr, "soren-host: device: cpu (%s: %s)\n",
-                    gpus > 0 ? "the GPU cannot run this job" : "no usable GPU", why);
+            soren_progress_say(o->progress, "soren-host: device: cpu (%s: %s)\n",
+                               gpus > 0 ? "the GPU cannot run this job" : "no usable GPU",
+                               why);
         else
-            fprintf(stderr, "soren-host: device: cpu (--device cpu)\n");
+            soren_progress_say(o->progress, "soren-host: device: cpu (--device cpu)\n");
     }
     return SOREN_OK;
 }
@@ -99,14 +104,19 @@ static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inp
     gpu.sample = o->sample;
     gpu.small_keys = o->small_keys;
     x->device = "gpu";
+    /* The GPU engine reports no progress of its own: the line shows the
+     * phase and the time it has taken. */
+    soren_progress_phase(o->progress, "gpu", 0);
     soren_status rc = soren_gpu_run(spec, inputs, input_count, params, &gpu, res, x, err);
     if (rc == SOREN_OK && o->verbose) {
-        fprintf(stderr, "soren-host: gpu engine: %s variant; ms: upload %.3f, split %.3f, "
-                        "map %.3f, merge %.3f, order %.3f, download %.3f\n",
-                soren_variant_name(x->variant), x->ms.upload, x->ms.split, x->ms.map,
-                x->ms.merge, x->ms.sort, x->ms.download);
-        fprintf(stderr, "soren-host: variant: %s (%s)\n", soren_variant_name(x->variant),
-                x->rule ? x->rule : "no rule recorded");
+        soren_progress_say(o->progress,
+                           "soren-host: gpu engine: %s variant; ms: upload %.3f, split %.3f, "
+                           "map %.3f, merge %.3f, order %.3f, download %.3f\n",
+                           soren_variant_name(x->variant), x->ms.upload, x->ms.split,
+                           x->ms.map, x->ms.merge, x->ms.sort, x->ms.download);
+        soren_progress_say(o->progress, "soren-host: variant: %s (%s)\n",
+                           soren_variant_name(x->variant),
+                           x->rule ? x->rule : "no rule recorded");
     }
     return rc;
 }
@@ -123,6 +133,7 @@ static soren_status monitor_cpu(const soren_stage_spec *spec, const soren_input 
             x->metrics.total_bytes += inputs[i].size;
         return SOREN_OK;
     }
+    soren_progress_phase(o->progress, "monitor", 0);
     double t0 = now_ms();
     soren_status rc = soren_cpu_monitor(spec, inputs, input_count, params, o->sample,
                                         o->threads, &x->metrics, err);
@@ -156,11 +167,11 @@ static soren_status run_cpu(const soren_stage_spec *spec, const soren_input *inp
                                spec->input_format == SOREN_INPUT_INDEX ? "index" : "pairs");
     x->device = "cpu";
     if (o->verbose && o->engine && strcmp(o->engine, "auto") != 0)
-        fprintf(stderr, "soren-host: engine: the CPU engine has one variant; --engine %s "
-                        "applies to the GPU\n", o->engine);
+        soren_progress_say(o->progress, "soren-host: engine: the CPU engine has one variant; "
+                           "--engine %s applies to the GPU\n", o->engine);
     if (o->verbose)
-        fprintf(stderr, "soren-host: cpu engine: %u threads\n",
-                o->threads ? o->threads : soren_cpu_count());
+        soren_progress_say(o->progress, "soren-host: cpu engine: %u threads\n",
+                           o->threads ? o->threads : soren_cpu_count());
 
     soren_status rc = monitor_cpu(spec, inputs, input_count, params, o, x, err);
     if (rc != SOREN_OK)
@@ -168,8 +179,8 @@ static soren_status run_cpu(const soren_stage_spec *spec, const soren_input *inp
     choose_cpu(spec, o, x, rule_buf, rule_size);
     soren_project(spec, &x->metrics, &x->projection);
     if (o->verbose)
-        fprintf(stderr, "soren-host: variant: %s (%s)\n", soren_variant_name(x->variant),
-                x->rule);
+        soren_progress_say(o->progress, "soren-host: variant: %s (%s)\n",
+                           soren_variant_name(x->variant), x->rule);
 
     /* Without monitoring the projection is only a generous bound from the
      * input's bytes: the tables then start small and grow. */
@@ -178,10 +189,12 @@ static soren_status run_cpu(const soren_stage_spec *spec, const soren_input *inp
         .distinct_keys = x->metrics.ran ? x->projection.distinct_keys : 0,
         .table_slots = o->gpu.table_slots,
         .explain = x,
+        .progress = o->progress,
     };
     rc = soren_cpu_run(spec, inputs, input_count, params, &cpu, res, err);
     if (rc != SOREN_OK)
         return rc;
+    soren_progress_phase(o->progress, "order", 0);
     double t0 = now_ms();
     rc = soren_result_order(res, spec->order, spec->limit, err);
     x->ms.sort = now_ms() - t0;
@@ -192,6 +205,7 @@ void soren_run_options_init(soren_run_options *o)
 {
     memset(o, 0, sizeof *o);
     o->engine = "auto";
+    o->order = -1;
     o->sample = SOREN_SAMPLE_DEFAULT;
     o->small_keys = SOREN_SMALL_KEYS_DEFAULT;
 }
@@ -206,6 +220,12 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
 
     soren_stage_spec spec;
     soren_stage_spec_init(&spec, m, &p->table->stages[0]);
+    /* --order and --top: both engines order and cut the result as the
+     * stage says, so the stage is where they go. */
+    if (o->order >= 0)
+        spec.order = (soren_order)o->order;
+    if (o->top)
+        spec.limit = o->top;
     soren_device_choice where = SOREN_DEVICE_CPU;
     rc = choose_device(&spec, o, &where, err);
 
@@ -218,7 +238,7 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
         rc = soren_input_open(&inputs[i], o->inputs[i], err);
     if (rc == SOREN_OK && o->input_count == 0) {
         size_t size = 0;
-        rc = slurp_stdin(&stdin_data, &size, err);
+        rc = slurp_stdin(o->progress, &stdin_data, &size, err);
         if (rc == SOREN_OK)
             soren_input_wrap(&inputs[0], "(standard input)", stdin_data, size);
     }
@@ -237,6 +257,12 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
         rc = run_cpu(&spec, inputs, input_count, &params.params, o, &res, &x, rule,
                      sizeof rule, err);
 
+    /* Pairs written to a terminal would mix with the progress line, so it
+     * ends first; a file shows the writing as its last phase. */
+    if (rc != SOREN_OK || !o->output || strcmp(o->output, "-") == 0)
+        soren_progress_end(o->progress);
+    else
+        soren_progress_phase(o->progress, "write", 0);
     soren_output out = {0};
     if (rc == SOREN_OK)
         rc = soren_output_open(&out, o->output, err);
@@ -246,6 +272,7 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
         rc = soren_output_commit(&out, err);
     else
         soren_output_abort(&out);
+    soren_progress_end(o->progress);
     if (rc == SOREN_OK && o->verbose)
         fprintf(stderr, "soren-host: %s: %llu pairs written\n", m->name,
                 (unsigned long long)res.count);

@@ -3,8 +3,11 @@
  *
  * Builds the parameters, picks the device (auto: a usable GPU with the
  * plugin's GPU engine, else the CPU engine), runs the stage, orders the
- * result as the manifest (or the options) say and writes it through a
- * temporary file, so a failed run leaves no output behind.
+ * result as the manifest (or --order and --top, which replace its
+ * output.order and output.limit in the stage both engines read) say and
+ * writes it through a temporary file, so a failed run leaves no output
+ * behind.  Each phase is reported to the progress line, if any, which ends
+ * before the result goes to standard output and before the run returns.
  *
  * Either engine first monitors a sample of the input (unless sample is 0),
  * picks its variant with soren_choose, starts its regions at soren_project's
@@ -22,12 +25,15 @@
 #include "../gpu/engine.h"
 #include "../io/output.h"
 #include "../plugin/loader.h"
+#include "progress.h"
 
 typedef struct soren_run_options {
     const char *const *inputs; /* files; none: standard input */
     size_t input_count;
     const char *output;        /* NULL or "-": standard output */
     soren_format format;
+    int order;                 /* -1: the manifest's output.order; else a soren_order */
+    uint64_t top;              /* keep the first top pairs; 0: the manifest's output.limit */
     soren_device_choice device;
     const char *engine;        /* "auto" or a variant name (see soren_engine_names) */
     double sample;             /* fraction of the records monitoring maps; 0: none */
@@ -41,10 +47,12 @@ typedef struct soren_run_options {
     size_t param_count;
     int verbose;               /* report decisions on stderr */
     int explain;               /* after a successful run, the JSON report on stderr */
+    soren_progress *progress;  /* the progress line, or NULL; verbose lines go through it */
 } soren_run_options;
 
-/* Zeroes o and sets the defaults: engine "auto", sample
- * SOREN_SAMPLE_DEFAULT, small_keys SOREN_SMALL_KEYS_DEFAULT. */
+/* Zeroes o and sets the defaults: engine "auto", order -1 (the
+ * manifest's), sample SOREN_SAMPLE_DEFAULT, small_keys
+ * SOREN_SMALL_KEYS_DEFAULT. */
 void soren_run_options_init(soren_run_options *o);
 
 /* The values --engine accepts, space-separated. */

@@ -321,3 +321,19 @@ nomem:
     return soren_error_set(err, SOREN_ENOMEM, "out of memory ordering %llu result pairs",
                            (unsigned long long)n);
 }
+
+/* ---- Names --------------------------------------------------------------- */
+
+const char soren_order_names[] = "key value_desc value_asc none";
+
+int soren_order_parse(const char *name, soren_order *out)
+{
+    static const char *const names[] = {"key", "value_desc", "value_asc", "none"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            *out = (soren_order)i;
+            return 0;
+        }
+    }
+    return -1;
+}

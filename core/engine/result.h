@@ -55,4 +55,10 @@ int soren_value_compare(soren_type t, const void *a, const void *b);
 soren_status soren_result_order(soren_result *r, soren_order order, uint64_t limit,
                                 soren_error *err);
 
+/* The names of the orders (the manifest's output.order and --order),
+ * space-separated, in soren_order order. */
+extern const char soren_order_names[];
+/* Parses an order name; returns 0 and sets *out, or -1 if name is unknown. */
+int soren_order_parse(const char *name, soren_order *out);
+
 #endif /* SOREN_RESULT_H */

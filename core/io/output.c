@@ -1,7 +1,9 @@
-/* output.c - writing a result as tsv or json, through a temporary file. */
+/* output.c - writing a result as tsv, csv, json or jsonl, through a
+ * temporary file. */
 #include "output.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -10,6 +12,20 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+const char soren_format_names[] = "tsv csv json jsonl";
+
+int soren_format_parse(const char *name, soren_format *out)
+{
+    static const char *const names[] = {"tsv", "csv", "json", "jsonl"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcmp(name, names[i]) == 0) {
+            *out = (soren_format)i;
+            return 0;
+        }
+    }
+    return -1;
+}
 
 /* The temporary file being written, for soren_output_pending_path: a static
  * buffer, so a signal handler reads it without touching the heap. */
@@ -247,6 +263,38 @@ static void w_i64(writer *w, int64_t v)
     }
 }
 
+/* 1 if text reads back (strtof for f32, strtod for f64) to v's bits. */
+static int reads_back(const char *text, double v, int is_f32)
+{
+    if (is_f32) {
+        float want = (float)v, got = strtof(text, NULL);
+        return memcmp(&want, &got, sizeof want) == 0;
+    }
+    double got = strtod(text, NULL);
+    return memcmp(&v, &got, sizeof v) == 0;
+}
+
+/* Writes the finite v with the fewest significant digits that read back to
+ * the same bits.  A decimal of at most FLT_DIG (DBL_DIG) digits reads back
+ * to only one normal float (double), so when %.6g (%.15g) reads back it is
+ * the shortest; %g drops trailing zeros, so 0.1 prints "0.1".  Otherwise one
+ * more digit at a time, up to 9 (17), which always reads back.  At most four
+ * tries for f32 and three for f64, instead of a slower shortest-digits
+ * algorithm of our own.  Subnormals have fewer bits, so several short
+ * decimals read back to one of them: those start from one digit. */
+static int format_float(char *buf, size_t size, double v, int is_f32)
+{
+    int subnormal = fabs(v) < (is_f32 ? FLT_MIN : DBL_MIN);
+    int first = subnormal ? 1 : is_f32 ? FLT_DIG : DBL_DIG, last = is_f32 ? 9 : 17;
+    int n = 0;
+    for (int digits = first; digits <= last; digits++) {
+        n = snprintf(buf, size, "%.*g", digits, v);
+        if (reads_back(buf, v, is_f32))
+            break;
+    }
+    return n;
+}
+
 /* Writes a number of type t.  Non-finite floats are written as %g spells
  * them (inf, -inf, nan); in JSON, which has no such numbers, as strings. */
 static void w_number(writer *w, soren_type t, const void *p, int json)
@@ -274,20 +322,24 @@ static void w_number(writer *w, soren_type t, const void *p, int json)
     }
     case SOREN_TYPE_F32:
     case SOREN_TYPE_F64: {
+        int is_f32 = t == SOREN_TYPE_F32;
         double v;
-        if (t == SOREN_TYPE_F32) {
+        if (is_f32) {
             float f;
             memcpy(&f, p, 4);
             v = f;
         } else {
             memcpy(&v, p, 8);
         }
-        int k = snprintf(tmp, sizeof tmp, t == SOREN_TYPE_F32 ? "%.9g" : "%.17g", v);
-        int quote = json && !isfinite(v);
-        if (quote)
+        if (isfinite(v)) {
+            w_bytes(w, tmp, (size_t)format_float(tmp, sizeof tmp, v, is_f32));
+            return;
+        }
+        int k = snprintf(tmp, sizeof tmp, "%g", v);
+        if (json)
             w_byte(w, '"');
         w_bytes(w, tmp, (size_t)k);
-        if (quote)
+        if (json)
             w_byte(w, '"');
         return;
     }
@@ -314,6 +366,30 @@ static void w_tsv_string(writer *w, const uint8_t *s, uint64_t n)
         run = i + 1;
     }
     w_bytes(w, s + run, (size_t)(n - run));
+}
+
+/* RFC 4180: a field holding a comma, a double quote, CR or LF is quoted,
+ * with its double quotes doubled; any other field is written as it is. */
+static void w_csv_string(writer *w, const uint8_t *s, uint64_t n)
+{
+    int quote = 0;
+    for (uint64_t i = 0; i < n && !quote; i++)
+        quote = s[i] == ',' || s[i] == '"' || s[i] == '\r' || s[i] == '\n';
+    if (!quote) {
+        w_bytes(w, s, (size_t)n);
+        return;
+    }
+    w_byte(w, '"');
+    uint64_t run = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (s[i] != '"')
+            continue;
+        w_bytes(w, s + run, (size_t)(i + 1 - run)); /* through the quote ... */
+        w_byte(w, '"');                              /* ... and once more */
+        run = i + 1;
+    }
+    w_bytes(w, s + run, (size_t)(n - run));
+    w_byte(w, '"');
 }
 
 /* Length of the valid UTF-8 sequence at s[0 .. n), or 0 (RFC 3629: no
@@ -384,18 +460,48 @@ static void w_json_string(writer *w, const uint8_t *s, uint64_t n)
     w_byte(w, '"');
 }
 
-static void w_key(writer *w, const soren_result *r, uint64_t i, int json)
+static void w_key(writer *w, const soren_result *r, uint64_t i, soren_format fmt)
 {
     const uint8_t *k = r->key_bytes + r->key_offset[i];
     uint64_t n = r->key_offset[i + 1] - r->key_offset[i];
     size_t ts = soren_type_size(r->key_type);
-    if (r->key_type == SOREN_TYPE_STRING || ts == 0 || n != ts) {
-        if (json)
-            w_json_string(w, k, n);
-        else
-            w_tsv_string(w, k, n);
-    } else {
+    int json = fmt == SOREN_FORMAT_JSON || fmt == SOREN_FORMAT_JSONL;
+    if (r->key_type != SOREN_TYPE_STRING && ts != 0 && n == ts)
         w_number(w, r->key_type, k, json);
+    else if (json)
+        w_json_string(w, k, n);
+    else if (fmt == SOREN_FORMAT_CSV)
+        w_csv_string(w, k, n);
+    else
+        w_tsv_string(w, k, n);
+}
+
+/* Pair i as one line (json: one array element, a comma after all but the
+ * last). */
+static void w_pair(writer *w, const soren_result *r, uint64_t i, soren_format fmt)
+{
+    const uint8_t *v = r->values + i * r->value_size;
+    switch (fmt) {
+    case SOREN_FORMAT_JSON:
+    case SOREN_FORMAT_JSONL:
+        w_str(w, "{\"key\": ");
+        w_key(w, r, i, fmt);
+        w_str(w, ", \"value\": ");
+        w_number(w, r->value_type, v, 1);
+        w_str(w, fmt == SOREN_FORMAT_JSON && i + 1 < r->count ? "},\n" : "}\n");
+        return;
+    case SOREN_FORMAT_CSV:
+        w_key(w, r, i, fmt);
+        w_byte(w, ',');
+        w_number(w, r->value_type, v, 0);
+        w_str(w, "\r\n");
+        return;
+    case SOREN_FORMAT_TSV:
+        w_key(w, r, i, fmt);
+        w_byte(w, '\t');
+        w_number(w, r->value_type, v, 0);
+        w_byte(w, '\n');
+        return;
     }
 }
 
@@ -404,31 +510,21 @@ soren_status soren_output_write(soren_output *o, const soren_result *r, soren_fo
 {
     if (!o->file)
         return soren_error_set(err, SOREN_EIO, "output %s is not open", dest_name(o));
+    if (fmt != SOREN_FORMAT_TSV && fmt != SOREN_FORMAT_CSV && fmt != SOREN_FORMAT_JSON &&
+        fmt != SOREN_FORMAT_JSONL)
+        return soren_error_set(err, SOREN_EUSAGE, "unknown output format %d (expected one of "
+                               "%s)", (int)fmt, soren_format_names);
     writer *w = malloc(sizeof *w);
     if (!w)
         return soren_error_set(err, SOREN_ENOMEM, "out of memory writing %s", dest_name(o));
     w->f = o->file;
     w->error = 0;
     w->n = 0;
-    int json = fmt == SOREN_FORMAT_JSON;
-    if (json)
+    if (fmt == SOREN_FORMAT_JSON)
         w_str(w, r->count ? "[\n" : "[");
-    for (uint64_t i = 0; i < r->count && !w->error; i++) {
-        const uint8_t *v = r->values + i * r->value_size;
-        if (json) {
-            w_str(w, "{\"key\": ");
-            w_key(w, r, i, 1);
-            w_str(w, ", \"value\": ");
-            w_number(w, r->value_type, v, 1);
-            w_str(w, i + 1 < r->count ? "},\n" : "}\n");
-        } else {
-            w_key(w, r, i, 0);
-            w_byte(w, '\t');
-            w_number(w, r->value_type, v, 0);
-            w_byte(w, '\n');
-        }
-    }
-    if (json)
+    for (uint64_t i = 0; i < r->count && !w->error; i++)
+        w_pair(w, r, i, fmt);
+    if (fmt == SOREN_FORMAT_JSON)
         w_str(w, "]\n");
     w_flush(w);
     int e = w->error;

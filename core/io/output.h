@@ -1,14 +1,24 @@
 /*
  * output.h - writing a result as text.
  *
- * tsv:  one pair a line, KEY<TAB>VALUE.  String keys are written raw except
- *       backslash, tab, newline and carriage return, written \\ \t \n \r.
- *       Integers in decimal; floats with enough digits to read back to the
- *       same value ("%.9g" for f32, "%.17g" for f64).
- * json: one JSON array of {"key": K, "value": V} objects, one a line;
- *       string keys are JSON strings (", \ and control characters escaped,
- *       bytes that are not part of valid UTF-8 written \u00XX); infinities
- *       and NaNs, which JSON cannot spell as numbers, are strings ("inf").
+ * tsv:   one pair a line, KEY<TAB>VALUE.  String keys are written raw except
+ *        backslash, tab, newline and carriage return, written \\ \t \n \r.
+ * csv:   one pair a record, KEY,VALUE, records ending in CRLF (RFC 4180), no
+ *        header.  A key holding a comma, a double quote, CR or LF is quoted,
+ *        its quotes doubled; other bytes, UTF-8 or not, are written raw.
+ * json:  one JSON array of {"key": K, "value": V} objects, one a line;
+ *        string keys are JSON strings: ", \ and control characters
+ *        escaped, valid UTF-8 written as is, and every other byte written
+ *        \u00XX (the byte's value as a code point).  Every JSON parser
+ *        accepts that, but it reads such a byte back as the character
+ *        U+00XX, as it reads that character written in UTF-8: JSON keeps
+ *        text keys exactly, tsv and csv keep any bytes.  Infinities and
+ *        NaNs, which JSON cannot spell as numbers, are strings ("inf").
+ * jsonl: the same objects, one a line, with no enclosing array (JSON Lines).
+ *
+ * Every format writes integers in decimal, exactly, and floats with the
+ * fewest significant digits that read back (strtof, strtod) to the same
+ * bits, so "0.1" and not "0.100000001".  CPU and GPU runs share this writer.
  *
  * soren_output_open writes to a temporary file DEST.XXXXXX beside the
  * destination and soren_output_commit renames it into place, so a failed run
@@ -24,7 +34,17 @@
 #include "../engine/result.h"
 #include "../error.h"
 
-typedef enum soren_format { SOREN_FORMAT_TSV = 0, SOREN_FORMAT_JSON } soren_format;
+typedef enum soren_format {
+    SOREN_FORMAT_TSV = 0,
+    SOREN_FORMAT_CSV,
+    SOREN_FORMAT_JSON,
+    SOREN_FORMAT_JSONL
+} soren_format;
+
+/* The names --format accepts, space-separated, in soren_format order. */
+extern const char soren_format_names[];
+/* Parses a format name; returns 0 and sets *out, or -1 if name is unknown. */
+int soren_format_parse(const char *name, soren_format *out);
 
 typedef struct soren_output {
     FILE *file;
