@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -68,7 +69,21 @@ Test(cli, usage_errors_exit_2)
     expect_run(2, "--threads: expected a number", "run wordcount --threads many x");
     expect_run(2, "--device: expected auto, cpu or gpu", "run wordcount --device tpu x");
     expect_run(2, "--engine: expected one of", "run wordcount --engine magic x");
-    expect_run(2, "--format: expected tsv or json", "run wordcount --format xml x");
+    expect_run(2, "--format: expected one of tsv csv json jsonl, got \"xml\"",
+               "run wordcount --format xml x");
+    expect_run(2, "--order: expected one of key value_desc value_asc none, got \"value\"",
+               "run wordcount --order value x");
+    expect_run(2, "--top: expected a number of pairs from 1 up, got \"0\"",
+               "run wordcount --top 0 x");
+    expect_run(2, "--top: expected a number of pairs from 1 up, got \"-3\"",
+               "run wordcount --top -3 x");
+    expect_run(2, "--top: expected a number of pairs from 1 up, got \"ten\"",
+               "run wordcount --top ten x");
+    expect_run(2, "--from applies to the new command only", "run wordcount --from grep x");
+    expect_run(2, "--dir applies to the new command only", "list --dir .");
+    expect_run(2, "devices takes no arguments, got \"0\"", "devices 0");
+    expect_run(2, "new takes one NAME", "new");
+    expect_run(2, "new takes one NAME", "new a b");
     expect_run(2, "--output needs a value", "run wordcount --output");
     expect_run(2, "run needs a job", "run");
     expect_run(2, "list takes no arguments", "list extra");
@@ -222,4 +237,278 @@ Test(cli, check_prints_every_catalog_error)
     }
     closedir(d);
     cr_expect_geq(cases, 20, "the catalog has only %d invalid cases", cases);
+}
+
+/* ---- Output formats, order and top --------------------------------------- */
+
+Test(cli, formats_order_and_top)
+{
+    write_in_dir("in.txt", "c b,x c \"q\" c b a\n", 18);
+    expect_run(0, "\"q\"\t1\na\t1\nb\t1\nb,x\t1\nc\t3\n", "run wordcount in.txt");
+    expect_run(0, "\"\"\"q\"\"\",1\r\na,1\r\nb,1\r\n\"b,x\",1\r\nc,3\r\n",
+               "run wordcount in.txt --format csv");
+    expect_run(0, "[\n{\"key\": \"\\\"q\\\"\", \"value\": 1},\n{\"key\": \"a\", \"value\": 1},\n",
+               "run wordcount in.txt -f json");
+    expect_run(0, "{\"key\": \"b,x\", \"value\": 1}\n{\"key\": \"c\", \"value\": 3}\n",
+               "run wordcount in.txt --format=jsonl");
+    /* --order replaces the manifest's order (key); ties go by key. */
+    expect_run(0, "c\t3\n\"q\"\t1\na\t1\nb\t1\nb,x\t1\n", "run wordcount in.txt --order value_desc");
+    expect_run(0, "\"q\"\t1\na\t1\nb\t1\nb,x\t1\nc\t3\n", "run wordcount in.txt --order value_asc");
+    expect_run(0, "c\t3\n\"q\"\t1\n", "run wordcount in.txt --order value_desc --top 2");
+    expect_run(0, "\"q\"\t1\n", "run wordcount in.txt --top 1");
+    expect_run(0, "c,3\r\n", "run wordcount in.txt --top 1 --order value_desc -f csv");
+    /* --top past the number of pairs keeps them all. */
+    expect_run(0, "\"q\"\t1\na\t1\nb\t1\nb,x\t1\nc\t3\n", "run wordcount in.txt --top 1000");
+    /* none: the engine's order; --top still keeps exactly N of the pairs. */
+    char *out = NULL;
+    cr_assert_eq(tu_runf(&out, NULL, "cd '%s' && '%s' run wordcount in.txt --order none --top 3",
+                         dir, tu_host()), 0);
+    int lines = 0;
+    for (const char *p = out; *p; p++)
+        lines += *p == '\n';
+    cr_expect_eq(lines, 3, "%s", out);
+    free(out);
+    /* A map-only job ordered by value: stringmatch's line offsets. */
+    write_in_dir("lines.txt", "ab\nxab\nab ab\n", 13);
+    expect_run(0, "7\t7\n10\t7\n4\t3\n0\t0\n",
+               "run stringmatch --param pattern=ab lines.txt --order value_desc");
+}
+
+/* ---- The progress line ------------------------------------------------------ */
+
+/* Writes MB megabytes of seeded text into dir/name with soren-gen. */
+static void make_text_file(const char *name, int mb)
+{
+    cr_assert_eq(tu_runf(NULL, NULL, "'%s/soren-gen' text --size %dM -o '%s/%s'", tu_builddir(),
+                         mb, dir, name), 0);
+}
+
+static char *read_in_dir(const char *name, size_t *size)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return tu_read(path, size);
+}
+
+Test(cli, progress_forced_into_a_file_leaves_the_output_alone)
+{
+    make_text_file("in.txt", 8);
+    char *err = NULL, *out = NULL;
+    int rc = tu_runf(&out, &err, "cd '%s' && '%s' run wordcount in.txt -t 1 --progress "
+                                 "-o forced.tsv", dir, tu_host());
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_expect_str_eq(out, "");
+    /* Frames start with \r and say the phase, the bytes of the total, the
+     * rate and the time left; the last thing written wipes the line. */
+    cr_expect(strstr(err, "\rsoren-host: map ") != NULL, "%s", err);
+    cr_expect(strstr(err, " of 8.0 MiB (") != NULL, "%s", err);
+    cr_expect(strstr(err, " MiB/s, ") != NULL && strstr(err, " left") != NULL, "%s", err);
+    cr_expect(strchr(err, '\n') == NULL, "a progress frame ended a line: %s", err);
+    size_t n = strlen(err);
+    cr_expect(n > 2 && err[n - 1] == '\r' && err[n - 2] == ' ', "not wiped at the end: %s", err);
+    free(err);
+    free(out);
+
+    /* Standard error is a file here: without the flag, no progress. */
+    rc = tu_runf(&out, &err, "cd '%s' && '%s' run wordcount in.txt -t 1 -o plain.tsv", dir,
+                 tu_host());
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_expect_str_eq(err, "");
+    free(err);
+    free(out);
+    size_t a_size, b_size;
+    char *a = read_in_dir("forced.tsv", &a_size), *b = read_in_dir("plain.tsv", &b_size);
+    cr_expect(a_size == b_size && memcmp(a, b, a_size) == 0, "--progress changed the output");
+    free(a);
+
+    /* Nor does it touch standard output, where the result then goes. */
+    rc = tu_runf(&out, &err, "cd '%s' && '%s' run wordcount in.txt -t 2 --progress", dir,
+                 tu_host());
+    cr_assert_eq(rc, 0);
+    cr_expect(strlen(out) == b_size && memcmp(out, b, b_size) == 0,
+              "--progress changed standard output");
+    cr_expect(strstr(err, "soren-host: ") != NULL, "%s", err);
+    free(err);
+    free(out);
+    free(b);
+
+    /* The last of --progress and --no-progress wins. */
+    rc = tu_runf(NULL, &err, "cd '%s' && '%s' run wordcount in.txt --progress --no-progress "
+                             "-o off.tsv", dir, tu_host());
+    cr_assert_eq(rc, 0);
+    cr_expect_str_eq(err, "");
+    free(err);
+}
+
+Test(cli, progress_and_verbose_lines_do_not_tear)
+{
+    make_text_file("in.txt", 4);
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err, "cd '%s' && '%s' run wordcount in.txt -t 1 --progress "
+                                 "--verbose -o out.tsv", dir, tu_host());
+    cr_assert_eq(rc, 0, "%s", err);
+    /* Every verbose message starts a line: at the start, after a newline,
+     * or after the \r that ends a wiped frame. */
+    static const char *const messages[] = {"soren-host: device: cpu", "soren-host: cpu engine:",
+                                           "soren-host: variant: ", "pairs written\n"};
+    for (size_t i = 0; i < 4; i++) {
+        const char *m = strstr(err, messages[i]);
+        cr_expect_not_null(m, "no \"%s\" in %s", messages[i], err);
+        if (m && i < 3)
+            cr_expect(m == err || m[-1] == '\n' || m[-1] == '\r', "torn: %s", err);
+    }
+    free(err);
+}
+
+/* On a terminal (script(1) gives the run one) the line shows unasked. */
+Test(cli, progress_on_a_terminal)
+{
+    if (tu_runf(NULL, NULL, "script -qec true /dev/null") != 0)
+        cr_skip_test("script(1) from util-linux is needed to run soren-host on a terminal");
+    make_text_file("in.txt", 8);
+    char *out = NULL;
+    int rc = tu_runf(&out, NULL, "cd '%s' && script -qec \"'%s' run wordcount in.txt -t 1 -o "
+                                 "tty.tsv\" /dev/null", dir, tu_host());
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "soren-host: map ") != NULL, "%s", out);
+    free(out);
+    rc = tu_runf(&out, NULL, "cd '%s' && script -qec \"'%s' run wordcount in.txt -t 1 "
+                             "--no-progress -o tty2.tsv\" /dev/null", dir, tu_host());
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_expect(strstr(out, "soren-host: ") == NULL, "%s", out);
+    free(out);
+}
+
+/* ---- soren-host new ------------------------------------------------------ */
+
+static char *path_in(const char *a, const char *b)
+{
+    char *p = NULL;
+    cr_assert(asprintf(&p, "%s/%s/%s", dir, a, b) > 0);
+    return p;
+}
+
+static int mode_of(const char *path)
+{
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "%s", path);
+    return (int)(st.st_mode & 07777);
+}
+
+Test(cli, new_writes_a_skeleton)
+{
+    /* A loose umask must not make a folder soren-host would then refuse. */
+    char *out = NULL, *err = NULL;
+    int rc = tu_runf(&out, &err, "cd '%s' && umask 002 && '%s' new my-job", dir, tu_host());
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_expect(strstr(out, "./my-job/: my-job.cu, my-job.json, Makefile, README.md") != NULL,
+              "%s", out);
+    cr_expect(strstr(out, "next: cd ./my-job && make && soren-host run ./my-job.json INPUT") !=
+              NULL, "%s", out);
+    free(out);
+    free(err);
+    char *folder = path_in("my-job", "");
+    cr_expect_eq(mode_of(folder) & 022, 0, "folder mode %o", mode_of(folder));
+    free(folder);
+    static const char *const files[] = {"my-job.cu", "my-job.json", "Makefile", "README.md"};
+    for (size_t i = 0; i < 4; i++) {
+        char *path = path_in("my-job", files[i]);
+        char *text = tu_read(path, NULL);
+        cr_expect(strstr(text, "@NAME@") == NULL && strstr(text, "@IDENT@") == NULL,
+                  "%s keeps a placeholder", files[i]);
+        cr_expect_eq(mode_of(path) & 022, 0, "%s mode %o", files[i], mode_of(path));
+        if (i == 0) {
+            cr_expect(strstr(text, "SOREN_PLUGIN(my-job, SOREN_STAGE(.map = my_job_map") != NULL,
+                      "%s", text);
+            cr_expect(strstr(text, "SOREN_FN void my_job_map(") != NULL, "%s", text);
+        }
+        if (i == 2)
+            cr_expect(strstr(text, "NAME = my-job\n") != NULL &&
+                      strstr(text, "/plugin.mk") != NULL, "%s", text);
+        free(text);
+        free(path);
+    }
+    /* The manifest is valid and names the job and its library. */
+    expect_run(0, "name:      my-job\n", "info ./my-job/my-job.json");
+    expect_run(0, "library:   ./my-job/my-job.so\n", "info ./my-job/my-job.json");
+
+    /* Never overwritten; nothing of the first is changed. */
+    expect_run(1, "./my-job already exists: soren-host new never overwrites; choose another "
+                  "NAME, another --dir, or remove ./my-job", "new my-job");
+    /* A name that starts with a digit gets a C identifier of its own. */
+    expect_run(0, "./7up/", "new 7up");
+    char *cu = path_in("7up", "7up.cu");
+    char *text = tu_read(cu, NULL);
+    cr_expect(strstr(text, "SOREN_PLUGIN(7up, SOREN_STAGE(.map = job_7up_map") != NULL, "%s",
+              text);
+    free(text);
+    free(cu);
+}
+
+Test(cli, new_refuses_bad_names_and_places)
+{
+    static const char *const bad[] = {"Upper", "_x", "-- -x", "a/b", "..", "a.b", "''", "sp\\ ace",
+                                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "new %s", bad[i]);
+        expect_run(2, "is not a job name: use lowercase letters, digits, '_' and '-'", args);
+    }
+    expect_run(1, "cannot create no/such/dir/x: No such file or directory (create the folder "
+                  "it goes in first, or choose another --dir)", "new x --dir no/such/dir");
+    expect_run(2, "--from nope: no such example", "new x --from nope");
+    expect_run(2, "--from ../x: no such example", "new x --from ../x");
+    /* Nothing is left behind by a refusal. */
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    struct dirent *de;
+    while ((de = readdir(d)))
+        cr_expect(de->d_name[0] == '.', "left behind: %s", de->d_name);
+    closedir(d);
+}
+
+Test(cli, new_from_an_example_and_into_a_dir)
+{
+    char *sub = NULL;
+    cr_assert(asprintf(&sub, "%s/work", dir) > 0);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    free(sub);
+    expect_run(0, "work/mygrep/: mygrep.cu, mygrep.json, Makefile, README.md, from the example "
+                  "grep", "new mygrep --from grep --dir work");
+    char *cu = path_in("work/mygrep", "mygrep.cu");
+    char *text = tu_read(cu, NULL);
+    cr_expect(strstr(text, "SOREN_PLUGIN(mygrep,") != NULL, "%s", text);
+    cr_expect(strstr(text, "mygrep_map") != NULL, "%s", text);
+    cr_expect(strstr(text, "soren_dfa") != NULL, "the example's code is gone: %s", text);
+    free(text);
+    free(cu);
+    /* The example's manifest, renamed, with its parameter. */
+    expect_run(0, "param:     pattern (regex, required)", "info ./work/mygrep/mygrep.json");
+    expect_run(0, "name:      mygrep\n", "info ./work/mygrep/mygrep.json");
+    expect_run(0, "library:   ./work/mygrep/mygrep.so\n", "info ./work/mygrep/mygrep.json");
+    /* The kit's data folder is where SOREN_DATADIR says. */
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err, "cd '%s' && SOREN_DATADIR=/nonexistent '%s' new y", dir,
+                     tu_host());
+    cr_expect_eq(rc, 1);
+    cr_expect(strstr(err, "cannot read /nonexistent/templates/plugin.cu: No such file or "
+                          "directory; is Soren installed (make install)?") != NULL, "%s", err);
+    free(err);
+}
+
+/* ---- soren-host devices ----------------------------------------------------- */
+
+Test(cli, devices_without_a_gpu)
+{
+    if (tu_runf(NULL, NULL, "nvidia-smi -L >/dev/null 2>&1") == 0)
+        cr_skip_test("a GPU is present; this checks the message where none is");
+    char *out = NULL, *err = NULL;
+    int rc = tu_runf(&out, &err, "'%s' devices", tu_host());
+    cr_expect_eq(rc, 1);
+    cr_expect_str_eq(out, "");
+    cr_expect(strncmp(err, "soren-host: no usable GPU: ", 27) == 0, "%s", err);
+    cr_expect(strstr(err, "runtime ") != NULL, "%s", err);
+    cr_expect(strstr(err, "Until then jobs run on the CPU engine.\n") != NULL, "%s", err);
+    free(out);
+    free(err);
 }

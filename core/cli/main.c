@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/commands.h"
 #include "config.h"
 #include "engine/job.h"
 #include "plugin/loader.h"
@@ -35,6 +36,11 @@ static const char usage_text[] =
     "                       every disagreement between them\n"
     "  run NAME|PATH [INPUT...]\n"
     "                       run a job over the INPUT files (standard input if none)\n"
+    "  new NAME             write a folder NAME/ to start a plugin from: NAME.cu,\n"
+    "                       NAME.json, a Makefile (make builds NAME.so against the\n"
+    "                       installed SDK) and a README; never overwrites\n"
+    "  devices              list the GPUs the CUDA runtime can use, with their\n"
+    "                       memory and compute capability (exit status 1: none)\n"
     "\n"
     "Options:\n"
     "  -o, --output FILE    write the result to FILE (default: standard output);\n"
@@ -65,8 +71,17 @@ static const char usage_text[] =
     "                       (default: projected).  Regions grow when they fill and\n"
     "                       the run resumes, so small sizes only cost overflows;\n"
     "                       sizes take K, M, G\n"
-    "  -f, --format tsv|json\n"
+    "  -f, --format tsv|csv|json|jsonl\n"
     "                       output format (default tsv)\n"
+    "      --order key|value_desc|value_asc|none\n"
+    "                       order of the pairs, instead of the manifest's\n"
+    "      --top N          keep only the first N pairs, in that order\n"
+    "      --progress       show the progress line on standard error even when it\n"
+    "                       is not a terminal\n"
+    "      --no-progress    never show it (default: shown on a terminal)\n"
+    "      --from EXAMPLE   new: start from an installed example job (wordcount,\n"
+    "                       grep, histogram, stringmatch) instead of a skeleton\n"
+    "      --dir DIR        new: write the folder in DIR (default: here)\n"
     "  -P, --plugin-path DIR\n"
     "                       search DIR for plugins first (repeatable; DIR may be a\n"
     "                       colon-separated list)\n"
@@ -93,6 +108,9 @@ typedef struct cli {
     soren_trust trust; /* --allow-insecure-plugin-dirs */
     const char **params;
     size_t param_count;
+    int progress;          /* --progress 1, --no-progress 0, else -1: on a terminal */
+    const char *new_from;  /* new --from */
+    const char *new_dir;   /* new --dir */
 } cli;
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -199,7 +217,8 @@ static int parse_args(cli *c, int argc, char **argv)
 {
     enum {
         OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS,
-        OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE
+        OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE, OPT_ORDER, OPT_TOP,
+        OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR
     };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
@@ -214,8 +233,15 @@ static int parse_args(cli *c, int argc, char **argv)
         {"small-keys", required_argument, 0, OPT_SMALL_KEYS},
         {"explain", no_argument, 0, OPT_EXPLAIN},
         {"allow-insecure-plugin-dirs", no_argument, 0, OPT_ALLOW_INSECURE},
+        {"order", required_argument, 0, OPT_ORDER},
+        {"top", required_argument, 0, OPT_TOP},
+        {"progress", no_argument, 0, OPT_PROGRESS},
+        {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+        {"from", required_argument, 0, OPT_FROM},
+        {"dir", required_argument, 0, OPT_DIR},
         {0, 0, 0, 0}};
     soren_run_options_init(&c->run);
+    c->progress = -1;
     opterr = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, ":o:p:t:f:P:vhV", options, NULL)) != -1) {
@@ -247,13 +273,27 @@ static int parse_args(cli *c, int argc, char **argv)
                                    optarg);
             break;
         case 'f':
-            if (strcmp(optarg, "tsv") == 0)
-                c->run.format = SOREN_FORMAT_TSV;
-            else if (strcmp(optarg, "json") == 0)
-                c->run.format = SOREN_FORMAT_JSON;
-            else
-                return usage_error("--format: expected tsv or json, got \"%s\"", optarg);
+            if (soren_format_parse(optarg, &c->run.format) != 0)
+                return usage_error("--format: expected one of %s, got \"%s\"",
+                                   soren_format_names, optarg);
             break;
+        case OPT_ORDER: {
+            soren_order order;
+            if (soren_order_parse(optarg, &order) != 0)
+                return usage_error("--order: expected one of %s, got \"%s\"",
+                                   soren_order_names, optarg);
+            c->run.order = (int)order;
+            break;
+        }
+        case OPT_TOP:
+            if (!parse_count(optarg, &c->run.top) || c->run.top == 0)
+                return usage_error("--top: expected a number of pairs from 1 up, got \"%s\"",
+                                   optarg);
+            break;
+        case OPT_PROGRESS: c->progress = 1; break;
+        case OPT_NO_PROGRESS: c->progress = 0; break;
+        case OPT_FROM: c->new_from = optarg; break;
+        case OPT_DIR: c->new_dir = optarg; break;
         case 'P':
             if (!push(&c->plugin_paths, &c->plugin_path_count, optarg))
                 return usage_error("%s", "out of memory");
@@ -295,8 +335,11 @@ static int parse_args(cli *c, int argc, char **argv)
         }
     }
     if (optind >= argc)
-        return usage_error("%s", "no command given (list, info, check or run)");
+        return usage_error("%s", "no command given (list, info, check, run, new or devices)");
     c->command = argv[optind];
+    if ((c->new_from || c->new_dir) && strcmp(c->command, "new") != 0)
+        return usage_error("%s applies to the new command only",
+                           c->new_from ? "--from" : "--dir");
     c->args = argv + optind + 1;
     c->arg_count = argc - optind - 1;
     c->run.params = c->params;
@@ -434,6 +477,13 @@ static int cmd_check(cli *c, const soren_search_path *sp)
     return 0;
 }
 
+/* The progress line: as --progress or --no-progress say, else drawn where
+ * standard error is a terminal (a log file or a pipe gets none). */
+static int want_progress(const cli *c)
+{
+    return c->progress >= 0 ? c->progress : isatty(STDERR_FILENO);
+}
+
 static int cmd_run(cli *c, const soren_search_path *sp)
 {
     if (c->arg_count < 1)
@@ -448,11 +498,31 @@ static int cmd_run(cli *c, const soren_search_path *sp)
     if (soren_plugin_open(path, c->trust, &p, &err) == SOREN_OK) {
         c->run.inputs = (const char *const *)c->args + 1;
         c->run.input_count = (size_t)c->arg_count - 1;
+        /* Without its thread the run goes on, only without the line. */
+        if (want_progress(c))
+            c->run.progress = soren_progress_new(stderr, NULL);
         soren_job_run(p, &c->run, &err);
+        soren_progress_free(c->run.progress);
+        c->run.progress = NULL;
     }
     soren_plugin_close(p);
     free(path);
     return err.code == SOREN_OK ? 0 : report(&err);
+}
+
+static int cmd_new(cli *c)
+{
+    if (c->arg_count != 1)
+        return usage_error("%s", "new takes one NAME: soren-host new NAME [--from EXAMPLE] "
+                                 "[--dir DIR]");
+    return soren__cli_new(c->args[0], c->new_from, c->new_dir);
+}
+
+static int cmd_devices(cli *c)
+{
+    if (c->arg_count)
+        return usage_error("devices takes no arguments, got \"%s\"", c->args[0]);
+    return soren__cli_devices();
 }
 
 int main(int argc, char **argv)
@@ -481,8 +551,13 @@ int main(int argc, char **argv)
             rc = cmd_check(&c, &sp);
         else if (strcmp(c.command, "run") == 0)
             rc = cmd_run(&c, &sp);
+        else if (strcmp(c.command, "new") == 0)
+            rc = cmd_new(&c);
+        else if (strcmp(c.command, "devices") == 0)
+            rc = cmd_devices(&c);
         else
-            rc = usage_error("unknown command \"%s\" (list, info, check or run)", c.command);
+            rc = usage_error("unknown command \"%s\" (list, info, check, run, new or devices)",
+                             c.command);
         soren_search_path_destroy(&sp);
     }
     free(c.params);
