@@ -109,3 +109,14 @@ void dg_rgb(const char *path, size_t pixels, uint64_t seed)
     }
     fclose(f);
 }
+
+void dg_kv32(const char *path, size_t records, uint32_t keys, uint64_t seed)
+{
+    FILE *f = open_out(path);
+    uint64_t rng = seed;
+    for (size_t i = 0; i < records; i++) {
+        uint32_t kv[2] = {(uint32_t)tu_rand_below(&rng, keys), (uint32_t)tu_rand(&rng)};
+        cr_assert_eq(fwrite(kv, sizeof kv, 1, f), 1);
+    }
+    cr_assert_eq(fclose(f), 0);
+}

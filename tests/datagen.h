@@ -26,4 +26,8 @@ void dg_text_shape(const char *path, size_t bytes, dg_shape shape, uint64_t seed
 /* Raw RGB pixels: skewed channels (some bins stay empty). */
 void dg_rgb(const char *path, size_t pixels, uint64_t seed);
 
+/* Records of 8 bytes, a u32 key below `keys` and a random u32 value: the
+ * input of the test jobs kvmedian and kvscale (tests/plugins). */
+void dg_kv32(const char *path, size_t records, uint32_t keys, uint64_t seed);
+
 #endif /* SOREN_DATAGEN_H */

@@ -287,10 +287,22 @@ Test(adapt, every_choice_rule_on_both_devices)
     soren_stage_spec grouped = string_spec();
     grouped.combine = SOREN_COMBINE_NONE;
     grouped.reduce = SOREN_REDUCE_FUNCTION;
+    /* Per pair: repeated keys (4 pairs a key), mostly distinct keys (10 of 12). */
+    soren_metrics repeated = {.ran = 1, .pairs = 20000, .distinct_keys = 5000};
+    soren_metrics distinct = {.ran = 1, .pairs = 12000, .distinct_keys = 10000};
     for (int gpu = 0; gpu <= 1; gpu++) {
         expect_choice(&grouped, &few, gpu, SOREN_VARIANT_HASH, "reduce without a combine");
         expect_choice(&grouped, &none, gpu, SOREN_VARIANT_HASH, "reduce without a combine");
+        /* String keys group by table refs whatever the metrics say. */
+        expect_choice(&grouped, &distinct, gpu, SOREN_VARIANT_HASH, "reduce without a combine");
     }
+    soren_stage_spec typed_grouped = grouped;
+    typed_grouped.key_type = SOREN_TYPE_U32;
+    typed_grouped.key_max_size = 4;
+    expect_choice(&typed_grouped, &repeated, 1, SOREN_VARIANT_HASH, "keys repeat");
+    expect_choice(&typed_grouped, &distinct, 1, SOREN_VARIANT_SORT, "mostly distinct");
+    expect_choice(&typed_grouped, &none, 1, SOREN_VARIANT_HASH, "no monitoring");
+    expect_choice(&typed_grouped, &distinct, 0, SOREN_VARIANT_HASH, "CPU engine");
 
     soren_stage_spec indexed = string_spec();
     indexed.key_type = SOREN_TYPE_INDEX;

@@ -294,8 +294,8 @@ Test(cli, progress_forced_into_a_file_leaves_the_output_alone)
 {
     make_text_file("in.txt", 8);
     char *err = NULL, *out = NULL;
-    int rc = tu_runf(&out, &err, "cd '%s' && '%s' run wordcount in.txt -t 1 --progress "
-                                 "-o forced.tsv", dir, tu_host());
+    int rc = tu_runf(&out, &err, "cd '%s' && '%s' run wordcount in.txt --device cpu -t 1 "
+                                 "--progress -o forced.tsv", dir, tu_host());
     cr_assert_eq(rc, 0, "%s", err);
     cr_expect_str_eq(out, "");
     /* Frames start with \r and say the phase, the bytes of the total, the
@@ -310,8 +310,8 @@ Test(cli, progress_forced_into_a_file_leaves_the_output_alone)
     free(out);
 
     /* Standard error is a file here: without the flag, no progress. */
-    rc = tu_runf(&out, &err, "cd '%s' && '%s' run wordcount in.txt -t 1 -o plain.tsv", dir,
-                 tu_host());
+    rc = tu_runf(&out, &err, "cd '%s' && '%s' run wordcount in.txt --device cpu -t 1 "
+                             "-o plain.tsv", dir, tu_host());
     cr_assert_eq(rc, 0, "%s", err);
     cr_expect_str_eq(err, "");
     free(err);
@@ -322,8 +322,8 @@ Test(cli, progress_forced_into_a_file_leaves_the_output_alone)
     free(a);
 
     /* Nor does it touch standard output, where the result then goes. */
-    rc = tu_runf(&out, &err, "cd '%s' && '%s' run wordcount in.txt -t 2 --progress", dir,
-                 tu_host());
+    rc = tu_runf(&out, &err, "cd '%s' && '%s' run wordcount in.txt --device cpu -t 2 "
+                             "--progress", dir, tu_host());
     cr_assert_eq(rc, 0);
     cr_expect(strlen(out) == b_size && memcmp(out, b, b_size) == 0,
               "--progress changed standard output");
@@ -344,8 +344,8 @@ Test(cli, progress_and_verbose_lines_do_not_tear)
 {
     make_text_file("in.txt", 4);
     char *err = NULL;
-    int rc = tu_runf(NULL, &err, "cd '%s' && '%s' run wordcount in.txt -t 1 --progress "
-                                 "--verbose -o out.tsv", dir, tu_host());
+    int rc = tu_runf(NULL, &err, "cd '%s' && '%s' run wordcount in.txt --device cpu -t 1 "
+                                 "--progress --verbose -o out.tsv", dir, tu_host());
     cr_assert_eq(rc, 0, "%s", err);
     /* Every verbose message starts a line: at the start, after a newline,
      * or after the \r that ends a wiped frame. */
@@ -367,13 +367,13 @@ Test(cli, progress_on_a_terminal)
         cr_skip_test("script(1) from util-linux is needed to run soren-host on a terminal");
     make_text_file("in.txt", 8);
     char *out = NULL;
-    int rc = tu_runf(&out, NULL, "cd '%s' && script -qec \"'%s' run wordcount in.txt -t 1 -o "
-                                 "tty.tsv\" /dev/null", dir, tu_host());
+    int rc = tu_runf(&out, NULL, "cd '%s' && script -qec \"'%s' run wordcount in.txt "
+                                 "--device cpu -t 1 -o tty.tsv\" /dev/null", dir, tu_host());
     cr_assert_eq(rc, 0, "%s", out);
     cr_expect(strstr(out, "soren-host: map ") != NULL, "%s", out);
     free(out);
-    rc = tu_runf(&out, NULL, "cd '%s' && script -qec \"'%s' run wordcount in.txt -t 1 "
-                             "--no-progress -o tty2.tsv\" /dev/null", dir, tu_host());
+    rc = tu_runf(&out, NULL, "cd '%s' && script -qec \"'%s' run wordcount in.txt --device cpu "
+                             "-t 1 --no-progress -o tty2.tsv\" /dev/null", dir, tu_host());
     cr_assert_eq(rc, 0, "%s", out);
     cr_expect(strstr(out, "soren-host: ") == NULL, "%s", out);
     free(out);

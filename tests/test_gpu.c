@@ -16,16 +16,28 @@
 
 static char *dir;
 /* The variants that can run a job: dense only where the keys are index keys
- * (histogram), hash and block only where there is a combine. */
+ * (histogram), block only where there is a combine, hash where there is a
+ * combine or a reduce (the test jobs of tests/plugins, found by path: docfreq
+ * and kvmedian reduce without a combine, kvscale after one). */
 static const char *const all_variants[] = {"hash", "block", "dense", "direct", "sort"};
 
 static int runs_on(const char *job, const char *variant)
 {
+    int folds = !strstr(job, "stringmatch") && !strstr(job, "docfreq") && !strstr(job, "kvmedian");
     if (strcmp(variant, "dense") == 0)
         return strcmp(job, "histogram") == 0;
-    if (strcmp(variant, "hash") == 0 || strcmp(variant, "block") == 0)
-        return strcmp(job, "stringmatch") != 0;
+    if (strcmp(variant, "block") == 0)
+        return folds;
+    if (strcmp(variant, "hash") == 0)
+        return !strstr(job, "stringmatch");
     return 1;
+}
+
+static char *test_job(const char *name)
+{
+    char *p = NULL;
+    cr_assert(asprintf(&p, "%s/stage/test-plugins/%s.json", tu_builddir(), name) > 0);
+    return p;
 }
 
 #define VARIANT_COUNT (sizeof all_variants / sizeof all_variants[0])
@@ -142,6 +154,36 @@ Test(gpu, histogram_sizes)
         compare_variants("histogram", "", input, label);
     }
     free(input);
+}
+
+/* Reduce functions: docfreq groups string keys, kvmedian few and mostly
+ * distinct u32 keys (hash and sort group them differently), kvscale reduces
+ * after a combine. */
+Test(gpu, reduce_sizes)
+{
+    size_t mb[8], n = sizes(mb);
+    char *text = in_dir("text"), *kv = in_dir("kv");
+    char *docfreq = test_job("docfreq"), *kvmedian = test_job("kvmedian"),
+         *kvscale = test_job("kvscale");
+    for (size_t i = 0; i < n; i++) {
+        char label[64];
+        snprintf(label, sizeof label, "on %zu MB", mb[i]);
+        dg_text(text, mb[i] << 20, 501 + i);
+        compare_variants(docfreq, "", text, label);
+        size_t records = (mb[i] << 20) / 8;
+        snprintf(label, sizeof label, "on %zu MB, 1000 keys", mb[i]);
+        dg_kv32(kv, records, 1000, 511 + i);
+        compare_variants(kvmedian, "", kv, label);
+        compare_variants(kvscale, "", kv, label);
+        snprintf(label, sizeof label, "on %zu MB, distinct keys", mb[i]);
+        dg_kv32(kv, records, 1u << 30, 521 + i);
+        compare_variants(kvmedian, "", kv, label);
+    }
+    free(docfreq);
+    free(kvmedian);
+    free(kvscale);
+    free(text);
+    free(kv);
 }
 
 static void shapes(const char *job, const char *args)
@@ -261,22 +303,40 @@ Test(gpu, overflows_resume_without_losing_a_pair)
     overflow_case("grep", "--param 'pattern=e|[0-9]$'", text);
     overflow_case("histogram", "", pixels);
     overflow_case("stringmatch", "--param pattern=th", text);
+    char *kv = in_dir("kv");
+    dg_kv32(kv, 100000, 3000, 12);
+    const char *reducing[] = {"docfreq", "kvmedian", "kvscale"};
+    for (size_t i = 0; i < 3; i++) {
+        char *job = test_job(reducing[i]);
+        overflow_case(job, "", i == 0 ? text : kv);
+        free(job);
+    }
+    free(kv);
     free(text);
     free(pixels);
 }
 
 /* --engine auto reads the metrics: many distinct keys, hash; few (a rare
- * pattern), block; index keys, dense; no combine, direct. */
+ * pattern), block; index keys, dense; no combine, direct; a reduce without
+ * a combine, hash where keys repeat or are strings, sort where typed keys
+ * are mostly distinct. */
 Test(gpu, auto_picks_the_variant_the_metrics_call_for)
 {
     char *text = in_dir("text"), *pixels = in_dir("pixels"), *out = in_dir("out");
+    char *few = in_dir("few"), *distinct = in_dir("distinct");
+    char *docfreq = test_job("docfreq"), *kvmedian = test_job("kvmedian");
     dg_text(text, 8 << 20, 9);
     dg_rgb(pixels, (8 << 20) / 3, 10);
+    dg_kv32(few, 1 << 20, 1000, 13);
+    dg_kv32(distinct, 1 << 20, 1u << 30, 14);
     struct { const char *job, *params, *input, *variant; } cases[] = {
         {"wordcount", "", text, "hash"},
         {"grep", "--param 'pattern=^Q.*7$'", text, "block"},
         {"histogram", "", pixels, "dense"},
         {"stringmatch", "--param pattern=the", text, "direct"},
+        {docfreq, "", text, "hash"},
+        {kvmedian, "", few, "hash"},
+        {kvmedian, "", distinct, "sort"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[256], *err = NULL;
@@ -293,9 +353,37 @@ Test(gpu, auto_picks_the_variant_the_metrics_call_for)
         }
         free(err);
     }
+    free(docfreq);
+    free(kvmedian);
+    free(few);
+    free(distinct);
     free(text);
     free(pixels);
     free(out);
+}
+
+/* The progress line of a GPU run: the upload counts its bytes, the other
+ * phases their time, the line is wiped at the end, and the output is what
+ * it is without the line. */
+Test(gpu, progress_names_the_phases_and_counts_the_upload)
+{
+    char *input = in_dir("text"), *with = in_dir("with.out"), *without = in_dir("without.out");
+    char *err = NULL;
+    dg_text(input, 64 << 20, 15);
+    cr_assert_eq(run("wordcount", "--device gpu --progress", input, with, &err), 0, "%s", err);
+    cr_expect(strstr(err, "\rsoren-host: upload ") != NULL, "%s", err);
+    cr_expect(strstr(err, " of 64.0 MiB (") != NULL, "%s", err);
+    size_t n = strlen(err);
+    cr_expect(n > 2 && err[n - 1] == '\r' && err[n - 2] == ' ', "not wiped at the end: %s", err);
+    free(err);
+    err = NULL;
+    cr_assert_eq(run("wordcount", "--device gpu", input, without, &err), 0, "%s", err);
+    cr_expect_str_eq(err, "");
+    free(err);
+    expect_same(with, without, "wordcount with --progress");
+    free(input);
+    free(with);
+    free(without);
 }
 
 /* Asking for more device memory than there is fails cleanly, naming the

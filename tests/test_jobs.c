@@ -1,6 +1,7 @@
-/* The three jobs on the CPU engine, end to end through soren-host, against
- * independent references: coreutils pipelines for wordcount and grep, a
- * plain C loop for histogram.  Inputs are seeded random data of
+/* The jobs on the CPU engine, end to end through soren-host, against
+ * independent references: coreutils pipelines for wordcount, grep and the
+ * test job docfreq, plain C loops for histogram and the test jobs kvmedian
+ * and kvscale (reduce functions, tests/plugins).  Inputs are seeded random data of
  * $SOREN_TEST_MB megabytes (default 100), run with 1, 2 and 7 threads. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -116,6 +117,88 @@ Test(jobs, histogram_equals_c_loop)
     free(rgb);
     run_threads("histogram", "", in, want);
 }
+
+/* The test jobs with reduce functions, found by path in the build tree. */
+static const char *test_job(const char *name)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/stage/test-plugins/%s.json", tu_builddir(), name);
+    return path;
+}
+
+Test(jobs, docfreq_equals_awk)
+{
+    char in[4096], want[4096];
+    snprintf(in, sizeof in, "%s/text", dir);
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    dg_text(in, test_bytes() / 4, 41);
+    /* Lines are the records; words split at every ASCII space, which awk
+     * sees once \t, \v, \f and \r are blanks; line offsets fit the job's
+     * 32-bit values at these sizes. */
+    cr_assert_eq(tu_runf(NULL, NULL, "LC_ALL=C tr '\t\v\f\r' '    ' < '%s' | "
+                         "LC_ALL=C awk '{ split(\"\", seen); for (i = 1; i <= NF; i++) "
+                         "if (!seen[$i]++) lines[$i]++ } END { for (w in lines) "
+                         "printf \"%%s\\t%%d\\n\", w, lines[w] }' | LC_ALL=C sort | "
+                         "sed 's/\\\\/\\\\\\\\/g' > '%s'", in, want), 0);
+    run_threads(test_job("docfreq"), "", in, want);
+}
+
+static int u64_less(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* kvmedian's or kvscale's answer for kv32 records, by a plain loop over
+ * the pairs sorted by key, then value. */
+static void kv_reference(const char *in, const char *want, int median)
+{
+    size_t n = 0;
+    uint32_t *kv = (uint32_t *)tu_read(in, &n);
+    n /= 8;
+    uint64_t *pairs = malloc((n ? n : 1) * 8);
+    cr_assert_not_null(pairs);
+    for (size_t i = 0; i < n; i++)
+        pairs[i] = (uint64_t)kv[2 * i] << 32 | kv[2 * i + 1];
+    qsort(pairs, n, 8, u64_less);
+    FILE *f = fopen(want, "w");
+    cr_assert_not_null(f);
+    /* kvmedian's median keys (key | 2^31) sort after every key map emits. */
+    for (int pass = 0; pass < (median ? 2 : 1); pass++) {
+        for (size_t first = 0, end; first < n; first = end) {
+            uint32_t key = (uint32_t)(pairs[first] >> 32), distinct = 0, sum = 0;
+            for (end = first; end < n && (uint32_t)(pairs[end] >> 32) == key; end++) {
+                distinct += end == first || pairs[end] != pairs[end - 1];
+                sum += (uint32_t)pairs[end];
+            }
+            if (!median)
+                fprintf(f, "%u\t%u\n", key, 2 * sum);
+            else if (pass == 0)
+                fprintf(f, "%u\t%u\n", key, distinct);
+            else
+                fprintf(f, "%u\t%u\n", key | 0x80000000u,
+                        (uint32_t)pairs[first + (end - first) / 2]);
+        }
+    }
+    cr_assert_eq(fclose(f), 0);
+    free(kv);
+    free(pairs);
+}
+
+static void kv_case(const char *job, uint32_t keys, uint64_t seed)
+{
+    char in[4096], want[4096];
+    snprintf(in, sizeof in, "%s/kv", dir);
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    dg_kv32(in, test_bytes() / 64, keys, seed);
+    kv_reference(in, want, strcmp(job, "kvmedian") == 0);
+    run_threads(test_job(job), "", in, want);
+}
+
+/* Few keys with many values each, and keys mostly distinct. */
+Test(jobs, kvmedian_equals_c_loop_few_keys) { kv_case("kvmedian", 1000, 51); }
+Test(jobs, kvmedian_equals_c_loop_distinct_keys) { kv_case("kvmedian", 1u << 30, 52); }
+Test(jobs, kvscale_equals_c_loop) { kv_case("kvscale", 5000, 53); }
 
 /* Small hand-made inputs whose answers are known exactly. */
 static void expect_output(const char *job, const char *args, const char *input,

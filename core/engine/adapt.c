@@ -159,6 +159,34 @@ void soren_project(const soren_stage_spec *spec, const soren_metrics *m, soren_p
 
 /* ---- Choice -------------------------------------------------------------- */
 
+/* A reduce without a combine needs each key's values together.  hash keeps
+ * one copy of each key and groups the pairs by 32-bit table refs; sort
+ * copies the key of every pair and groups by sorting keys.  Where typed keys
+ * (which radix-sort like refs) are mostly distinct, the table saves little
+ * and costs a probe per pair, so sort groups them; where keys repeat, or are
+ * strings (which sort by comparing bytes), hash does. */
+static const char *choose_grouping(const soren_metrics *m, int on_gpu, soren_type key_type,
+                                   soren_variant *out)
+{
+    *out = SOREN_VARIANT_HASH;
+    if (!on_gpu)
+        return "reduce without a combine: hash, values grouped by key (the CPU engine "
+               "groups through its tables)";
+    if (!m->ran)
+        return "reduce without a combine, no monitoring (--sample 0): hash, values grouped "
+               "by key";
+    if (key_type == SOREN_TYPE_STRING)
+        return "reduce without a combine, string keys: hash, values grouped by the table's "
+               "key refs";
+    if (m->distinct_keys * 2 < m->pairs)
+        return "reduce without a combine, keys repeat in the sample (under one distinct key "
+               "per two pairs): hash, values grouped by the table's key refs";
+    *out = SOREN_VARIANT_SORT;
+    return "reduce without a combine, typed keys mostly distinct in the sample (one "
+           "distinct key per two pairs or more): sort, values grouped by a radix sort of "
+           "the keys";
+}
+
 const char *soren_choose(const soren_stage_spec *spec, const soren_metrics *m,
                          uint64_t small_keys, int on_gpu, soren_variant *out)
 {
@@ -166,12 +194,8 @@ const char *soren_choose(const soren_stage_spec *spec, const soren_metrics *m,
         *out = SOREN_VARIANT_DIRECT;
         return "map-only stage (no combine, no reduce): direct";
     }
-    /* This release has no GPU reduce functions: the values of each key are
-     * grouped on the CPU, through a table, whatever the metrics say. */
-    if (spec->combine == SOREN_COMBINE_NONE) {
-        *out = SOREN_VARIANT_HASH;
-        return "reduce without a combine: hash, values grouped by key";
-    }
+    if (spec->combine == SOREN_COMBINE_NONE)
+        return choose_grouping(m, on_gpu, spec->key_type, out);
     if (spec->key_type == SOREN_TYPE_INDEX) {
         *out = on_gpu ? SOREN_VARIANT_DENSE : SOREN_VARIANT_HASH;
         return on_gpu ? "index keys bounded by the manifest: dense"

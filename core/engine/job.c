@@ -103,17 +103,15 @@ static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inp
                                soren_engine_names);
     gpu.sample = o->sample;
     gpu.small_keys = o->small_keys;
+    gpu.progress = o->progress;
     x->device = "gpu";
-    /* The GPU engine reports no progress of its own: the line shows the
-     * phase and the time it has taken. */
-    soren_progress_phase(o->progress, "gpu", 0);
     soren_status rc = soren_gpu_run(spec, inputs, input_count, params, &gpu, res, x, err);
     if (rc == SOREN_OK && o->verbose) {
         soren_progress_say(o->progress,
                            "soren-host: gpu engine: %s variant; ms: upload %.3f, split %.3f, "
-                           "map %.3f, merge %.3f, order %.3f, download %.3f\n",
+                           "map %.3f, merge %.3f, reduce %.3f, order %.3f, download %.3f\n",
                            soren_variant_name(x->variant), x->ms.upload, x->ms.split,
-                           x->ms.map, x->ms.merge, x->ms.sort, x->ms.download);
+                           x->ms.map, x->ms.merge, x->ms.reduce, x->ms.sort, x->ms.download);
         soren_progress_say(o->progress, "soren-host: variant: %s (%s)\n",
                            soren_variant_name(x->variant),
                            x->rule ? x->rule : "no rule recorded");

@@ -1,10 +1,11 @@
 /*
  * progress.h - how far a run has got, and the line on a terminal that says so.
  *
- * The run names each phase as it starts ("read", "monitor", "map", "merge",
- * "reduce", "order", "gpu", "write"), with the bytes the phase goes through
- * where they are counted; the CPU engine adds the bytes of every chunk it
- * has mapped (one atomic add per 1 MiB chunk, never one per record).  A
+ * The run names each phase as it starts ("read", "upload", "split",
+ * "monitor", "map", "merge", "reduce", "order", "download", "write"), with
+ * the bytes the phase goes through where they are counted; the CPU engine
+ * adds the bytes of every chunk it has mapped (one atomic add per 1 MiB
+ * chunk, never one per record), the GPU engine every chunk it uploads.  A
  * thread of the progress object's own draws one line on its stream at most
  * ten times a second, each frame over the last with a carriage return:
  *

@@ -18,6 +18,7 @@
 
 extern "C" {
 #include "../cpu/cpu.h"
+#include "../cpu/internal.h"
 #include "engine.h"
 }
 
@@ -148,14 +149,57 @@ __global__ void value_bits_kernel(const uint32_t *perm, uint64_t n, const uint8_
 }
 
 /* After a sort by key: run_head[j] = 1 where sorted entry j starts a run of
- * equal keys. */
+ * equal keys.  by_ref: the refs are the hash table's, one per key, so equal
+ * keys have equal refs. */
 __global__ void run_heads_kernel(const uint32_t *perm, uint64_t n, const uint32_t *refs,
-                                 const uint8_t *keys, uint64_t *run_head)
+                                 const uint8_t *keys, bool by_ref, uint64_t *run_head)
 {
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x) {
-        run_head[j] = j == 0 || !same_key(keys, refs[perm[j - 1]], refs[perm[j]]);
+        uint32_t a = j ? refs[perm[j - 1]] : 0, b = refs[perm[j]];
+        run_head[j] = j == 0 || (by_ref ? a != b : !same_key(keys, a, b));
     }
+}
+
+/* Sort keys that group the table's refs (their order means nothing). */
+__global__ void ref_bits_kernel(const uint32_t *perm, uint64_t n, const uint32_t *refs,
+                                uint64_t *bits)
+{
+    for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
+         j += (uint64_t)gridDim.x * blockDim.x)
+        bits[j] = refs[perm[j]];
+}
+
+/* The groups of a reduce, from pairs sorted by key: each run of equal keys
+ * is a group, starting at its first sorted entry; the values are gathered
+ * in sorted order, so each group's lie together. */
+__global__ void groups_kernel(const uint32_t *perm, uint64_t n, const uint64_t *run_scan,
+                              const uint64_t *run_head, const uint32_t *refs,
+                              const uint8_t *values, uint32_t value_size, uint32_t *group_refs,
+                              uint64_t *group_start, uint8_t *group_values)
+{
+    for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
+         j += (uint64_t)gridDim.x * blockDim.x) {
+        if (run_head[j]) {
+            group_refs[run_scan[j] - 1] = refs[perm[j]];
+            group_start[run_scan[j] - 1] = j;
+        }
+        memcpy(group_values + j * value_size, values + (uint64_t)perm[j] * value_size,
+               value_size);
+    }
+}
+
+/* The most values a group has (reduce takes a 32-bit count). */
+__global__ void largest_group_kernel(const uint64_t *group_start, uint64_t groups,
+                                     unsigned long long *largest)
+{
+    unsigned long long mine = 0;
+    for (uint64_t g = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; g < groups;
+         g += (uint64_t)gridDim.x * blockDim.x) {
+        unsigned long long n = group_start[g + 1] - group_start[g];
+        mine = n > mine ? n : mine;
+    }
+    atomicMax(largest, mine);
 }
 
 /* Scatters each pair's run index (the inclusive scan of the heads, minus
@@ -198,7 +242,7 @@ __global__ void pack_kernel(const uint32_t *perm, uint64_t n, const uint32_t *re
 
 /* ---- Host side ----------------------------------------------------------- */
 
-enum { MARKS = 8 }; /* upload, split, monitor, map, merge, order, download, end */
+enum { MARKS = 9 }; /* upload, split, monitor, map, merge, reduce, order, download, end */
 
 /* Everything one run allocated on the device; gpu_run_destroy frees it all. */
 struct gpu_run {
@@ -208,6 +252,7 @@ struct gpu_run {
     soren_variant variant; /* resolved: never AUTO */
     soren_error *err;
     const char *phase;
+    const char *emitter; /* "map" or "reduce": who emits in the launch under way */
     cudaStream_t stream;
     int grid; /* blocks for the engine's own grid-stride kernels */
 
@@ -234,6 +279,11 @@ struct gpu_run {
     size_t temp_size;
     void *param_blocks[SOREN_MAX_PARAMS];
     soren_params params;
+
+    /* reduce: groups of values, each with its key (see soren_gpu_map_args) */
+    uint32_t *group_refs;
+    uint64_t *group_start;
+    uint8_t *group_values;
 
     /* the merged list: n entries of (key ref, value), in perm order */
     uint32_t *refs;
@@ -324,7 +374,7 @@ void gpu_run_destroy(gpu_run *r)
                      r->slots,       r->slot_values, r->pair_keys,    r->pair_values,
                      r->record_pairs, r->record_key_bytes, r->temp,   r->refs,
                      r->values,      r->perm,        r->perm_alt,     r->bits,
-                     r->bits_alt};
+                     r->bits_alt,    r->group_refs,  r->group_start,  r->group_values};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         dev_free(owned[i]);
     for (int i = 0; i < SOREN_MAX_PARAMS; i++)
@@ -469,6 +519,7 @@ soren_status upload_input(gpu_run *r, const soren_input *in)
         CUDA_TRY(r, cudaMemcpyAsync(r->input + off, r->staging[b], n, cudaMemcpyHostToDevice,
                                     r->stream));
         CUDA_TRY(r, cudaEventRecord(r->staged[b], r->stream));
+        soren_progress_add(r->opt->progress, n);
     }
     return SOREN_OK;
 }
@@ -528,7 +579,8 @@ void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint64_t siz
     a->status = (unsigned int *)(r->counters + STATUS);
     a->bad_key = r->counters + BAD_KEY;
     a->max_threads = r->max_threads;
-    if (variant == SOREN_GPU_HASH || variant == SOREN_GPU_BLOCK || variant == SOREN_GPU_DIRECT)
+    if (variant == SOREN_GPU_HASH || variant == SOREN_GPU_BLOCK || variant == SOREN_GPU_DIRECT ||
+        variant == SOREN_GPU_GROUP || variant == SOREN_GPU_REDUCE)
         a->resume = r->resume;
     if (variant == SOREN_GPU_BLOCK)
         a->shared_bytes = SOREN_GPU_BLOCK_SLOTS * (8 + (uint32_t)s->value_size);
@@ -537,28 +589,25 @@ void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint64_t siz
     a->sample_count = r->sample_count;
     a->sample_counts = r->counters + SAMPLE_PAIRS;
     a->sketch = r->sketch;
+    a->group_refs = r->group_refs;
+    a->group_start = r->group_start;
+    a->group_values = r->group_values;
 }
 
-/* A bad key recorded by a launch, as the CPU engine words it. */
+/* A bad key recorded by a launch, in the CPU engine's words: the launch
+ * kept the key's size, or an index key's value, which is all the check
+ * reads. */
 soren_status bad_key_error(gpu_run *r, unsigned long long bad)
 {
-    const char *job = r->spec->job_name;
-    unsigned rule = (unsigned)(bad >> 56);
     unsigned long long detail = bad & ((1ull << 56) - 1);
-    if (rule == 1)
-        return soren_error_set(r->err, SOREN_EJOB, "%s: map emitted a key of %llu bytes; "
-                               "the manifest allows at most %u (key.max_size)", job, detail,
-                               r->spec->key_max_size);
-    if (rule == 2)
-        return soren_error_set(r->err, SOREN_EJOB, "%s: map emitted a %s key of %llu "
-                               "bytes; a %s key is %zu bytes", job,
-                               soren_type_name(r->spec->key_type), detail,
-                               soren_type_name(r->spec->key_type),
-                               soren_type_size(r->spec->key_type));
-    return soren_error_set(r->err, SOREN_EJOB, "%s: map emitted index key %llu; the "
-                           "manifest's key.count is %llu (keys 0 to %llu)", job, detail,
-                           (unsigned long long)r->spec->key_count,
-                           (unsigned long long)r->spec->key_count - 1);
+    uint32_t len = (uint32_t)detail, index = (uint32_t)detail;
+    if ((bad >> 56) == 3)
+        len = 4;
+    if (soren__key_refused(r->spec, soren_type_size(r->spec->key_type), r->emitter, &index, len,
+                           r->err))
+        return r->err->code;
+    return soren_error_set(r->err, SOREN_EJOB, "%s: %s emitted a key the manifest does not "
+                           "allow (%#llx)", r->spec->job_name, r->emitter, bad);
 }
 
 __global__ void count_used_kernel(const unsigned long long *slots, uint64_t n,
@@ -875,6 +924,12 @@ soren_status allocate_regions(gpu_run *r, uint64_t largest)
         if (st != SOREN_OK)
             return st;
         r->keys_capacity = o->key_bytes ? o->key_bytes : p->key_space;
+        if (s->combine == SOREN_COMBINE_NONE) {
+            /* grouping for a reduce: the pairs refer to the table's keys */
+            r->pair_capacity = o->pair_slots ? o->pair_slots : p->pair_slots;
+            ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
+            ALLOC(r, r->pair_values, r->pair_capacity * s->value_size, "the pair values");
+        }
         break;
     }
     default: {
@@ -898,6 +953,9 @@ soren_status allocate_regions(gpu_run *r, uint64_t largest)
         r->keys_capacity = KEY_SPACE_MAX;
     if (r->keys_capacity < 64)
         r->keys_capacity = 64;
+    /* A whole number of 4-byte units: after an overflow the bytes used are
+     * cut back to the capacity, and the next key must start aligned. */
+    r->keys_capacity = (r->keys_capacity + 3) & ~3ull;
     ALLOC(r, r->keys, r->keys_capacity, "the key space");
     return SOREN_OK;
 }
@@ -950,12 +1008,15 @@ soren_status configure(gpu_run *r)
         r->variant = r->opt->variant;
         x->rule = "forced with --engine";
     }
-    bool map_only = s->combine == SOREN_COMBINE_NONE;
-    if (map_only && (r->variant == SOREN_VARIANT_HASH || r->variant == SOREN_VARIANT_BLOCK ||
-                     r->variant == SOREN_VARIANT_DENSE))
+    /* Without a combine, hash can only group values for a reduce function;
+     * block and dense have nothing to fold. */
+    bool grouping = s->reduce == SOREN_REDUCE_FUNCTION;
+    if (s->combine == SOREN_COMBINE_NONE &&
+        ((r->variant == SOREN_VARIANT_HASH && !grouping) || r->variant == SOREN_VARIANT_BLOCK ||
+         r->variant == SOREN_VARIANT_DENSE))
         return soren_error_set(r->err, SOREN_EUSAGE, "--engine %s: %s has no combine to fold "
-                               "values with; use direct or sort",
-                               soren_variant_name(r->variant), s->job_name);
+                               "values with; use %s", soren_variant_name(r->variant),
+                               s->job_name, grouping ? "hash, direct or sort" : "direct or sort");
     if (r->variant == SOREN_VARIANT_DENSE && s->key_type != SOREN_TYPE_INDEX)
         return soren_error_set(r->err, SOREN_EUSAGE, "--engine dense: %s's keys are not index "
                                "keys (the manifest's key.type index with a count)", s->job_name);
@@ -1018,12 +1079,13 @@ soren_status alloc_order_buffers(gpu_run *r)
     return SOREN_OK;
 }
 
-/* Stable radix sort of perm by bits (filled for the current perm). */
-soren_status radix_perm(gpu_run *r)
+/* Stable radix sort of perm by the low end_bit bits of bits (filled for the
+ * current perm). */
+soren_status radix_perm(gpu_run *r, int end_bit)
 {
     cub::DoubleBuffer<uint64_t> keys(r->bits, r->bits_alt);
     cub::DoubleBuffer<uint32_t> perm(r->perm, r->perm_alt);
-    CUB_RUN(r, cub::DeviceRadixSort::SortPairs, keys, perm, (int64_t)r->n, 0, 64);
+    CUB_RUN(r, cub::DeviceRadixSort::SortPairs, keys, perm, (int64_t)r->n, 0, end_bit);
     if (perm.Current() != r->perm) {
         uint32_t *t = r->perm;
         r->perm = r->perm_alt;
@@ -1047,7 +1109,7 @@ soren_status sort_by_key(gpu_run *r)
     }
     key_bits_kernel<<<GRID(r)>>>(r->perm, r->n, r->refs, r->keys, r->spec->key_type, r->bits);
     CUDA_TRY(r, cudaGetLastError());
-    return radix_perm(r);
+    return radix_perm(r, 64);
 }
 
 soren_status sort_by_value(gpu_run *r, bool descending)
@@ -1055,12 +1117,11 @@ soren_status sort_by_value(gpu_run *r, bool descending)
     value_bits_kernel<<<GRID(r)>>>(r->perm, r->n, r->values, (uint32_t)r->spec->value_size,
                                    r->spec->value_type, descending, r->bits);
     CUDA_TRY(r, cudaGetLastError());
-    return radix_perm(r);
+    return radix_perm(r, 64);
 }
 
-/* Direct and sort: every pair is in the pair space.  With a combine, sort
- * them by key and fold each run of equal keys into one accumulator. */
-soren_status merge_pairs(gpu_run *r)
+/* The pair space becomes the list (its keys stay in the key space). */
+soren_status take_pairs(gpu_run *r)
 {
     unsigned long long used = 0;
     CUDA_TRY(r, cudaMemcpyAsync(&used, r->counters + PAIRS_USED, sizeof used,
@@ -1069,25 +1130,52 @@ soren_status merge_pairs(gpu_run *r)
     r->n = used;
     r->refs = r->pair_keys;
     r->values = r->pair_values;
-    r->pair_keys = NULL; /* now owned as the list */
+    r->pair_keys = NULL;
     r->pair_values = NULL;
-    if (r->spec->combine == SOREN_COMBINE_NONE || r->n == 0)
-        return SOREN_OK;
+    return SOREN_OK;
+}
 
-    soren_status st = alloc_order_buffers(r);
-    if (st == SOREN_OK)
-        st = sort_by_key(r);
-    if (st != SOREN_OK)
-        return st;
-    /* bits and bits_alt are free again: heads, then their running count. */
-    run_heads_kernel<<<GRID(r)>>>(r->perm, r->n, r->refs, r->keys, r->bits);
+/* The order buffers are sized for the list: drop them when it changes. */
+void free_order_buffers(gpu_run *r)
+{
+    uint64_t **bits[] = {&r->bits, &r->bits_alt};
+    uint32_t **perms[] = {&r->perm, &r->perm_alt};
+    for (int i = 0; i < 2; i++) {
+        dev_free(*bits[i]);
+        *bits[i] = NULL;
+        dev_free(*perms[i]);
+        *perms[i] = NULL;
+    }
+}
+
+/* Sorted list entry j starts a run of equal keys: bits[j] = 1; bits_alt
+ * gets their running count, and *runs the number of runs. */
+soren_status find_runs(gpu_run *r, bool by_ref, uint64_t *runs)
+{
+    run_heads_kernel<<<GRID(r)>>>(r->perm, r->n, r->refs, r->keys, by_ref, r->bits);
     CUDA_TRY(r, cudaGetLastError());
     CUB_RUN(r, cub::DeviceScan::InclusiveSum, r->bits, r->bits_alt, (int64_t)r->n);
-    uint64_t runs = 0;
-    CUDA_TRY(r, cudaMemcpyAsync(&runs, r->bits_alt + r->n - 1, 8, cudaMemcpyDeviceToHost,
+    CUDA_TRY(r, cudaMemcpyAsync(runs, r->bits_alt + r->n - 1, 8, cudaMemcpyDeviceToHost,
                                 r->stream));
     CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+    return SOREN_OK;
+}
 
+/* Direct and sort: every pair is in the pair space.  With a combine, sort
+ * them by key and fold each run of equal keys into one accumulator. */
+soren_status merge_pairs(gpu_run *r)
+{
+    soren_status st = take_pairs(r);
+    if (st != SOREN_OK || r->spec->combine == SOREN_COMBINE_NONE || r->n == 0)
+        return st;
+    st = alloc_order_buffers(r);
+    if (st == SOREN_OK)
+        st = sort_by_key(r);
+    uint64_t runs = 0;
+    if (st == SOREN_OK)
+        st = find_runs(r, false, &runs);
+    if (st != SOREN_OK)
+        return st;
     uint64_t *target = NULL;
     uint32_t *run_refs = NULL;
     uint8_t *run_values = NULL;
@@ -1128,6 +1216,98 @@ soren_status merge_pairs(gpu_run *r)
     return SOREN_OK;
 }
 
+/* Stable sort of perm by the hash table's key refs. */
+soren_status sort_by_ref(gpu_run *r)
+{
+    ref_bits_kernel<<<GRID(r)>>>(r->perm, r->n, r->refs, r->bits);
+    CUDA_TRY(r, cudaGetLastError());
+    return radix_perm(r, 32);
+}
+
+/* A reduce without a combine: the pairs, grouped by key, become groups
+ * (group_refs, group_start, group_values; r->n counts them).  Within a
+ * group the values are in the CPU engine's order: sort by value first, then
+ * stably by key.  The hash variant's pairs carry the table's refs, which
+ * group as they are; the others compare key bytes. */
+soren_status group_pairs(gpu_run *r)
+{
+    soren_status st = take_pairs(r);
+    if (st != SOREN_OK || r->n == 0)
+        return st;
+    const bool by_ref = r->variant == SOREN_VARIANT_HASH;
+    const uint32_t vs = (uint32_t)r->spec->value_size;
+    uint64_t groups = 0, pairs = r->n;
+    if ((st = alloc_order_buffers(r)) == SOREN_OK && (st = sort_by_value(r, false)) == SOREN_OK)
+        st = by_ref ? sort_by_ref(r) : sort_by_key(r);
+    if (st == SOREN_OK)
+        st = find_runs(r, by_ref, &groups);
+    if (st != SOREN_OK)
+        return st;
+    ALLOC(r, r->group_refs, groups * 4, "the keys of the groups");
+    ALLOC(r, r->group_start, (groups + 1) * 8, "the starts of the groups");
+    ALLOC(r, r->group_values, pairs * vs, "the grouped values");
+    groups_kernel<<<GRID(r)>>>(r->perm, pairs, r->bits_alt, r->bits, r->refs, r->values, vs,
+                               r->group_refs, r->group_start, r->group_values);
+    CUDA_TRY(r, cudaGetLastError());
+    CUDA_TRY(r, cudaMemcpyAsync(r->group_start + groups, &pairs, 8, cudaMemcpyHostToDevice,
+                                r->stream));
+    if (pairs > UINT32_MAX) {
+        unsigned long long largest = 0;
+        CUDA_TRY(r, cudaMemsetAsync(r->counters + SELECTED, 0, 8, r->stream));
+        largest_group_kernel<<<GRID(r)>>>(r->group_start, groups, r->counters + SELECTED);
+        CUDA_TRY(r, cudaGetLastError());
+        CUDA_TRY(r, cudaMemcpyAsync(&largest, r->counters + SELECTED, 8,
+                                    cudaMemcpyDeviceToHost, r->stream));
+        CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+        if (largest > UINT32_MAX)
+            return soren_error_set(r->err, SOREN_EJOB, "%s: a key has %llu values; reduce "
+                                   "takes at most %u at a time", r->spec->job_name, largest,
+                                   UINT32_MAX);
+    }
+    /* The stream orders the frees after the gather. */
+    dev_free(r->refs);
+    dev_free(r->values);
+    r->refs = NULL;
+    r->values = NULL;
+    free_order_buffers(r);
+    r->n = groups;
+    return SOREN_OK;
+}
+
+/* Runs the stage's reduce over the groups (after a combine, each list
+ * entry is a group of one value) into a fresh pair space, which becomes the
+ * list.  The reduce launch grows and resumes on overflow as map does. */
+soren_status reduce_list(gpu_run *r)
+{
+    uint64_t groups = r->n;
+    if (!r->group_refs) {
+        r->group_refs = r->refs;
+        r->group_values = r->values;
+        r->refs = NULL;
+        r->values = NULL;
+    }
+    free_order_buffers(r);
+    r->emitter = "reduce";
+    dev_free(r->pair_keys);
+    dev_free(r->pair_values);
+    r->pair_keys = NULL;
+    r->pair_values = NULL;
+    r->pair_capacity = r->opt->pair_slots ? r->opt->pair_slots : groups + groups / 4 + 1024;
+    ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
+    ALLOC(r, r->pair_values, r->pair_capacity * r->spec->value_size, "the pair values");
+    CUDA_TRY(r, cudaMemsetAsync(r->counters + PAIRS_USED, 0, 8, r->stream));
+    soren_status st = launch_map(r, SOREN_GPU_REDUCE, 0, groups);
+    if (st != SOREN_OK)
+        return st;
+    void **spent[] = {(void **)&r->group_refs, (void **)&r->group_start,
+                      (void **)&r->group_values};
+    for (int i = 0; i < 3; i++) {
+        dev_free(*spent[i]);
+        *spent[i] = NULL;
+    }
+    return take_pairs(r);
+}
+
 /* Puts the list in the stage's order (the CPU engine's, see result.h). */
 soren_status order_list(gpu_run *r, bool key_sorted)
 {
@@ -1138,13 +1318,15 @@ soren_status order_list(gpu_run *r, bool key_sorted)
         st = alloc_order_buffers(r);
     if (st != SOREN_OK)
         return st;
-    bool unique_keys = r->spec->combine != SOREN_COMBINE_NONE;
+    /* A combine leaves one pair per key; a reduce may emit any pairs. */
+    bool unique_keys = r->spec->combine != SOREN_COMBINE_NONE &&
+                       r->spec->reduce != SOREN_REDUCE_FUNCTION;
     switch (r->spec->order) {
     case SOREN_ORDER_NONE:
         break;
     case SOREN_ORDER_KEY:
-        /* Map-only pairs may share a key: ties by value, so sort by value
-         * first and rely on the key sort being stable. */
+        /* Pairs may share a key: ties by value, so sort by value first and
+         * rely on the key sort being stable. */
         if (!unique_keys)
             st = sort_by_value(r, false);
         if (st == SOREN_OK && !key_sorted)
@@ -1228,9 +1410,13 @@ soren_status download(gpu_run *r, soren_result *out)
     return SOREN_OK;
 }
 
-soren_status mark(gpu_run *r, int i, const char *phase)
+/* Marks the start of a phase on the stream (for its time) and names it for
+ * errors and the progress line (where the host waits on the device). */
+soren_status mark(gpu_run *r, int i, const char *phase, const char *progress_phase)
 {
     r->phase = phase;
+    if (progress_phase)
+        soren_progress_phase(r->opt->progress, progress_phase, 0);
     CUDA_TRY(r, cudaEventRecord(r->mark[i], r->stream));
     return SOREN_OK;
 }
@@ -1245,7 +1431,10 @@ float elapsed(gpu_run *r, int from, int to)
 soren_status map_input(gpu_run *r, uint64_t size, uint64_t records)
 {
     switch (r->variant) {
-    case SOREN_VARIANT_HASH: return launch_map(r, SOREN_GPU_HASH, size, records);
+    case SOREN_VARIANT_HASH:
+        return launch_map(r, r->spec->combine == SOREN_COMBINE_NONE ? SOREN_GPU_GROUP
+                                                                    : SOREN_GPU_HASH,
+                          size, records);
     case SOREN_VARIANT_BLOCK: return launch_map(r, SOREN_GPU_BLOCK, size, records);
     case SOREN_VARIANT_DENSE: return launch_map(r, SOREN_GPU_DENSE, size, records);
     case SOREN_VARIANT_DIRECT: return launch_map(r, SOREN_GPU_DIRECT, size, records);
@@ -1263,6 +1452,7 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
             largest = inputs[i].size;
     }
     r->phase = "setup";
+    r->emitter = "map";
     CUDA_TRY(r, cudaSetDevice(0));
     CUDA_TRY(r, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
     for (int i = 0; i < MARKS; i++)
@@ -1280,21 +1470,23 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
     for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
         const soren_input *in = &inputs[i];
         uint64_t records = in->size / (r->spec->record_size ? r->spec->record_size : 1);
-        if ((st = mark(r, 0, "upload")) == SOREN_OK)
+        soren_progress_phase(r->opt->progress, "upload", in->size);
+        if ((st = mark(r, 0, "upload", NULL)) == SOREN_OK)
             st = upload_input(r, in);
-        if (st == SOREN_OK && (st = mark(r, 1, "record splitting")) == SOREN_OK &&
+        if (st == SOREN_OK && (st = mark(r, 1, "record splitting", "split")) == SOREN_OK &&
             r->spec->input_format == SOREN_INPUT_LINES)
             st = split_lines(r, in->size, &records);
-        if (st == SOREN_OK && (st = mark(r, 2, "monitoring")) == SOREN_OK && i == 0) {
+        const char *monitoring = i == 0 ? "monitor" : NULL; /* the first input is sampled */
+        if (st == SOREN_OK && (st = mark(r, 2, "monitoring", monitoring)) == SOREN_OK && i == 0) {
             st = monitor(r, in->size, records, total);
             if (st == SOREN_OK)
                 st = configure(r);
             if (st == SOREN_OK)
                 st = allocate_regions(r, largest);
         }
-        if (st == SOREN_OK && (st = mark(r, 3, "map")) == SOREN_OK)
+        if (st == SOREN_OK && (st = mark(r, 3, "map", "map")) == SOREN_OK)
             st = map_input(r, in->size, records);
-        if (st == SOREN_OK && (st = mark(r, 4, "map")) == SOREN_OK) {
+        if (st == SOREN_OK && (st = mark(r, 4, "map", NULL)) == SOREN_OK) {
             CUDA_TRY(r, cudaEventSynchronize(r->mark[4]));
             ms->upload += elapsed(r, 0, 1);
             ms->split += elapsed(r, 1, 2);
@@ -1307,25 +1499,36 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
     if (st == SOREN_OK && input_count == 0)
         st = allocate_regions(r, largest);
     if (st == SOREN_OK)
-        st = mark(r, 4, "merge");
+        st = mark(r, 4, "merge", "merge");
+    const soren_stage_spec *s = r->spec;
+    const bool reducing = s->reduce == SOREN_REDUCE_FUNCTION;
     bool key_sorted = false;
     if (st == SOREN_OK) {
-        if (r->slots) {
+        if (reducing && s->combine == SOREN_COMBINE_NONE) {
+            st = group_pairs(r);
+        } else if (r->slots) {
             st = merge_table(r);
         } else {
             st = merge_pairs(r);
-            key_sorted = r->spec->combine != SOREN_COMBINE_NONE;
+            key_sorted = s->combine != SOREN_COMBINE_NONE;
         }
     }
-    if (st == SOREN_OK && (st = mark(r, 5, "ordering")) == SOREN_OK)
+    const char *reduce_phase = reducing ? "reduce" : NULL;
+    if (st == SOREN_OK && (st = mark(r, 5, "reduce", reduce_phase)) == SOREN_OK && reducing &&
+        r->n) {
+        st = reduce_list(r);
+        key_sorted = false;
+    }
+    if (st == SOREN_OK && (st = mark(r, 6, "ordering", "order")) == SOREN_OK)
         st = order_list(r, key_sorted);
-    if (st == SOREN_OK && (st = mark(r, 6, "copying the result back")) == SOREN_OK)
+    if (st == SOREN_OK && (st = mark(r, 7, "copying the result back", "download")) == SOREN_OK)
         st = download(r, out);
-    if (st == SOREN_OK && (st = mark(r, 7, "copying the result back")) == SOREN_OK) {
-        CUDA_TRY(r, cudaEventSynchronize(r->mark[7]));
+    if (st == SOREN_OK && (st = mark(r, 8, "copying the result back", NULL)) == SOREN_OK) {
+        CUDA_TRY(r, cudaEventSynchronize(r->mark[8]));
         ms->merge = elapsed(r, 4, 5);
-        ms->sort = elapsed(r, 5, 6);
-        ms->download = elapsed(r, 6, 7);
+        ms->reduce = elapsed(r, 5, 6);
+        ms->sort = elapsed(r, 6, 7);
+        ms->download = elapsed(r, 7, 8);
     }
     return st;
 }
@@ -1336,13 +1539,14 @@ extern "C" const char *soren_gpu_unsupported(const soren_stage_spec *spec)
 {
     if (spec->input_format != SOREN_INPUT_LINES && spec->input_format != SOREN_INPUT_FIXED)
         return "the GPU engine reads lines and fixed input only";
-    if (spec->reduce == SOREN_REDUCE_FUNCTION)
-        return "reduce functions run on the CPU engine only in this release";
     if (spec->code->gpu == NULL)
         return "the plugin was built without device code";
     if (spec->code->gpu->abi_minor < 1)
         return "the plugin's device code predates plugin ABI 1.1 (monitoring, block and dense "
                "launches, resume after overflow); rebuild it with this Soren's SDK";
+    if (spec->reduce == SOREN_REDUCE_FUNCTION && spec->code->gpu->abi_minor < 2)
+        return "the plugin's device code predates plugin ABI 1.2 (reduce on the GPU); rebuild "
+               "it with this Soren's SDK";
     return NULL;
 }
 

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "../engine/adapt.h"
+#include "../engine/progress.h"
 #include "../engine/result.h"
 #include "../engine/stage.h"
 #include "../error.h"
@@ -53,6 +54,7 @@ typedef struct soren_gpu_options {
     uint64_t table_slots;    /* hash and block: table slots (a power of two) */
     uint64_t key_bytes;      /* key space */
     uint64_t pair_slots;     /* direct and sort: pairs */
+    soren_progress *progress; /* where the run reports its phases and uploaded bytes (or NULL) */
 } soren_gpu_options;
 
 /* Why the GPU engine cannot run this stage (NULL if it can). */

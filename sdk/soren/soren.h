@@ -41,7 +41,7 @@
 /* ABI of the plugin table.  A new major version is a break the host refuses;
  * a new minor version only appends to the table or uses reserved fields. */
 #define SOREN_ABI_MAJOR 1
-#define SOREN_ABI_MINOR 1
+#define SOREN_ABI_MINOR 2
 #define SOREN_PLUGIN_SYMBOL "soren_plugin_v1"
 
 /* Markers around the manifest copy embedded in every plugin (see
@@ -207,7 +207,11 @@ typedef enum soren_gpu_variant {
     SOREN_GPU_SORT_WRITE, /* Mars pass 2: write each record's pairs at its scanned offsets */
     SOREN_GPU_MONITOR,    /* count the sample's pairs and key bytes, sketch its keys */
     SOREN_GPU_BLOCK,      /* hash, through a per-block table in shared memory */
-    SOREN_GPU_DENSE       /* index keys: per-block arrays in shared memory, then slot = key */
+    SOREN_GPU_DENSE,      /* index keys: per-block arrays in shared memory, then slot = key */
+    SOREN_GPU_GROUP,      /* (ABI 1.2) find or claim the key's slot, append the pair with the
+                             slot's key ref: values grouped by key for a reduce */
+    SOREN_GPU_REDUCE      /* (ABI 1.2) reduce over groups instead of map over records; its
+                             pairs are appended as direct appends them */
 } soren_gpu_variant;
 
 /* soren_gpu_map_args.input_format (the manifest's lines and fixed). */
@@ -299,6 +303,14 @@ typedef struct soren_gpu_map_args {
     uint64_t sample_count;
     unsigned long long *sample_counts;
     unsigned int *sketch;            /* SOREN_SKETCH_REGISTERS ranks (atomicMax) */
+
+    /* ABI 1.2 */
+    /* reduce: record_count groups; group i is the key group_refs[i] with the
+     * values group_start[i] .. group_start[i+1] - 1 of group_values (one
+     * value each, value i, where group_start is NULL) */
+    const uint32_t *group_refs;
+    const uint64_t *group_start;
+    const void *group_values;
 } soren_gpu_map_args;
 
 /* Folds values[i] into accumulators[target[i]] with the stage's combine, for

@@ -18,7 +18,11 @@
  *   sort count  count the record's pairs and key bytes (Mars MAP_COUNT);
  *   sort write  write them at the record's scanned offsets (Mars MAP);
  *   monitor     map a sample of the records, count pairs and key bytes and
- *               sketch the keys, store nothing.
+ *               sketch the keys, store nothing;
+ *   group       hash for a reduce without a combine: find or claim the key's
+ *               slot, append the pair with the slot's key ref;
+ *   reduce      run the stage's reduce over groups of values (the "records"
+ *               of this launch) and append its pairs as direct does.
  * An emit that cannot be applied because a region is full sets a status
  * bit; its thread records where it stopped (the record and how many of its
  * emits were applied) and every thread stops at its next record.  The host
@@ -242,12 +246,9 @@ __device__ inline void store_value(void *dst, const void *v, uint32_t size)
         *(uint64_t *)dst = *(const uint64_t *)v;
 }
 
-__device__ inline bool direct_append(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
-                                     const void *v)
+/* Appends the pair (key ref, value) at an index claimed with atomicAdd. */
+__device__ inline bool append_pair(const soren_gpu_map_args *a, uint32_t ref, const void *v)
 {
-    uint32_t ref = alloc_key(a, k, n);
-    if (!ref)
-        return false;
     unsigned long long idx = atomicAdd(a->pairs_used, 1ull);
     if (idx >= a->pair_capacity) {
         atomicOr(a->status, SOREN_GPU_PAIRS_FULL);
@@ -256,6 +257,25 @@ __device__ inline bool direct_append(const soren_gpu_map_args *a, const uint8_t 
     a->pair_keys[idx] = ref;
     store_value((uint8_t *)a->pair_values + idx * a->value_size, v, a->value_size);
     return true;
+}
+
+/* Direct, and the pairs of a reduce: each pair with its own copy of its key. */
+__device__ inline bool direct_append(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
+                                     const void *v)
+{
+    uint32_t ref = alloc_key(a, k, n);
+    return ref && append_pair(a, ref, v);
+}
+
+/* Hash for a reduce without a combine: the table stores each key once and
+ * the pair refers to the table's copy, so grouping sorts 32-bit refs instead
+ * of comparing key bytes.  A slot claimed for a pair that then finds the pair
+ * space full stays claimed: the resumed emit finds it. */
+__device__ inline bool group_append(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
+                                    const void *v)
+{
+    int64_t i = hash_slot(a, k, n, soren__key_hash(k, n));
+    return i >= 0 && append_pair(a, (uint32_t)__ldcg(&a->slots[i]), v);
 }
 
 /* Mars pass 2: the record's pairs and keys go right after the previous
@@ -280,6 +300,7 @@ template <const auto &Desc, uint32_t I> struct stage_traits {
     static constexpr uint32_t value_type = Desc[I].value ? Desc[I].value : Desc[I].combine.type;
     static constexpr uint32_t op = Desc[I].combine.op;
     static constexpr soren_combine_fn *user_combine = Desc[I].combine.fn;
+    static constexpr soren_reduce_fn *reduce = Desc[I].reduce;
 };
 
 template <const auto &Desc, uint32_t I>
@@ -296,8 +317,14 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
     if (e->state[EMIT_PAIRS] < e->state[EMIT_SKIP]) {
         /* applied by the launch that stopped on this record */
     } else if (a->variant == SOREN_GPU_MONITOR) {
+        /* Most emits repeat a key whose rank the register already holds:
+         * a plain load spares the atomic (and its serialisation on the few
+         * registers a skewed key set hits). */
         uint64_t h = soren__key_hash(k, n);
-        atomicMax(&a->sketch[soren__sketch_register(h)], soren__sketch_rank(h));
+        unsigned int *reg = &a->sketch[soren__sketch_register(h)];
+        unsigned int rank = soren__sketch_rank(h);
+        if (*(volatile unsigned int *)reg < rank)
+            atomicMax(reg, rank);
     } else if (!key_ok<S::key_type>(a, key, n)) {
         applied = false;
     } else {
@@ -313,7 +340,11 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
                 dense_insert<S::op, S::value_type, S::user_combine>(c, *(const uint32_t *)key, v);
             break;
         case SOREN_GPU_DIRECT:
+        case SOREN_GPU_REDUCE:
             applied = direct_append(a, k, n, v);
+            break;
+        case SOREN_GPU_GROUP:
+            applied = group_append(a, k, n, v);
             break;
         case SOREN_GPU_SORT_WRITE:
             sort_write(e, a, k, n, v);
@@ -390,6 +421,44 @@ __device__ inline void shared_flush(const emit_ctx *c, const soren_gpu_map_args 
     }
 }
 
+/* Record r of the input. */
+__device__ inline soren_record record_of(const soren_gpu_map_args &a, uint64_t r)
+{
+    soren_record rec;
+    if (a.input_format == SOREN_GPU_FIXED) {
+        rec.offset = r * a.record_size;
+        rec.size = a.record_size;
+        rec.index = r;
+    } else {
+        rec.offset = a.line_starts[r];
+        rec.size = a.line_starts[r + 1] - 1 - rec.offset;
+        rec.index = rec.offset;
+    }
+    rec.data = a.input + rec.offset;
+    return rec;
+}
+
+/* Reduce over group g: its key as the key space holds it, its values
+ * packed (the host sorted them, as the CPU engine does). */
+template <soren_reduce_fn *Reduce>
+__device__ inline void reduce_group(soren_emitter *e, const soren_gpu_map_args &a, uint64_t g)
+{
+    const uint8_t *stored = a.keys + ((uint64_t)a.group_refs[g] << 2);
+    const uint32_t size = *(const uint32_t *)stored;
+    /* The key space aligns keys to 4 bytes: an 8-byte typed key is copied
+     * out so that reduce may read it as a uint64_t. */
+    uint64_t aligned = 0;
+    const void *key = stored + 4;
+    if (size <= sizeof aligned) {
+        memcpy(&aligned, stored + 4, size);
+        key = &aligned;
+    }
+    uint64_t first = a.group_start ? a.group_start[g] : g;
+    uint64_t n = a.group_start ? a.group_start[g + 1] - first : 1;
+    Reduce(e, key, size, (const uint8_t *)a.group_values + first * a.value_size, (uint32_t)n,
+           &a.params);
+}
+
 template <const auto &Desc, uint32_t I>
 __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
 {
@@ -427,17 +496,6 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
             break;
         }
         uint64_t r = monitor ? soren__sample_record(j, count, a.record_count) : j;
-        soren_record rec;
-        if (a.input_format == SOREN_GPU_FIXED) {
-            rec.offset = r * a.record_size;
-            rec.size = a.record_size;
-            rec.index = r;
-        } else {
-            rec.offset = a.line_starts[r];
-            rec.size = a.line_starts[r + 1] - 1 - rec.offset;
-            rec.index = rec.offset;
-        }
-        rec.data = a.input + rec.offset;
         soren_emitter e;
         e.emit = 0;
         e.ctx = &c;
@@ -447,7 +505,14 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
         e.state[EMIT_STAGE] = I;
         e.state[EMIT_SKIP] = skip;
         e.state[EMIT_FAILED] = 0;
-        map(&e, &rec, &a.params);
+        if (a.variant == SOREN_GPU_REDUCE) {
+            if constexpr (S::reduce != nullptr)
+                reduce_group<S::reduce>(&e, a, r);
+        } else {
+            soren_record rec = record_of(a, r);
+            map(&e, &rec, &a.params);
+            bytes += rec.size + (a.input_format == SOREN_GPU_LINES);
+        }
         if (e.state[EMIT_FAILED]) {
             stopped_at = j;
             applied = e.state[EMIT_PAIRS];
@@ -459,7 +524,6 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
         }
         pairs += e.state[EMIT_PAIRS];
         key_bytes += e.state[EMIT_KEY_BYTES];
-        bytes += rec.size + (a.input_format == SOREN_GPU_LINES);
     }
     if (a.resume)
         a.resume[tid] = soren_gpu_resume{stopped_at, applied};
