@@ -128,11 +128,17 @@ Test(adapt, sample_size)
 }
 
 /* soren__sample_record(i, n, total) for i < n: increasing (so distinct),
- * under total, from record 0, spread so that no gap is more than one
- * record wider than another. */
+ * under total, from record 0, in runs of SOREN_SAMPLE_RUN consecutive
+ * records whose starts are spread so that no gap between them is more than
+ * one run wider than another; single records spread so that no gap is more
+ * than one record wider than another where the sample is too dense for
+ * whole runs. */
 static void expect_spread(uint64_t n, uint64_t total)
 {
-    uint64_t prev = 0, min_gap = UINT64_MAX, max_gap = 0;
+    const uint64_t run = SOREN_SAMPLE_RUN;
+    const int in_runs = (n + run - 1) / run <= total / run;
+    const uint64_t unit = in_runs ? run : 1;
+    uint64_t prev = 0, prev_start = 0, min_gap = UINT64_MAX, max_gap = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint64_t r = soren__sample_record(i, n, total);
         cr_assert_lt(r, total, "record %llu of %llu/%llu", (unsigned long long)i,
@@ -143,14 +149,22 @@ static void expect_spread(uint64_t n, uint64_t total)
             cr_assert_gt(r, prev, "sample %llu of %llu/%llu is not after the one before",
                          (unsigned long long)i, (unsigned long long)n,
                          (unsigned long long)total);
-            uint64_t gap = r - prev;
+            if (in_runs && i % run != 0)
+                cr_assert_eq(r, prev + 1, "sample %llu of %llu/%llu breaks its run",
+                             (unsigned long long)i, (unsigned long long)n,
+                             (unsigned long long)total);
+        }
+        if (i > 0 && i % unit == 0) {
+            uint64_t gap = r - prev_start;
             min_gap = gap < min_gap ? gap : min_gap;
             max_gap = gap > max_gap ? gap : max_gap;
         }
+        if (i % unit == 0)
+            prev_start = r;
         prev = r;
     }
-    if (n > 1)
-        cr_expect_leq(max_gap - min_gap, 1, "%llu/%llu: gaps from %llu to %llu",
+    if (max_gap > 0)
+        cr_expect_leq(max_gap - min_gap, unit, "%llu/%llu: gaps from %llu to %llu",
                       (unsigned long long)n, (unsigned long long)total,
                       (unsigned long long)min_gap, (unsigned long long)max_gap);
 }
@@ -159,7 +173,8 @@ Test(adapt, sample_records_are_distinct_increasing_and_in_range)
 {
     static const uint64_t cases[][2] = {{1, 1},     {1, 10},      {10, 10},    {3, 10},
                                         {7, 1000},  {999, 1000},  {200, 1001}, {4096, 1 << 20},
-                                        {65536, 65537}, {100000, 123456789}};
+                                        {65536, 65537}, {100000, 123456789}, {33, 64},
+                                        {64, 65},   {1000, 40000},  {31, 100000}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_spread(cases[i][0], cases[i][1]);
     /* The size monitoring takes of a large input, at its very end. */

@@ -158,7 +158,9 @@ Test(gpu, histogram_sizes)
 
 /* Reduce functions: docfreq groups string keys, kvmedian few and mostly
  * distinct u32 keys (hash and sort group them differently), kvscale reduces
- * after a combine. */
+ * after a combine.  Mostly distinct keys stop at 100 MB: at 1 GiB the CPU
+ * engine's reference takes over a minute and each output is 4 GB of text,
+ * while the GPU path is the same at every size. */
 Test(gpu, reduce_sizes)
 {
     size_t mb[8], n = sizes(mb);
@@ -175,6 +177,8 @@ Test(gpu, reduce_sizes)
         dg_kv32(kv, records, 1000, 511 + i);
         compare_variants(kvmedian, "", kv, label);
         compare_variants(kvscale, "", kv, label);
+        if (mb[i] > 100)
+            continue;
         snprintf(label, sizeof label, "on %zu MB, distinct keys", mb[i]);
         dg_kv32(kv, records, 1u << 30, 521 + i);
         compare_variants(kvmedian, "", kv, label);

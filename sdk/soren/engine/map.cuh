@@ -318,12 +318,13 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
         /* applied by the launch that stopped on this record */
     } else if (a->variant == SOREN_GPU_MONITOR) {
         /* Most emits repeat a key whose rank the register already holds:
-         * a plain load spares the atomic (and its serialisation on the few
-         * registers a skewed key set hits). */
+         * a load spares the atomic (and its serialisation on the few
+         * registers a skewed key set hits).  Registers only grow, so a
+         * stale cached value can cost an atomic but never skip one. */
         uint64_t h = soren__key_hash(k, n);
         unsigned int *reg = &a->sketch[soren__sketch_register(h)];
         unsigned int rank = soren__sketch_rank(h);
-        if (*(volatile unsigned int *)reg < rank)
+        if (*reg < rank)
             atomicMax(reg, rank);
     } else if (!key_ok<S::key_type>(a, key, n)) {
         applied = false;

@@ -46,11 +46,31 @@ SOREN__INLINE uint32_t soren__sketch_rank(uint64_t h)
 #endif
 }
 
-/* Record i of a sample of n out of total records (i < n <= total): spread
- * evenly, the same on the CPU and the GPU, without 64-bit overflow. */
-SOREN__INLINE uint64_t soren__sample_record(uint64_t i, uint64_t n, uint64_t total)
+/* Item i of n spread evenly over [0, total) (i < n <= total), without
+ * 64-bit overflow. */
+SOREN__INLINE uint64_t soren__spread(uint64_t i, uint64_t n, uint64_t total)
 {
     return i * (total / n) + (i * (total % n)) / n;
+}
+
+/* The sample takes runs of this many consecutive records: neighbouring
+ * threads of a warp then read neighbouring records, as they do in map,
+ * where single records spread over the input cost the GPU several times
+ * their bytes. */
+#define SOREN_SAMPLE_RUN 32
+
+/* Record i of a sample of n out of total records (i < n <= total), the same
+ * on the CPU and the GPU: runs of SOREN_SAMPLE_RUN records at whole-run
+ * positions spread evenly, or single records spread evenly where the sample
+ * is too dense for whole runs. */
+SOREN__INLINE uint64_t soren__sample_record(uint64_t i, uint64_t n, uint64_t total)
+{
+    uint64_t runs = (n + SOREN_SAMPLE_RUN - 1) / SOREN_SAMPLE_RUN;
+    uint64_t chunks = total / SOREN_SAMPLE_RUN;
+    if (runs > chunks)
+        return soren__spread(i, n, total);
+    return soren__spread(i / SOREN_SAMPLE_RUN, runs, chunks) * SOREN_SAMPLE_RUN +
+           i % SOREN_SAMPLE_RUN;
 }
 
 #endif /* SOREN_ENGINE_SKETCH_H */
