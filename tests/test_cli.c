@@ -173,6 +173,47 @@ Test(cli, device_gpu_without_gpu_is_an_error)
     free(err);
 }
 
+/* What the GPU engine lacks is said whatever GPU there is, and auto runs
+ * the job on the CPU. */
+Test(cli, device_gpu_refuses_multistage_and_index_jobs)
+{
+    write_in_dir("log", "u\t1.2.3.4\tc\n", 11);
+    expect_run(1, "--device gpu: the GPU cannot run this job: the GPU engine runs one stage and "
+               "pageviewcount has 2", "run pageviewcount --device gpu log");
+    expect_run(0, "u\t1", "run pageviewcount --device auto log");
+    write_in_dir("a", "\0\0\0\x40", 4); /* 2.0f */
+    const char *mm = "run matmul --param a=@a --param b=@a --param rows=1 --param inner=1 "
+                     "--param cols=1";
+    char args[512];
+    snprintf(args, sizeof args, "%s --device gpu", mm);
+    expect_run(1, "the GPU engine has no index input", args);
+    snprintf(args, sizeof args, "%s --device auto", mm);
+    expect_run(0, "0\t4\n", args);
+}
+
+Test(cli, index_jobs_count_their_tasks)
+{
+    write_in_dir("a", "\0\0\0\x40\0\0\0\x40", 8); /* 2.0f 2.0f */
+    const char *mm = "run matmul --param a=@a --param b=@a --param inner=1";
+    char args[512];
+    /* 2 x 1 times 1 x 2: count_from is rows x cols, --tasks cuts it. */
+    snprintf(args, sizeof args, "%s --param rows=2 --param cols=2", mm);
+    expect_run(0, "0\t4\n1\t4\n4294967296\t4\n4294967297\t4\n", args);
+    snprintf(args, sizeof args, "%s --param rows=2 --param cols=2 --tasks 1", mm);
+    expect_run(0, "0\t4\n", args);
+    snprintf(args, sizeof args, "%s --param rows=0 --param cols=2", mm);
+    expect_run(0, NULL, args);
+    snprintf(args, sizeof args, "%s --param rows=2 --param cols=2 a", mm);
+    expect_run(2, "matmul reads index input (tasks known by their number, no data): it takes "
+               "no INPUT files, got a", args);
+    write_in_dir("in.txt", "a\n", 2);
+    expect_run(2, "--tasks applies to jobs with index input; wordcount reads lines",
+               "run wordcount --tasks 3 in.txt");
+    expect_run(2, "--tasks: expected a number of tasks from 1 up", "run matmul --tasks 0");
+    expect_run(0, "input:     index (tasks: rows x cols)", "info matmul");
+    expect_run(0, "stage 2:   reads the pairs of the stage before", "info pageviewcount");
+}
+
 Test(cli, output_file_and_stdin)
 {
     write_in_dir("in.txt", "b a b\n", 6);

@@ -1,9 +1,11 @@
 /* The jobs on the CPU engine, end to end through soren-host, against
- * independent references: coreutils pipelines for wordcount, grep and the
- * test job docfreq, plain C loops for histogram and the test jobs kvmedian
- * and kvscale (reduce functions, tests/plugins).  Inputs are seeded random data of
+ * independent references: coreutils pipelines for wordcount, grep,
+ * pageviewcount, pageviewrank, invertedindex and the test job docfreq, plain
+ * C loops for histogram, matmul, simscore and the test jobs kvmedian and
+ * kvscale (reduce functions, tests/plugins).  Inputs are seeded random data of
  * $SOREN_TEST_MB megabytes (default 100), run with 1, 2 and 7 threads. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +53,8 @@ static void expect_same_file(const char *got_path, const char *want_path, const 
     free(want);
 }
 
-/* Runs soren-host with 1, 2 and 7 threads; each output must equal want. */
+/* Runs soren-host with 1, 2 and 7 threads; each output must equal want.
+ * input may be "" (index jobs read none). */
 static void run_threads(const char *job, const char *args, const char *input, const char *want)
 {
     static const int threads[] = {1, 2, 7};
@@ -60,8 +63,9 @@ static void run_threads(const char *job, const char *args, const char *input, co
         snprintf(out, sizeof out, "%s/out-%d.tsv", dir, threads[i]);
         snprintf(what, sizeof what, "%s with %d threads", job, threads[i]);
         char *err = NULL;
-        int rc = tu_runf(NULL, &err, "'%s' run %s %s --device cpu --threads %d -o '%s' '%s'",
-                         tu_host(), job, args, threads[i], out, input);
+        int rc = tu_runf(NULL, &err, "'%s' run %s %s --device cpu --threads %d -o '%s' %s%s%s",
+                         tu_host(), job, args, threads[i], out, *input ? "'" : "", input,
+                         *input ? "'" : "");
         cr_assert_eq(rc, 0, "%s: exit %d: %s", what, rc, err);
         free(err);
         expect_same_file(out, want, what);
@@ -239,4 +243,183 @@ Test(jobs, grep_edge_cases)
     expect_output("grep", "--param pattern=^a$", "a ab ba a", 9, "a\t2\n");
     expect_output("grep", "--param pattern=", "b a", 3, "a\t1\nb\t1\n");
     expect_output("grep", "--param pattern=zzz", "b a", 3, "");
+}
+
+/* ---- The papers' applications, on soren-gen's data ---------------------- */
+
+/* Runs soren-gen ARGS -o dir/name and returns the path (static buffer). */
+static const char *gen(const char *name, const char *args)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s/soren-gen' %s -o '%s'", tu_builddir(), args, path);
+    cr_assert_eq(rc, 0, "soren-gen %s: exit %d: %s", args, rc, err);
+    free(err);
+    return path;
+}
+
+/* Distinct IPs per URL: unique (URL, IP), then count the URLs. */
+#define PVC_PIPE "cut -f1,2 '%s' | LC_ALL=C sort -u -S 256M | cut -f1 | LC_ALL=C sort -S 256M | " \
+                 "LC_ALL=C uniq -c | LC_ALL=C awk '{printf \"%%s\\t%%s\\n\", $2, $1}'"
+
+Test(jobs, pageviewcount_and_rank_equal_coreutils)
+{
+    char log[4096], want[4096], want_rank[4096];
+    char size[128];
+    snprintf(size, sizeof size, "weblog --size %zu --urls 20000 --ips 5000 --seed 41",
+             test_bytes() / 4);
+    snprintf(log, sizeof log, "%s", gen("log", size));
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    snprintf(want_rank, sizeof want_rank, "%s/want-rank.tsv", dir);
+    cr_assert_eq(tu_runf(NULL, NULL, PVC_PIPE " > '%s'", log, want), 0);
+    run_threads("pageviewcount", "", log, want);
+    /* The top ten of the reference, by count and then URL, as value_desc
+     * orders them. */
+    cr_assert_eq(tu_runf(NULL, NULL, "LC_ALL=C sort -t '\t' -k2,2nr -k1,1 '%s' | head -10 > '%s'",
+                         want, want_rank), 0);
+    run_threads("pageviewrank", "", want, want_rank);
+}
+
+Test(jobs, pageviewcount_edge_cases)
+{
+    /* Exact duplicates, the same (URL, IP) with another cookie, a line
+     * without a cookie, one without a tab, an empty line. */
+    const char log[] = "u1\t1.2.3.4\taa\nu1\t1.2.3.4\taa\nu1\t1.2.3.4\tbb\nu1\t5.6.7.8\n"
+                       "u2\t1.2.3.4\tcc\nno-tab-here\n\nu2\t\tdd\n";
+    expect_output("pageviewcount", "", log, sizeof log - 1, "u1\t2\nu2\t2\n");
+    expect_output("pageviewcount", "", "", 0, "");
+    /* pageviewrank: ties by URL, escapes undone and redone, lines that
+     * are not URL<TAB>count skipped. */
+    const char counts[] = "b\t5\na\t5\nc\\\\d\t7\nbad\tx\nno count\n\t3\nz\t\n";
+    expect_output("pageviewrank", "", counts, sizeof counts - 1, "c\\\\d\t7\na\t5\nb\t5\n\t3\n");
+}
+
+Test(jobs, invertedindex_equals_grep)
+{
+    char want[4096], html[4096];
+    char args[128];
+    snprintf(args, sizeof args, "html --size %zu --urls 3000 --seed 43", test_bytes() / 8);
+    snprintf(html, sizeof html, "%s", gen("pages.html", args));
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    /* grep -b -o gives each match's byte offset; the URL starts 6 bytes
+     * (href=") into it. */
+    cr_assert_eq(tu_runf(NULL, NULL, "LC_ALL=C grep -abo 'href=\"[^\"]*\"' '%s' | LC_ALL=C awk "
+                         "'{i = index($0, \":\"); u = substr($0, i + 1); "
+                         "printf \"%%s\\t%%d\\n\", substr(u, 7, length(u) - 7), "
+                         "substr($0, 1, i - 1) + 6}' | LC_ALL=C sort -S 256M -t '\t' -k1,1 -k2,2n "
+                         "> '%s'", html, want), 0);
+    run_threads("invertedindex", "", html, want);
+    const char page[] = "<a href=\"x\">href=\"\" href=\"open\n<a href=\"x\">";
+    expect_output("invertedindex", "", page, sizeof page - 1, "\t18\nx\t9\nx\t40\n");
+}
+
+/* A normal f32 as the writers spell it: %.Ng with the fewest digits N from
+ * 6 (FLT_DIG: %g drops trailing zeros, and keeps 100 from becoming 1e+02)
+ * up to 9 that reads back to the same bits. */
+static void put_f32(FILE *f, float v)
+{
+    char buf[64];
+    for (int digits = 6; digits <= 9; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, (double)v);
+        float back = strtof(buf, NULL);
+        if (memcmp(&back, &v, 4) == 0)
+            break;
+    }
+    fputs(buf, f);
+}
+
+static float *read_floats(const char *path, size_t count)
+{
+    size_t n = 0;
+    float *v = (float *)tu_read(path, &n);
+    cr_assert_eq(n, count * 4, "%s: %zu bytes, expected %zu floats", path, n, count);
+    return v;
+}
+
+/* C = A x B summed k = 0, 1, ... as matmul does.  The generated values
+ * are multiples of 1/8, so every sum is exact anyway: the reference does
+ * not depend on the order or on fused multiply-adds. */
+Test(jobs, matmul_equals_c_loop)
+{
+    const size_t rows = 61, inner = 300, cols = 47;
+    char a[4096], b[4096], want[4096], args[128];
+    snprintf(args, sizeof args, "matrix --rows %zu --cols %zu --seed 51", rows, inner);
+    snprintf(a, sizeof a, "%s", gen("a.bin", args));
+    snprintf(args, sizeof args, "matrix --rows %zu --cols %zu --seed 52", inner, cols);
+    snprintf(b, sizeof b, "%s", gen("b.bin", args));
+    float *A = read_floats(a, rows * inner), *B = read_floats(b, inner * cols);
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    FILE *f = fopen(want, "w");
+    cr_assert_not_null(f);
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) {
+            float sum = 0.0f;
+            for (size_t k = 0; k < inner; k++)
+                sum += A[i * inner + k] * B[k * cols + j];
+            fprintf(f, "%llu\t", (unsigned long long)(((uint64_t)i << 32) | j));
+            put_f32(f, sum);
+            fputc('\n', f);
+        }
+    fclose(f);
+    free(A);
+    free(B);
+    char params[8400];
+    snprintf(params, sizeof params, "--param 'a=@%s' --param 'b=@%s' --param rows=%zu "
+             "--param inner=%zu --param cols=%zu", a, b, rows, inner, cols);
+    run_threads("matmul", params, "", want);
+}
+
+typedef struct scored {
+    float score;
+    uint64_t pair;
+} scored;
+
+static int scored_cmp(const void *x, const void *y)
+{
+    const scored *a = x, *b = y;
+    if (a->score != b->score)
+        return a->score < b->score ? -1 : 1;
+    return (a->pair > b->pair) - (a->pair < b->pair);
+}
+
+/* Every pair i < j with its cosine, computed as simscore does (float sums
+ * in k order, one rounding of a double quotient), ordered by score then
+ * pair.  Scores are positive, so numeric order is the key order. */
+Test(jobs, simscore_equals_c_loop)
+{
+    const size_t docs = 230, dims = 64;
+    char features[4096], want[4096], args[128];
+    snprintf(args, sizeof args, "features --docs %zu --dims %zu --seed 53", docs, dims);
+    snprintf(features, sizeof features, "%s", gen("features.bin", args));
+    float *F = read_floats(features, docs * dims);
+    scored *all = malloc(docs * docs / 2 * sizeof *all);
+    cr_assert_not_null(all);
+    size_t n = 0;
+    for (size_t i = 0; i < docs; i++)
+        for (size_t j = i + 1; j < docs; j++) {
+            float dot = 0.0f, aa = 0.0f, bb = 0.0f;
+            for (size_t k = 0; k < dims; k++) {
+                dot += F[i * dims + k] * F[j * dims + k];
+                aa += F[i * dims + k] * F[i * dims + k];
+                bb += F[j * dims + k] * F[j * dims + k];
+            }
+            all[n++] = (scored){(float)((double)dot / sqrt((double)aa * (double)bb)),
+                                ((uint64_t)i << 32) | j};
+        }
+    qsort(all, n, sizeof *all, scored_cmp);
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    FILE *f = fopen(want, "w");
+    cr_assert_not_null(f);
+    for (size_t i = 0; i < n; i++) {
+        put_f32(f, all[i].score);
+        fprintf(f, "\t%llu\n", (unsigned long long)all[i].pair);
+    }
+    fclose(f);
+    free(all);
+    free(F);
+    char params[4200];
+    snprintf(params, sizeof params, "--param 'features=@%s' --param docs=%zu --param dims=%zu",
+             features, docs, dims);
+    run_threads("simscore", params, "", want);
 }

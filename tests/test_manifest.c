@@ -224,11 +224,19 @@ Test(manifest, fields_minmax_and_maxtemp)
 {
     soren_manifest *m = load_case("minmax");
     cr_expect_str_eq(m->version, "1.0.0-beta.2");
-    cr_expect_eq(m->input.format, SOREN_INPUT_PAIRS);
-    cr_expect_eq(m->key.type, SOREN_TYPE_I64);
-    cr_expect_eq(m->key.max_size, 8);
-    cr_expect_eq(m->value.type, SOREN_TYPE_I64);
-    cr_expect_eq(m->combine, SOREN_COMBINE_MIN);
+    cr_expect_eq(m->input.format, SOREN_INPUT_FIXED);
+    cr_expect_eq(m->key.type, SOREN_TYPE_U64);
+    cr_expect_eq(m->combine, SOREN_COMBINE_NONE, "stage 1 is map-only");
+    cr_expect_eq(soren_manifest_stages(m), 2);
+    cr_assert_eq(m->stage_count, 1);
+    cr_expect_eq(m->stages[0].key.type, SOREN_TYPE_I64);
+    cr_expect_eq(m->stages[0].key.max_size, 8);
+    cr_expect_eq(m->stages[0].value.type, SOREN_TYPE_I64);
+    cr_expect_eq(m->stages[0].combine, SOREN_COMBINE_MIN);
+    cr_expect_eq(m->stages[0].reduce, SOREN_REDUCE_COMBINE);
+    soren_manifest_stage second = soren_manifest_stage_at(m, 1), first = soren_manifest_stage_at(m, 0);
+    cr_expect_eq(second.combine, SOREN_COMBINE_MIN);
+    cr_expect_eq(first.key.type, SOREN_TYPE_U64);
     cr_expect_eq(m->output.order, SOREN_ORDER_VALUE_ASC);
     cr_expect_eq(m->output.limit, 5);
     soren_manifest_free(m);
@@ -290,8 +298,41 @@ Test(manifest, defaults)
     m = load_case("index-from-param");
     cr_expect_eq(m->input.format, SOREN_INPUT_INDEX);
     cr_expect_eq(m->input.count, 0, "count 0: given by a parameter");
+    cr_assert_eq(m->input.count_from_count, 1);
+    cr_expect_str_eq(m->input.count_from[0], "tasks");
     cr_expect_eq(m->output.order, SOREN_ORDER_KEY);
     cr_expect_eq(m->output.limit, 0);
+    soren_manifest_free(m);
+}
+
+Test(manifest, fields_stages)
+{
+    soren_manifest *m = load_case("stages");
+    cr_assert_eq(soren_manifest_stages(m), 4);
+    cr_expect_eq(m->combine, SOREN_COMBINE_SUM);
+    cr_expect_eq(m->stages[0].key.type, SOREN_TYPE_STRING);
+    cr_expect_eq(m->stages[0].key.max_size, 64);
+    cr_expect_eq(m->stages[0].combine, SOREN_COMBINE_COUNT);
+    cr_expect_eq(m->stages[1].key.type, SOREN_TYPE_INDEX);
+    cr_expect_eq(m->stages[1].key.count, 10);
+    cr_expect_eq(m->stages[1].value.type, SOREN_TYPE_U64);
+    cr_expect_eq(m->stages[1].reduce, SOREN_REDUCE_FUNCTION);
+    cr_expect_eq(m->stages[2].key.type, SOREN_TYPE_U64);
+    cr_expect_eq(m->stages[2].key.max_size, 8);
+    cr_expect_eq(m->stages[2].combine, SOREN_COMBINE_NONE);
+    cr_expect_eq(m->stages[2].reduce, SOREN_REDUCE_NONE);
+    soren_manifest_stage last = soren_manifest_stage_at(m, 3);
+    cr_expect_eq(last.value.type, SOREN_TYPE_F64);
+    cr_expect_eq(m->output.limit, 3);
+    soren_manifest_free(m);
+
+    m = load_case("index-count-from");
+    cr_assert_eq(m->input.count_from_count, 3);
+    cr_expect_str_eq(m->input.count_from[0], "rows");
+    cr_expect_str_eq(m->input.count_from[1], "cols");
+    cr_expect_str_eq(m->input.count_from[2], "rows");
+    cr_expect_eq(soren_manifest_stages(m), 1);
+    cr_expect_null(m->stages);
     soren_manifest_free(m);
 }
 

@@ -2,17 +2,28 @@
  * soren-gen - seeded, deterministic inputs for Soren's jobs and benchmarks:
  * the same seed gives the same bytes on any machine.
  *
- *   soren-gen text --size SIZE [--vocab N] [--exponent S] [--seed N] [-o FILE]
- *       Zipf-distributed words (word i is drawn with weight 1/(i+1)^S), about
- *       12 words a line.  Word i is i written in base 26 with letters, so the
- *       most frequent words are the shortest, as in natural text.
- *   soren-gen rgb --size SIZE [--colours N] [--seed N] [-o FILE]
- *       Raw 24-bit RGB pixels (SIZE rounded down to whole pixels): uniform,
- *       or drawn from N random colours (a low-entropy image).
+ *   text      Zipf-distributed words (word i is drawn with weight 1/(i+1)^S),
+ *             about 12 words a line.  Word i is i written in base 26 with
+ *             letters, so the most frequent words are the shortest.
+ *   rgb       raw 24-bit RGB pixels: uniform, or drawn from N random colours.
+ *   weblog    web log lines URL<TAB>IP<TAB>cookie (Page View Count and Rank).
+ *   matrix    a float32 matrix, row-major (Matrix Multiplication).
+ *   features  document feature vectors, float32 (Similarity Score).
+ *   points    float32 points around seeded centres (k-means).
+ *   html      HTML pages with <a href="..."> links (Inverted Index).
+ *
+ * Every generator but text draws from splitmix64 with integer arithmetic
+ * only, and writes floats as the little-endian bits of values built exactly
+ * from integers (multiples of 1/8), so no libm or rounding mode can change a
+ * byte.  The small grid also keeps the jobs' float arithmetic exact where it
+ * matters: a matrix product of these values sums exactly in float32 for inner
+ * dimensions up to 16384, in any order, so its reference is exact too.
+ * (text's Zipf table uses pow(); glibc's is the same everywhere we run.)
  */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,39 +32,121 @@
 #include "config.h"
 
 static const char usage_text[] =
-    "Usage: soren-gen text --size SIZE [--vocab N] [--exponent S] [--seed N] [-o FILE]\n"
-    "       soren-gen rgb --size SIZE [--colours N] [--seed N] [-o FILE]\n"
+    "Usage: soren-gen KIND [OPTIONS]\n"
     "\n"
-    "Write seeded, deterministic input data (the same seed gives the same bytes).\n"
+    "Write seeded, deterministic input data: the same kind, options and seed give\n"
+    "the same bytes on any machine.  Floats are float32, little-endian, row-major.\n"
     "\n"
-    "  text     Zipf-distributed words, about 12 a line (default vocabulary\n"
-    "           1000000 words, exponent 1.0)\n"
-    "  rgb      raw 24-bit RGB pixels, uniform or from --colours N colours\n"
+    "Kinds:\n"
+    "  text      Zipf-distributed words, about 12 a line (--size; --vocab,\n"
+    "            default 1000000, --exponent, default 1.0)\n"
+    "  rgb       raw 24-bit RGB pixels, uniform or from --colours N colours (--size)\n"
+    "  weblog    lines URL<TAB>IP<TAB>cookie, whole lines up to --size bytes; URLs\n"
+    "            skewed towards the first of --urls (default 10000), IPs from a\n"
+    "            pool of --ips (default 65536), --dup-rate of the lines (default\n"
+    "            0.1) an exact copy of a recent line\n"
+    "  matrix    a --rows x --cols float32 matrix, values multiples of 1/8 in\n"
+    "            [-4, 4) (never all zero)\n"
+    "  features  --docs vectors of --dims float32 features, multiples of 1/8 in\n"
+    "            [0, 4), about a quarter of them zero, none all zero\n"
+    "  points    --count points of --dims float32 coordinates around --clusters\n"
+    "            (default 8) seeded centres (multiples of 1/8: centres in\n"
+    "            [-64, 64), points within 4 of their centre)\n"
+    "  html      HTML pages, --links-per-page (default 8) <a href=\"URL\"> links\n"
+    "            each to one of --urls targets (default 10000): --pages N pages,\n"
+    "            or whole pages up to --size bytes\n"
     "\n"
-    "  -s, --size SIZE      bytes to write; K, M, G suffixes (powers of 1024)\n"
+    "Options:\n"
+    "  -s, --size SIZE      bytes to write (text, rgb, weblog, html); K, M, G\n"
+    "                       suffixes (powers of 1024)\n"
     "      --vocab N        distinct words (text)\n"
-    "      --exponent S     Zipf exponent (text)\n"
+    "      --exponent S     Zipf exponent, 0 to 10 (text)\n"
     "      --colours N      number of distinct colours; 0 for uniform (rgb)\n"
+    "      --urls N         distinct URLs (weblog), link targets (html)\n"
+    "      --ips N          size of the IP address pool (weblog)\n"
+    "      --dup-rate R     fraction of lines that repeat a recent line, 0 to 1\n"
+    "                       (weblog)\n"
+    "      --rows N, --cols N\n"
+    "                       matrix shape (matrix)\n"
+    "      --docs N         documents (features)\n"
+    "      --dims N         features per document (features), coordinates per\n"
+    "                       point (points)\n"
+    "      --count N        points (points)\n"
+    "      --clusters K     centres the points are drawn around (points)\n"
+    "      --pages N        pages (html)\n"
+    "      --links-per-page N\n"
+    "                       links in each page (html)\n"
+    "      --preset NAME    the sizes of a paper's data sets for KIND; options\n"
+    "                       given as well win.  soren-small, soren-medium,\n"
+    "                       soren-big: the Soren paper's Table 2 (text 10M, 50M,\n"
+    "                       100M; rgb 3M, 6M, 10M; weblog 5M, 40M, 65M; matrix\n"
+    "                       500, 1000, 2000 square).  mars-small, mars-medium,\n"
+    "                       mars-large: the Mars paper's Table 4 (text 32M, 64M,\n"
+    "                       128M; html 16M, 32M, 64M; features 512, 1024, 2048\n"
+    "                       documents of 128 dimensions; matrix 512, 1024, 2048\n"
+    "                       square; weblog 32M, 64M, 96M).  A preset without a\n"
+    "                       size for KIND is an error.\n"
     "      --seed N         random seed (default 1)\n"
     "  -o, --output FILE    write to FILE instead of standard output\n"
     "  -h, --help           show this help\n"
-    "  -V, --version        show the version\n";
+    "  -V, --version        show the version\n"
+    "\n"
+    "Exit status: 0 success, 1 write error or out of memory, 2 usage error.\n";
+
+/* ---- Options ------------------------------------------------------------- */
+
+typedef enum kind { TEXT, RGB, WEBLOG, MATRIX, FEATURES, POINTS, HTML, KIND_COUNT } kind;
+
+static const char *const kind_names[KIND_COUNT] = {"text",     "rgb",    "weblog", "matrix",
+                                                   "features", "points", "html"};
+
+/* The options that take a value, as bits: each kind accepts some of them. */
+enum {
+    O_SIZE = 1 << 0, O_VOCAB = 1 << 1, O_EXPONENT = 1 << 2, O_COLOURS = 1 << 3,
+    O_URLS = 1 << 4, O_IPS = 1 << 5, O_DUP_RATE = 1 << 6, O_ROWS = 1 << 7, O_COLS = 1 << 8,
+    O_DOCS = 1 << 9, O_DIMS = 1 << 10, O_COUNT = 1 << 11, O_CLUSTERS = 1 << 12,
+    O_PAGES = 1 << 13, O_LINKS = 1 << 14
+};
+
+static const unsigned kind_options[KIND_COUNT] = {
+    [TEXT] = O_SIZE | O_VOCAB | O_EXPONENT,
+    [RGB] = O_SIZE | O_COLOURS,
+    [WEBLOG] = O_SIZE | O_URLS | O_IPS | O_DUP_RATE,
+    [MATRIX] = O_ROWS | O_COLS,
+    [FEATURES] = O_DOCS | O_DIMS,
+    [POINTS] = O_COUNT | O_DIMS | O_CLUSTERS,
+    [HTML] = O_SIZE | O_URLS | O_PAGES | O_LINKS,
+};
 
 typedef struct gen_options {
+    unsigned given; /* O_* bits set on the command line or by the preset */
     uint64_t size, vocab, colours, seed;
     double exponent;
+    uint64_t urls, ips;
+    uint32_t dup_ppm; /* --dup-rate in parts per million */
+    uint64_t rows, cols, docs, dims, count, clusters, pages, links;
     const char *output;
 } gen_options;
 
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+#define MIB (UINT64_C(1) << 20)
 
-static double next_unit(uint64_t *state) { return (double)(next_random(state) >> 11) * 0x1p-53; }
+/* The papers' data sets (Soren Table 2, Mars Table 4), per kind; 0: the
+ * paper has none of that kind.  "MB" is read as MiB, as --size reads M. */
+typedef struct preset {
+    const char *name;
+    uint64_t text, rgb, weblog, html; /* bytes */
+    uint64_t matrix;                  /* rows = cols */
+    uint64_t docs, dims;              /* features */
+} preset;
+
+static const preset presets[] = {
+    {"soren-small", 10 * MIB, 3 * MIB, 5 * MIB, 0, 500, 0, 0},
+    {"soren-medium", 50 * MIB, 6 * MIB, 40 * MIB, 0, 1000, 0, 0},
+    {"soren-big", 100 * MIB, 10 * MIB, 65 * MIB, 0, 2000, 0, 0},
+    {"mars-small", 32 * MIB, 0, 32 * MIB, 16 * MIB, 512, 512, 128},
+    {"mars-medium", 64 * MIB, 0, 64 * MIB, 32 * MIB, 1024, 1024, 128},
+    {"mars-large", 128 * MIB, 0, 96 * MIB, 64 * MIB, 2048, 2048, 128},
+};
 
 static int usage_error(const char *what, const char *arg)
 {
@@ -84,6 +177,82 @@ static int parse_count(const char *text, uint64_t *out, int sizes)
     return 1;
 }
 
+/* A fraction from 0 to 1 as parts per million, read from its digits so that
+ * no float rounding decides a line: "0.1" is 100000, "1" is 1000000; digits
+ * past the sixth decimal are refused rather than rounded. */
+static int parse_ppm(const char *text, uint32_t *out)
+{
+    const char *p = text;
+    uint64_t whole = 0, frac = 0;
+    unsigned places = 0;
+    if (*p < '0' || *p > '9')
+        return 0;
+    while (*p >= '0' && *p <= '9' && whole <= 1)
+        whole = whole * 10 + (uint64_t)(*p++ - '0');
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++) {
+            if (places == 6)
+                return 0;
+            frac = frac * 10 + (uint64_t)(*p - '0');
+            places++;
+        }
+    if (*p)
+        return 0;
+    while (places++ < 6)
+        frac *= 10;
+    uint64_t ppm = whole * 1000000 + frac;
+    if (ppm > 1000000)
+        return 0;
+    *out = (uint32_t)ppm;
+    return 1;
+}
+
+/* Sets *field to value unless its option was given. */
+static void set_preset(gen_options *o, unsigned bit, uint64_t *field, uint64_t value)
+{
+    if (o->given & bit)
+        return;
+    *field = value;
+    o->given |= bit;
+}
+
+/* Fills the kind's sizes from the preset where the command line left them. */
+static int apply_preset(const char *name, kind k, gen_options *o)
+{
+    const preset *ps = NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        if (strcmp(presets[i].name, name) == 0)
+            ps = &presets[i];
+    if (!ps)
+        return usage_error("--preset: expected soren-small, soren-medium, soren-big, "
+                           "mars-small, mars-medium or mars-large, got \"", name);
+    uint64_t bytes = k == TEXT ? ps->text : k == RGB ? ps->rgb : k == WEBLOG ? ps->weblog
+                   : k == HTML ? ps->html : 0;
+    int has = bytes || (k == MATRIX && ps->matrix) || (k == FEATURES && ps->docs);
+    if (!has) {
+        fprintf(stderr, "soren-gen: --preset %s has no %s data set (%s); give its sizes "
+                "instead\nTry 'soren-gen --help'.\n", name, kind_names[k],
+                strncmp(name, "soren", 5) == 0
+                    ? "the Soren paper's Table 2 has text, rgb, weblog and matrix"
+                    : "the Mars paper's Table 4 has text, html, features, matrix and weblog");
+        return 2;
+    }
+    /* html's --pages is its other way to say how much. */
+    if (bytes && !(o->given & (O_SIZE | O_PAGES)))
+        set_preset(o, O_SIZE, &o->size, bytes);
+    if (k == MATRIX) {
+        set_preset(o, O_ROWS, &o->rows, ps->matrix);
+        set_preset(o, O_COLS, &o->cols, ps->matrix);
+    }
+    if (k == FEATURES) {
+        set_preset(o, O_DOCS, &o->docs, ps->docs);
+        set_preset(o, O_DIMS, &o->dims, ps->dims);
+    }
+    return -1;
+}
+
+/* ---- Output -------------------------------------------------------------- */
+
 /* Buffered output that reports the first write error. */
 typedef struct sink {
     FILE *f;
@@ -103,6 +272,16 @@ static void sink_put(sink *s, const void *p, size_t n)
     s->used += n;
 }
 
+/* A float32 as its bits, least significant byte first. */
+static void sink_f32(sink *s, float x)
+{
+    uint32_t bits;
+    memcpy(&bits, &x, 4);
+    uint8_t b[4] = {(uint8_t)bits, (uint8_t)(bits >> 8), (uint8_t)(bits >> 16),
+                    (uint8_t)(bits >> 24)};
+    sink_put(s, b, 4);
+}
+
 static int sink_close(sink *s, const char *name)
 {
     if (s->used && fwrite(s->buf, 1, s->used, s->f) != s->used)
@@ -117,6 +296,45 @@ static int sink_close(sink *s, const char *name)
     }
     return 0;
 }
+
+static int out_of_memory(const char *what)
+{
+    fprintf(stderr, "soren-gen: out of memory for %s\n", what);
+    return 1;
+}
+
+/* ---- Random numbers ------------------------------------------------------- */
+
+static uint64_t next_random(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double next_unit(uint64_t *state) { return (double)(next_random(state) >> 11) * 0x1p-53; }
+
+/* Uniform in [0, n), n >= 1 (the modulo bias is below 2^-40 for n < 2^24). */
+static uint64_t below(uint64_t *state, uint64_t n) { return next_random(state) % n; }
+
+/* In [0, n), skewed towards 0: n * x^3 for x uniform in [0, 1), in integers
+ * (x has 21 bits, x^3 63).  Item 0 is drawn about 10^4 times as often as
+ * the middle one. */
+static uint64_t skewed(uint64_t *state, uint64_t n)
+{
+    uint64_t x = next_random(state) >> 43;
+    unsigned __int128 cube = (unsigned __int128)(x * x * x) * n;
+    return (uint64_t)(cube >> 63);
+}
+
+/* A multiple of 1/8 in [lo/8, hi/8): exact in float32. */
+static float eighths(uint64_t *state, int64_t lo, int64_t hi)
+{
+    return (float)(lo + (int64_t)below(state, (uint64_t)(hi - lo))) / 8.0f;
+}
+
+/* ---- text and rgb ---------------------------------------------------------- */
 
 /* Word i spelled in base 26: a, b, ..., z, ba, bb, ... */
 static size_t spell(uint64_t i, char *out)
@@ -135,11 +353,8 @@ static size_t spell(uint64_t i, char *out)
 static int gen_text(const gen_options *o, sink *s)
 {
     double *cdf = malloc(o->vocab * sizeof *cdf);
-    if (!cdf) {
-        fprintf(stderr, "soren-gen: out of memory for a vocabulary of %llu words\n",
-                (unsigned long long)o->vocab);
-        return 1;
-    }
+    if (!cdf)
+        return out_of_memory("the vocabulary");
     double total = 0;
     for (uint64_t i = 0; i < o->vocab; i++)
         cdf[i] = total += pow((double)(i + 1), -o->exponent);
@@ -183,64 +398,357 @@ static int gen_rgb(const gen_options *o, sink *s)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* ---- weblog ------------------------------------------------------------------ */
+
+/* URL number u, the same for every seed: the runs of one job compare. */
+static int weblog_url(uint64_t u, char *out, size_t size)
 {
-    static const struct option options[] = {
-        {"size", required_argument, 0, 's'},   {"vocab", required_argument, 0, 'w'},
-        {"exponent", required_argument, 0, 'e'}, {"colours", required_argument, 0, 'c'},
-        {"seed", required_argument, 0, 'r'},   {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},         {"version", no_argument, 0, 'V'},
-        {0, 0, 0, 0}};
-    gen_options o = {.vocab = 1000000, .seed = 1, .exponent = 1.0};
-    int have_size = 0, opt;
+    return snprintf(out, size, "http://www.site%llu.com/page/%llu.html",
+                    (unsigned long long)(u % 97), (unsigned long long)u);
+}
+
+/* IP number j of the pool: j times an odd constant, plus a seeded offset,
+ * modulo 2^32, is one-to-one, so a pool of N gives N distinct addresses. */
+static int weblog_ip(uint64_t j, uint32_t offset, char *out, size_t size)
+{
+    uint32_t a = (uint32_t)j * 0x9e3779b1u + offset;
+    return snprintf(out, size, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
+                    a & 255);
+}
+
+#define WEBLOG_RECENT 1024 /* a duplicate copies one of the last this many lines */
+
+typedef struct log_entry {
+    uint64_t url, ip, cookie;
+} log_entry;
+
+static int gen_weblog(const gen_options *o, sink *s)
+{
+    uint64_t rng = o->seed;
+    uint32_t ip_offset = (uint32_t)next_random(&rng);
+    log_entry recent[WEBLOG_RECENT];
+    uint64_t lines = 0, written = 0;
+    char line[256];
+    for (;;) {
+        log_entry e;
+        uint64_t r = below(&rng, 1000000);
+        if (lines > 0 && r < o->dup_ppm) {
+            uint64_t back = below(&rng, lines < WEBLOG_RECENT ? lines : WEBLOG_RECENT);
+            e = recent[(lines - 1 - back) % WEBLOG_RECENT];
+        } else {
+            e.url = skewed(&rng, o->urls);
+            e.ip = below(&rng, o->ips);
+            e.cookie = next_random(&rng);
+        }
+        int n = weblog_url(e.url, line, sizeof line);
+        line[n++] = '\t';
+        n += weblog_ip(e.ip, ip_offset, line + n, sizeof line - (size_t)n);
+        n += snprintf(line + n, sizeof line - (size_t)n, "\t%016llx\n",
+                      (unsigned long long)e.cookie);
+        if (written + (uint64_t)n > o->size)
+            break;
+        sink_put(s, line, (size_t)n);
+        written += (uint64_t)n;
+        recent[lines++ % WEBLOG_RECENT] = e;
+    }
+    return 0;
+}
+
+/* ---- matrix, features, points ---------------------------------------------- */
+
+static int gen_matrix(const gen_options *o, sink *s)
+{
+    uint64_t rng = o->seed, n = o->rows * o->cols;
+    for (uint64_t i = 0; i < n; i++) {
+        float x = eighths(&rng, -32, 32);
+        /* The first value is never 0, so no matrix is all zeros. */
+        if (i == 0 && x == 0.0f)
+            x = 0.125f;
+        sink_f32(s, x);
+    }
+    return 0;
+}
+
+/* Term weights: a quarter of the features are absent (0), the rest
+ * multiples of 1/8 in (0, 4); every document has a non-zero one, so every
+ * cosine is defined. */
+static int gen_features(const gen_options *o, sink *s)
+{
+    uint64_t rng = o->seed;
+    for (uint64_t d = 0; d < o->docs; d++) {
+        uint64_t forced = below(&rng, o->dims);
+        for (uint64_t k = 0; k < o->dims; k++) {
+            int absent = below(&rng, 4) == 0 && k != forced;
+            sink_f32(s, absent ? 0.0f : eighths(&rng, 1, 32));
+        }
+    }
+    return 0;
+}
+
+static int gen_points(const gen_options *o, sink *s)
+{
+    uint64_t rng = o->seed;
+    if (o->clusters > SIZE_MAX / sizeof(float) / o->dims)
+        return out_of_memory("the centres");
+    float *centres = malloc(o->clusters * o->dims * sizeof *centres);
+    if (!centres)
+        return out_of_memory("the centres");
+    for (uint64_t i = 0; i < o->clusters * o->dims; i++)
+        centres[i] = eighths(&rng, -512, 512);
+    for (uint64_t p = 0; p < o->count; p++) {
+        const float *c = centres + below(&rng, o->clusters) * o->dims;
+        for (uint64_t k = 0; k < o->dims; k++)
+            sink_f32(s, c[k] + eighths(&rng, -32, 32));
+    }
+    free(centres);
+    return 0;
+}
+
+/* ---- html ------------------------------------------------------------------- */
+
+static const char *const html_words[] = {"the", "page", "of", "data", "map", "reduce", "gpu",
+                                         "and", "link", "index", "to", "a", "web", "log"};
+#define HTML_WORDS (sizeof html_words / sizeof html_words[0])
+
+/* Appends up to 12 words of text to buf at *n. */
+static void html_text(uint64_t *rng, char *buf, size_t size, int *n)
+{
+    uint64_t words = 1 + below(rng, 12);
+    for (uint64_t w = 0; w < words; w++)
+        *n += snprintf(buf + *n, size - (size_t)*n, "%s%s", w ? " " : "",
+                       html_words[below(rng, HTML_WORDS)]);
+}
+
+/* One page: a title line, then lines of text with a link in most of them
+ * (some lines hold two), links-per-page links in all. */
+static size_t html_page(const gen_options *o, uint64_t *rng, uint64_t page, char **buf,
+                        size_t *cap)
+{
+    size_t need = 256 + o->links * 320;
+    if (*cap < need) {
+        char *bigger = realloc(*buf, need);
+        if (!bigger)
+            return 0;
+        *buf = bigger;
+        *cap = need;
+    }
+    char *b = *buf;
+    int n = snprintf(b, *cap, "<html><head><title>page %llu</title></head><body>\n",
+                     (unsigned long long)page);
+    for (uint64_t l = 0; l < o->links;) {
+        n += snprintf(b + n, *cap - (size_t)n, "<p>");
+        html_text(rng, b, *cap, &n);
+        uint64_t on_line = l + 1 < o->links && below(rng, 4) == 0 ? 2 : 1;
+        for (uint64_t k = 0; k < on_line; k++, l++) {
+            n += snprintf(b + n, *cap - (size_t)n, " <a href=\"");
+            n += weblog_url(skewed(rng, o->urls), b + n, *cap - (size_t)n);
+            n += snprintf(b + n, *cap - (size_t)n, "\">");
+            html_text(rng, b, *cap, &n);
+            n += snprintf(b + n, *cap - (size_t)n, "</a>");
+        }
+        n += snprintf(b + n, *cap - (size_t)n, "</p>\n");
+    }
+    n += snprintf(b + n, *cap - (size_t)n, "</body></html>\n");
+    return (size_t)n;
+}
+
+static int gen_html(const gen_options *o, sink *s)
+{
+    uint64_t rng = o->seed, written = 0;
+    char *buf = NULL;
+    size_t cap = 0;
+    int by_size = !(o->given & O_PAGES);
+    for (uint64_t page = 0; by_size || page < o->pages; page++) {
+        size_t n = html_page(o, &rng, page, &buf, &cap);
+        if (n == 0) {
+            free(buf);
+            return out_of_memory("a page");
+        }
+        if (by_size && written + n > o->size)
+            break;
+        sink_put(s, buf, n);
+        written += n;
+    }
+    free(buf);
+    return 0;
+}
+
+/* ---- main ---------------------------------------------------------------------- */
+
+/* The sizes a kind needs, and the defaults of the others. */
+static int check_sizes(kind k, gen_options *o)
+{
+    static const struct {
+        kind k;
+        unsigned need;
+        const char *text;
+    } needs[] = {
+        {TEXT, O_SIZE, "text needs --size (or --preset)"},
+        {RGB, O_SIZE, "rgb needs --size (or --preset)"},
+        {WEBLOG, O_SIZE, "weblog needs --size (or --preset)"},
+        {MATRIX, O_ROWS | O_COLS, "matrix needs --rows and --cols (or --preset)"},
+        {FEATURES, O_DOCS | O_DIMS, "features needs --docs and --dims (or --preset)"},
+        {POINTS, O_COUNT | O_DIMS, "points needs --count and --dims"},
+    };
+    for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++)
+        if (needs[i].k == k && (o->given & needs[i].need) != needs[i].need)
+            return usage_error(needs[i].text, NULL);
+    if (k == HTML && !(o->given & (O_SIZE | O_PAGES)))
+        return usage_error("html needs --pages or --size (or --preset)", NULL);
+    if (k == HTML && (o->given & O_SIZE) && (o->given & O_PAGES))
+        return usage_error("html takes --pages or --size, not both", NULL);
+    return -1;
+}
+
+static const struct option long_options[] = {
+    {"size", required_argument, 0, 's'},      {"vocab", required_argument, 0, 'w'},
+    {"exponent", required_argument, 0, 'e'},  {"colours", required_argument, 0, 'c'},
+    {"urls", required_argument, 0, 'U'},      {"ips", required_argument, 0, 'I'},
+    {"dup-rate", required_argument, 0, 'D'},  {"rows", required_argument, 0, 'R'},
+    {"cols", required_argument, 0, 'C'},      {"docs", required_argument, 0, 'N'},
+    {"dims", required_argument, 0, 'd'},      {"count", required_argument, 0, 'n'},
+    {"clusters", required_argument, 0, 'k'},  {"pages", required_argument, 0, 'p'},
+    {"links-per-page", required_argument, 0, 'L'},
+    {"preset", required_argument, 0, 'T'},    {"seed", required_argument, 0, 'r'},
+    {"output", required_argument, 0, 'o'},    {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, 'V'},         {0, 0, 0, 0}};
+
+/* The O_* bit of a counted option's letter, where it stores its value, and
+ * whether 0 is allowed. */
+static int counted_option(int opt, gen_options *o, unsigned *bit, uint64_t **dst, int *zero_ok)
+{
+    static const struct {
+        int opt;
+        unsigned bit;
+        size_t field;
+        int zero_ok;
+    } table[] = {
+        {'w', O_VOCAB, offsetof(gen_options, vocab), 0},
+        {'c', O_COLOURS, offsetof(gen_options, colours), 1},
+        {'U', O_URLS, offsetof(gen_options, urls), 0},
+        {'I', O_IPS, offsetof(gen_options, ips), 0},
+        {'R', O_ROWS, offsetof(gen_options, rows), 0},
+        {'C', O_COLS, offsetof(gen_options, cols), 0},
+        {'N', O_DOCS, offsetof(gen_options, docs), 0},
+        {'d', O_DIMS, offsetof(gen_options, dims), 0},
+        {'n', O_COUNT, offsetof(gen_options, count), 0},
+        {'k', O_CLUSTERS, offsetof(gen_options, clusters), 0},
+        {'p', O_PAGES, offsetof(gen_options, pages), 0},
+        {'L', O_LINKS, offsetof(gen_options, links), 0},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (table[i].opt == opt) {
+            *bit = table[i].bit;
+            *dst = (uint64_t *)((char *)o + table[i].field);
+            *zero_ok = table[i].zero_ok;
+            return 1;
+        }
+    return 0;
+}
+
+/* The name of an O_* bit's option, for "does not apply" errors. */
+static const char *option_name(unsigned bit)
+{
+    static const char *const names[] = {"--size", "--vocab", "--exponent", "--colours",
+                                        "--urls", "--ips", "--dup-rate", "--rows", "--cols",
+                                        "--docs", "--dims", "--count", "--clusters", "--pages",
+                                        "--links-per-page"};
+    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (bit == 1u << i)
+            return names[i];
+    return "?";
+}
+
+static int parse_options(int argc, char **argv, gen_options *o, const char **preset_name)
+{
+    int opt;
     opterr = 0;
-    while ((opt = getopt_long(argc, argv, ":s:o:hV", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, ":s:o:hV", long_options, NULL)) != -1) {
+        unsigned bit;
+        uint64_t *dst;
+        int zero_ok;
         char *end = NULL;
+        if (counted_option(opt, o, &bit, &dst, &zero_ok)) {
+            if (!parse_count(optarg, dst, 0) || (!zero_ok && *dst == 0))
+                return usage_error(zero_ok ? "expected a count, got \""
+                                           : "expected a positive count, got \"", optarg);
+            o->given |= bit;
+            continue;
+        }
         switch (opt) {
         case 's':
-            if (!parse_count(optarg, &o.size, 1))
+            if (!parse_count(optarg, &o->size, 1))
                 return usage_error("--size: expected a size such as 100M, got \"", optarg);
-            have_size = 1;
-            break;
-        case 'w':
-            if (!parse_count(optarg, &o.vocab, 0) || o.vocab == 0)
-                return usage_error("--vocab: expected a positive count, got \"", optarg);
-            break;
-        case 'c':
-            if (!parse_count(optarg, &o.colours, 0))
-                return usage_error("--colours: expected a count, got \"", optarg);
-            break;
-        case 'r':
-            if (!parse_count(optarg, &o.seed, 0))
-                return usage_error("--seed: expected a number, got \"", optarg);
+            o->given |= O_SIZE;
             break;
         case 'e':
-            o.exponent = strtod(optarg, &end);
-            if (!*optarg || *end || !(o.exponent >= 0 && o.exponent <= 10))
+            o->exponent = strtod(optarg, &end);
+            if (!*optarg || *end || !(o->exponent >= 0 && o->exponent <= 10))
                 return usage_error("--exponent: expected a number from 0 to 10, got \"", optarg);
+            o->given |= O_EXPONENT;
             break;
-        case 'o': o.output = optarg; break;
+        case 'D':
+            if (!parse_ppm(optarg, &o->dup_ppm))
+                return usage_error("--dup-rate: expected a fraction from 0 to 1 with at most "
+                                   "6 decimals, got \"", optarg);
+            o->given |= O_DUP_RATE;
+            break;
+        case 'T': *preset_name = optarg; break;
+        case 'r':
+            if (!parse_count(optarg, &o->seed, 0))
+                return usage_error("--seed: expected a number, got \"", optarg);
+            break;
+        case 'o': o->output = optarg; break;
         case 'h': fputs(usage_text, stdout); return 0;
         case 'V': printf("soren-gen %s\n", PACKAGE_VERSION); return 0;
         case ':': return usage_error("option needs a value: ", argv[optind - 1]);
         default: return usage_error("unknown option ", argv[optind - 1]);
         }
     }
-    if (optind != argc - 1)
-        return usage_error("expected one kind of data: text or rgb", NULL);
-    const char *kind = argv[optind];
-    if (strcmp(kind, "text") != 0 && strcmp(kind, "rgb") != 0)
-        return usage_error("unknown kind of data (text or rgb): \"", kind);
-    if (!have_size)
-        return usage_error("--size is required", NULL);
+    return -1;
+}
 
+int main(int argc, char **argv)
+{
+    gen_options o = {.vocab = 1000000, .seed = 1, .exponent = 1.0, .urls = 10000,
+                     .ips = 65536, .dup_ppm = 100000, .clusters = 8, .links = 8};
+    const char *preset_name = NULL;
+    int rc = parse_options(argc, argv, &o, &preset_name);
+    if (rc >= 0)
+        return rc;
+    if (optind != argc - 1)
+        return usage_error("expected one kind of data: text, rgb, weblog, matrix, features, "
+                           "points or html", NULL);
+    kind k = KIND_COUNT;
+    for (int i = 0; i < KIND_COUNT; i++)
+        if (strcmp(argv[optind], kind_names[i]) == 0)
+            k = (kind)i;
+    if (k == KIND_COUNT)
+        return usage_error("unknown kind of data (text, rgb, weblog, matrix, features, points "
+                           "or html): \"", argv[optind]);
+    unsigned stray = o.given & ~kind_options[k];
+    if (stray) {
+        fprintf(stderr, "soren-gen: %s does not apply to %s\nTry 'soren-gen --help'.\n",
+                option_name(stray & -stray), kind_names[k]);
+        return 2;
+    }
+    if (preset_name && (rc = apply_preset(preset_name, k, &o)) >= 0)
+        return rc;
+    if ((rc = check_sizes(k, &o)) >= 0)
+        return rc;
+
+    static int (*const generators[KIND_COUNT])(const gen_options *, sink *) = {
+        gen_text, gen_rgb, gen_weblog, gen_matrix, gen_features, gen_points, gen_html};
     static sink s;
     s.f = o.output ? fopen(o.output, "wb") : stdout;
     if (!s.f) {
         fprintf(stderr, "soren-gen: cannot write %s: %s\n", o.output, strerror(errno));
         return 1;
     }
-    int rc = strcmp(kind, "text") == 0 ? gen_text(&o, &s) : gen_rgb(&o, &s);
+    rc = generators[k](&o, &s);
     int close_rc = sink_close(&s, o.output ? o.output : "standard output");
+    /* A failed run must not leave a file that looks whole. */
+    if ((rc || close_rc) && o.output)
+        remove(o.output);
     return rc ? rc : close_rc;
 }

@@ -47,6 +47,8 @@ static const char usage_text[] =
     "                       FILE appears only when the run succeeds\n"
     "  -p, --param NAME=VALUE, --param NAME=@FILE\n"
     "                       set a job parameter (see `soren-host info NAME`)\n"
+    "      --tasks N        the number of tasks of a job with index input (map\n"
+    "                       runs for 0 .. N-1; default: from its manifest)\n"
     "      --device auto|cpu|gpu\n"
     "                       where to run (default auto: a usable GPU, else the CPU)\n"
     "      --engine auto|hash|block|direct|dense|sort\n"
@@ -218,7 +220,7 @@ static int parse_args(cli *c, int argc, char **argv)
     enum {
         OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS,
         OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE, OPT_ORDER, OPT_TOP,
-        OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR
+        OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR, OPT_TASKS
     };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
@@ -239,6 +241,7 @@ static int parse_args(cli *c, int argc, char **argv)
         {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
         {"from", required_argument, 0, OPT_FROM},
         {"dir", required_argument, 0, OPT_DIR},
+        {"tasks", required_argument, 0, OPT_TASKS},
         {0, 0, 0, 0}};
     soren_run_options_init(&c->run);
     c->progress = -1;
@@ -288,6 +291,11 @@ static int parse_args(cli *c, int argc, char **argv)
         case OPT_TOP:
             if (!parse_count(optarg, &c->run.top) || c->run.top == 0)
                 return usage_error("--top: expected a number of pairs from 1 up, got \"%s\"",
+                                   optarg);
+            break;
+        case OPT_TASKS:
+            if (!parse_count(optarg, &c->run.tasks) || c->run.tasks == 0)
+                return usage_error("--tasks: expected a number of tasks from 1 up, got \"%s\"",
                                    optarg);
             break;
         case OPT_PROGRESS: c->progress = 1; break;
@@ -404,14 +412,29 @@ static void print_info(const soren_manifest *m)
     printf("input:     %s", input_name(m->input.format));
     if (m->input.format == SOREN_INPUT_FIXED)
         printf(" (records of %llu bytes)", (unsigned long long)m->input.record_size);
-    printf("\nkey:       %s", soren_type_name(m->key.type));
-    if (m->key.type == SOREN_TYPE_STRING)
-        printf(" (at most %u bytes)", m->key.max_size);
-    if (m->key.type == SOREN_TYPE_INDEX)
-        printf(" (0 to %llu)", (unsigned long long)m->key.count - 1);
-    printf("\nvalue:     %s\ncombine:   %s\nreduce:    %s\noutput:    order %s",
-           soren_type_name(m->value.type), combines[m->combine], reduces[m->reduce],
-           order_name(m->output.order));
+    if (m->input.format == SOREN_INPUT_INDEX && m->input.count)
+        printf(" (%llu tasks)", (unsigned long long)m->input.count);
+    for (size_t i = 0; i < m->input.count_from_count; i++)
+        printf("%s%s", i ? " x " : " (tasks: ", m->input.count_from[i]);
+    if (m->input.count_from_count)
+        putchar(')');
+    if (m->input.format == SOREN_INPUT_INDEX && !m->input.count && !m->input.count_from_count)
+        printf(" (tasks: --tasks N)");
+    size_t stages = soren_manifest_stages(m);
+    for (size_t i = 0; i < stages; i++) {
+        soren_manifest_stage st = soren_manifest_stage_at(m, i);
+        if (stages > 1)
+            printf("\nstage %zu:   %s", i + 1, i ? "reads the pairs of the stage before"
+                                                  : "reads the input");
+        printf("\nkey:       %s", soren_type_name(st.key.type));
+        if (st.key.type == SOREN_TYPE_STRING)
+            printf(" (at most %u bytes)", st.key.max_size);
+        if (st.key.type == SOREN_TYPE_INDEX)
+            printf(" (0 to %llu)", (unsigned long long)st.key.count - 1);
+        printf("\nvalue:     %s\ncombine:   %s\nreduce:    %s", soren_type_name(st.value.type),
+               combines[st.combine], reduces[st.reduce]);
+    }
+    printf("\noutput:    order %s", order_name(m->output.order));
     if (m->output.limit)
         printf(", first %llu", (unsigned long long)m->output.limit);
     putchar('\n');

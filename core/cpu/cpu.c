@@ -44,6 +44,10 @@
 #include <unistd.h>
 
 #define CHUNK_DEFAULT (UINT64_C(1) << 20)
+/* Index input has no bytes: its chunks are counted in tasks, few enough per
+ * chunk that a matrix product of a few million tasks keeps every thread
+ * busy, many enough that taking a chunk costs nothing. */
+#define CHUNK_TASKS 1024u
 #define TABLE_MIN_SLOTS 1024u
 #define TABLE_FORCED_MIN_SLOTS 8u             /* --table-slots below this is rounded up */
 #define TABLE_EXPECT_MAX (UINT64_C(1) << 19)  /* keys a map table is first sized for */
@@ -850,7 +854,7 @@ static void *map_main(void *arg)
         }
         soren_records it;
         soren_record r;
-        soren_records_init(&it, spec, in->data, in->size, begin, end);
+        soren_records_init_input(&it, spec, in, begin, end);
         while (soren_records_next(&it, &r)) {
             map(&w->em, &r, g->params);
             if (w->failed)
@@ -1237,9 +1241,6 @@ static soren_status check_spec(const soren_stage_spec *spec, const soren_result 
     const soren_stage *code = spec->code;
     if (!code || !code->map)
         return soren_error_set(err, SOREN_EJOB, "%s: the plugin has no map function", job);
-    if (spec->input_format != SOREN_INPUT_LINES && spec->input_format != SOREN_INPUT_FIXED)
-        return soren_error_set(err, SOREN_EJOB,
-                               "%s: the CPU engine reads lines and fixed records only", job);
     if (spec->input_format == SOREN_INPUT_FIXED && spec->record_size == 0)
         return soren_error_set(err, SOREN_EJOB, "%s: the record size is 0", job);
     if (spec->value_size == 0)
@@ -1351,6 +1352,8 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     g->progress = opt ? opt->progress : NULL;
 
     uint64_t chunk = opt && opt->chunk_bytes ? opt->chunk_bytes : CHUNK_DEFAULT;
+    if (spec->input_format == SOREN_INPUT_INDEX && !(opt && opt->chunk_bytes))
+        chunk = CHUNK_TASKS;
     if (spec->input_format == SOREN_INPUT_FIXED) /* whole records per chunk */
         chunk = chunk < spec->record_size ? spec->record_size : chunk - chunk % spec->record_size;
     g->chunk_size = chunk;

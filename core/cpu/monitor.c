@@ -116,6 +116,17 @@ static uint64_t fixed_starts(const chunk *c, uint64_t rs)
     return last > first ? last - first : 0;
 }
 
+/* The pairs that start in the chunk: pair starts only grow, so the count
+ * is the distance between two binary searches. */
+static uint64_t pair_starts(const chunk *c)
+{
+    soren_records a, b;
+    soren_stage_spec spec = {.input_format = SOREN_INPUT_PAIRS};
+    soren_records_init_input(&a, &spec, c->in, c->begin, c->end);
+    soren_records_init_input(&b, &spec, c->in, c->end, c->in->size);
+    return (c->end < c->in->size ? b.pos : c->in->count) - a.pos;
+}
+
 static void *count_main(void *arg)
 {
     monitor *mon = arg;
@@ -132,9 +143,15 @@ static void *count_main(void *arg)
 /* Fills every chunk's count and first record, and mon->total. */
 static void count_records(monitor *mon, unsigned threads)
 {
-    if (mon->spec->input_format == SOREN_INPUT_FIXED) {
-        for (uint64_t c = 0; c < mon->chunk_count; c++)
-            mon->chunks[c].count = fixed_starts(&mon->chunks[c], mon->spec->record_size);
+    soren_input_format format = mon->spec->input_format;
+    if (format != SOREN_INPUT_LINES) {
+        /* Counted without a pass: arithmetic, or a search of the pair starts. */
+        for (uint64_t c = 0; c < mon->chunk_count; c++) {
+            chunk *ch = &mon->chunks[c];
+            ch->count = format == SOREN_INPUT_FIXED ? fixed_starts(ch, mon->spec->record_size)
+                      : format == SOREN_INPUT_INDEX ? ch->end - ch->begin
+                                                    : pair_starts(ch);
+        }
     } else {
         atomic_store(&mon->next, 0);
         soren__run_threads(threads, count_main, mon, 0);
@@ -221,9 +238,9 @@ static void sample_chunk(mworker *w, uint64_t c)
         }
         return;
     }
-    /* Lines are found by walking the chunk's lines up to the last one the
-     * sample wants. */
-    soren_records_init(&it, mon->spec, ch->in->data, ch->in->size, ch->begin, ch->end);
+    /* Other records are found by walking the chunk's records up to the last
+     * one the sample wants (tasks and pairs cost nothing to walk). */
+    soren_records_init_input(&it, mon->spec, ch->in, ch->begin, ch->end);
     for (uint64_t k = ch->first; k < end && soren_records_next(&it, &r); k++) {
         if (k != want)
             continue;
@@ -289,9 +306,6 @@ static soren_status check_monitor_spec(const soren_stage_spec *spec, size_t *key
     const char *job = spec->job_name ? spec->job_name : "(job)";
     if (!spec->code || !spec->code->map)
         return soren_error_set(err, SOREN_EJOB, "%s: the plugin has no map function", job);
-    if (spec->input_format != SOREN_INPUT_LINES && spec->input_format != SOREN_INPUT_FIXED)
-        return soren_error_set(err, SOREN_EJOB,
-                               "%s: the CPU engine reads lines and fixed records only", job);
     if (spec->input_format == SOREN_INPUT_FIXED && spec->record_size == 0)
         return soren_error_set(err, SOREN_EJOB, "%s: the record size is 0", job);
     *key_size = 0;

@@ -346,17 +346,38 @@ static json_t *times_json(const soren_phase_times *t)
     return o;
 }
 
+/* The fields every stage reports: the variant and why, the metrics, the
+ * sizes, the overflows and the phase times. */
+static int put_stage(json_t *o, const soren_explain *x)
+{
+    return put(o, "variant", json_string(soren_variant_name(x->variant))) &
+           put(o, "rule", json_string(x->rule ? x->rule : "")) &
+           put(o, "metrics", metrics_json(&x->metrics)) &
+           put(o, "projection", projection_json(&x->projection)) &
+           put(o, "overflows", overflows_json(x)) & put(o, "times_ms", times_json(&x->ms));
+}
+
 void soren_explain_print(const soren_explain *x, FILE *f)
 {
+    soren_explain_print_stages(x, 1, f);
+}
+
+void soren_explain_print_stages(const soren_explain *xs, size_t n, FILE *f)
+{
+    const soren_explain *x = &xs[0];
     json_t *doc = json_object();
     int ok = put(doc, "job", json_string(x->job ? x->job : "")) &
-             put(doc, "device", json_string(x->device ? x->device : "cpu")) &
-             put(doc, "variant", json_string(soren_variant_name(x->variant))) &
-             put(doc, "rule", json_string(x->rule ? x->rule : "")) &
-             put(doc, "metrics", metrics_json(&x->metrics)) &
-             put(doc, "projection", projection_json(&x->projection)) &
-             put(doc, "overflows", overflows_json(x)) &
-             put(doc, "times_ms", times_json(&x->ms));
+             put(doc, "device", json_string(x->device ? x->device : "cpu")) & put_stage(doc, x);
+    if (n > 1) {
+        json_t *later = json_array();
+        ok &= put(doc, "stages", later);
+        for (size_t i = 1; ok && i < n; i++) {
+            json_t *stage = json_object();
+            /* The array takes stage, even when appending fails. */
+            ok &= json_array_append_new(later, stage) == 0 &&
+                  (put(stage, "stage", count(i + 1)) & put_stage(stage, &xs[i]));
+        }
+    }
     /* Printed after the run succeeded: running out of memory here must not
      * fail the run, only say why the report is missing. */
     if (!ok)

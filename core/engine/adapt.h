@@ -110,5 +110,9 @@ soren_status soren_explain_overflow(soren_explain *x, const char *region, uint64
 void soren_explain_destroy(soren_explain *x);
 /* Writes x as one JSON object and a newline. */
 void soren_explain_print(const soren_explain *x, FILE *f);
+/* The same for a job of n stages: the object describes stage 1 (xs[0]) as
+ * soren_explain_print does, and, when n > 1, "stages" lists stages 2 .. n
+ * ({"stage": N, variant, rule, metrics, projection, overflows, times_ms}). */
+void soren_explain_print_stages(const soren_explain *xs, size_t n, FILE *f);
 
 #endif /* SOREN_ADAPT_H */

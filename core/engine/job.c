@@ -56,13 +56,34 @@ static soren_status slurp_stdin(soren_progress *progress, char **out, size_t *si
     return SOREN_OK;
 }
 
-/* Chooses where the stage runs, or says why it cannot run where asked. */
-static soren_status choose_device(const soren_stage_spec *spec, const soren_run_options *o,
-                                  soren_device_choice *where, soren_error *err)
+/* What the GPU engine lacks to run this job, whatever GPU there is: it
+ * runs one stage over lines or fixed records.  (soren_gpu_unsupported says
+ * what else it cannot do once a GPU is there.) */
+static const char *gpu_missing(const soren_manifest *m, char *buf, size_t size)
 {
-    char why[256] = "";
-    int gpus = o->device == SOREN_DEVICE_CPU ? 0 : soren_device_count(why, sizeof why);
-    const char *unsupported = gpus > 0 ? soren_gpu_unsupported(spec) : NULL;
+    if (soren_manifest_stages(m) > 1) {
+        snprintf(buf, size, "the GPU engine runs one stage and %s has %zu (stages that read "
+                 "pairs run on the CPU engine only in this release)", m->name,
+                 soren_manifest_stages(m));
+        return buf;
+    }
+    if (m->input.format == SOREN_INPUT_INDEX)
+        return "the GPU engine has no index input (tasks known by their number) in this "
+               "release; it reads lines and fixed records";
+    return NULL;
+}
+
+/* Chooses where the job runs, or says why it cannot run where asked. */
+static soren_status choose_device(const soren_manifest *m, const soren_stage_spec *spec,
+                                  const soren_run_options *o, soren_device_choice *where,
+                                  soren_error *err)
+{
+    char why[256] = "", missing_buf[256];
+    const char *missing = gpu_missing(m, missing_buf, sizeof missing_buf);
+    int gpus = o->device == SOREN_DEVICE_CPU ? 0
+             : missing                       ? 1
+                                             : soren_device_count(why, sizeof why);
+    const char *unsupported = missing ? missing : gpus > 0 ? soren_gpu_unsupported(spec) : NULL;
     if (unsupported)
         snprintf(why, sizeof why, "%s", unsupported);
     int gpu_ok = gpus > 0 && !unsupported;
@@ -158,11 +179,6 @@ static soren_status run_cpu(const soren_stage_spec *spec, const soren_input *inp
                             const soren_run_options *o, soren_result *res, soren_explain *x,
                             char *rule_buf, size_t rule_size, soren_error *err)
 {
-    if (spec->input_format != SOREN_INPUT_LINES && spec->input_format != SOREN_INPUT_FIXED)
-        return soren_error_set(err, SOREN_EJOB,
-                               "%s: input format %s is not supported by this release's engines "
-                               "(lines and fixed are)", spec->job_name,
-                               spec->input_format == SOREN_INPUT_INDEX ? "index" : "pairs");
     x->device = "cpu";
     if (o->verbose && o->engine && strcmp(o->engine, "auto") != 0)
         soren_progress_say(o->progress, "soren-host: engine: the CPU engine has one variant; "
@@ -208,6 +224,128 @@ void soren_run_options_init(soren_run_options *o)
     o->small_keys = SOREN_SMALL_KEYS_DEFAULT;
 }
 
+/* The number of tasks of an index job: --tasks, else the manifest's count,
+ * else the product of the parameters its count_from names. */
+static soren_status task_count(const soren_manifest *m, const soren_run_options *o,
+                               const soren_params *params, uint64_t *out, soren_error *err)
+{
+    if (o->tasks) {
+        *out = o->tasks;
+        return SOREN_OK;
+    }
+    if (m->input.count) {
+        *out = m->input.count;
+        return SOREN_OK;
+    }
+    if (m->input.count_from_count == 0)
+        return soren_error_set(err, SOREN_EUSAGE, "%s reads index input and its manifest gives "
+                               "no task count: give --tasks N", m->name);
+    uint64_t n = 1;
+    for (size_t i = 0; i < m->input.count_from_count; i++) {
+        const char *name = m->input.count_from[i];
+        int k = soren_manifest_param_index(m, name);
+        uint64_t v = 0;
+        if (k < 0 || params->size[k] == 0)
+            return soren_error_set(err, SOREN_EUSAGE, "%s: the task count is the product of "
+                                   "parameters of input.count_from: give --param %s=N (or "
+                                   "--tasks N)", m->name, name);
+        if (params->size[k] == 4) {
+            uint32_t v32;
+            memcpy(&v32, params->data[k], 4);
+            v = v32;
+        } else {
+            memcpy(&v, params->data[k], 8);
+        }
+        if (v && n > UINT64_MAX / v)
+            return soren_error_set(err, SOREN_EUSAGE, "%s: the task count (the product of "
+                                   "input.count_from) is over 2^64", m->name);
+        n *= v;
+    }
+    *out = n;
+    return SOREN_OK;
+}
+
+/* Stage 1's inputs: the files (or standard input), or an index job's tasks. */
+static soren_status open_inputs(const soren_manifest *m, const soren_stage_spec *spec,
+                                const soren_run_options *o, const soren_params *params,
+                                soren_input *inputs, char **stdin_data, soren_error *err)
+{
+    soren_status rc = SOREN_OK;
+    if (o->tasks && spec->input_format != SOREN_INPUT_INDEX)
+        return soren_error_set(err, SOREN_EUSAGE, "--tasks applies to jobs with index input; "
+                               "%s reads %s", m->name,
+                               spec->input_format == SOREN_INPUT_LINES ? "lines" : "fixed "
+                                                                                   "records");
+    if (spec->input_format == SOREN_INPUT_INDEX) {
+        if (o->input_count)
+            return soren_error_set(err, SOREN_EUSAGE, "%s reads index input (tasks known by "
+                                   "their number, no data): it takes no INPUT files, got %s",
+                                   m->name, o->inputs[0]);
+        uint64_t tasks = 0;
+        rc = task_count(m, o, params, &tasks, err);
+        if (rc == SOREN_OK)
+            soren_input_tasks(&inputs[0], tasks);
+        return rc;
+    }
+    for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++)
+        rc = soren_input_open(&inputs[i], o->inputs[i], err);
+    if (rc == SOREN_OK && o->input_count == 0) {
+        size_t size = 0;
+        rc = slurp_stdin(o->progress, stdin_data, &size, err);
+        if (rc == SOREN_OK)
+            soren_input_wrap(&inputs[0], "(standard input)", *stdin_data, size);
+    }
+    for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++)
+        rc = soren_input_check(&inputs[i], spec, err);
+    return rc;
+}
+
+/* One stage on the chosen device, its result left in res (initialised
+ * here) in the stage's order. */
+static soren_status run_stage(const soren_stage_spec *spec, soren_device_choice where,
+                              const soren_input *inputs, size_t input_count,
+                              const soren_params *params, const soren_run_options *o,
+                              soren_result *res, soren_explain *x, char *rule, size_t rule_size,
+                              soren_error *err)
+{
+    soren_result_init(res, spec);
+    x->job = spec->job_name;
+    if (where == SOREN_DEVICE_GPU)
+        return run_gpu(spec, inputs, input_count, params, o, res, x, err);
+    return run_cpu(spec, inputs, input_count, params, o, res, x, rule, rule_size, err);
+}
+
+/* Runs every stage: stage 1 over the inputs, each later stage over the
+ * pairs of the one before (packed by soren_input_pairs, its result freed
+ * as soon as they are).  The last stage's result is left in res. */
+static soren_status run_stages(const soren_plugin *p, const soren_stage_spec *specs,
+                               size_t stages, soren_device_choice where,
+                               const soren_input *inputs, size_t input_count,
+                               const soren_params *params, const soren_run_options *o,
+                               soren_result *res, soren_explain *xs,
+                               char (*rules)[256], soren_error *err)
+{
+    soren_status rc = run_stage(&specs[0], where, inputs, input_count, params, o, res, &xs[0],
+                                rules[0], sizeof rules[0], err);
+    for (size_t i = 1; rc == SOREN_OK && i < stages; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "(the pairs of stage %zu)", i);
+        soren_input pairs;
+        rc = soren_input_pairs(&pairs, name, res, err);
+        soren_result_destroy(res);
+        if (rc != SOREN_OK)
+            return rc;
+        if (o->verbose)
+            soren_progress_say(o->progress, "soren-host: %s: stage %zu of %zu: %llu pairs\n",
+                               p->manifest->name, i + 1, stages,
+                               (unsigned long long)pairs.count);
+        rc = run_stage(&specs[i], where, &pairs, 1, params, o, res, &xs[i], rules[i],
+                       sizeof rules[i], err);
+        soren_input_close(&pairs);
+    }
+    return rc;
+}
+
 soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, soren_error *err)
 {
     const soren_manifest *m = p->manifest;
@@ -216,45 +354,36 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
     if (rc != SOREN_OK)
         return rc;
 
-    soren_stage_spec spec;
-    soren_stage_spec_init(&spec, m, &p->table->stages[0]);
+    size_t stages = soren_manifest_stages(m);
+    soren_stage_spec specs[SOREN_MAX_STAGES];
+    for (size_t i = 0; i < stages; i++)
+        soren_stage_spec_init_at(&specs[i], m, &p->table->stages[i], i);
     /* --order and --top: both engines order and cut the result as the
-     * stage says, so the stage is where they go. */
+     * stage says, so the last stage is where they go. */
+    soren_stage_spec *last = &specs[stages - 1];
     if (o->order >= 0)
-        spec.order = (soren_order)o->order;
+        last->order = (soren_order)o->order;
     if (o->top)
-        spec.limit = o->top;
+        last->limit = o->top;
     soren_device_choice where = SOREN_DEVICE_CPU;
-    rc = choose_device(&spec, o, &where, err);
+    rc = choose_device(m, &specs[0], o, &where, err);
 
     size_t input_count = o->input_count ? o->input_count : 1;
     soren_input *inputs = calloc(input_count, sizeof *inputs);
     char *stdin_data = NULL;
     if (rc == SOREN_OK && !inputs)
         rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
-    for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++)
-        rc = soren_input_open(&inputs[i], o->inputs[i], err);
-    if (rc == SOREN_OK && o->input_count == 0) {
-        size_t size = 0;
-        rc = slurp_stdin(o->progress, &stdin_data, &size, err);
-        if (rc == SOREN_OK)
-            soren_input_wrap(&inputs[0], "(standard input)", stdin_data, size);
-    }
-    for (size_t i = 0; rc == SOREN_OK && i < input_count; i++)
-        rc = soren_input_check(&inputs[i], &spec, err);
+    if (rc == SOREN_OK)
+        rc = open_inputs(m, &specs[0], o, &params.params, inputs, &stdin_data, err);
 
     /* Both engines leave the result in the stage's order. */
     soren_result res;
-    soren_result_init(&res, &spec);
-    soren_explain x = {0};
-    x.job = spec.job_name;
-    char rule[256];
-    if (rc == SOREN_OK && where == SOREN_DEVICE_GPU)
-        rc = run_gpu(&spec, inputs, input_count, &params.params, o, &res, &x, err);
-    else if (rc == SOREN_OK)
-        rc = run_cpu(&spec, inputs, input_count, &params.params, o, &res, &x, rule,
-                     sizeof rule, err);
-
+    soren_result_init(&res, last);
+    soren_explain xs[SOREN_MAX_STAGES] = {0};
+    char rules[SOREN_MAX_STAGES][256];
+    if (rc == SOREN_OK)
+        rc = run_stages(p, specs, stages, where, inputs, input_count, &params.params, o, &res,
+                        xs, rules, err);
     /* Pairs written to a terminal would mix with the progress line, so it
      * ends first; a file shows the writing as its last phase. */
     if (rc != SOREN_OK || !o->output || strcmp(o->output, "-") == 0)
@@ -276,9 +405,10 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
                 (unsigned long long)res.count);
     /* Only a run that succeeded is explained: a failed one has its error. */
     if (rc == SOREN_OK && o->explain)
-        soren_explain_print(&x, stderr);
+        soren_explain_print_stages(xs, stages, stderr);
 
-    soren_explain_destroy(&x);
+    for (size_t i = 0; i < stages; i++)
+        soren_explain_destroy(&xs[i]);
     soren_result_destroy(&res);
     for (size_t i = 0; inputs && i < input_count; i++)
         soren_input_close(&inputs[i]);

@@ -43,6 +43,7 @@ typedef struct soren_run_options {
      * table_slots as its per-thread tables' first size. */
     soren_gpu_options gpu;
     unsigned threads;          /* CPU engine; 0: every online CPU */
+    uint64_t tasks;            /* index input: the task count (--tasks); 0: the manifest's */
     const char *const *params; /* "name=value" / "name=@file" */
     size_t param_count;
     int verbose;               /* report decisions on stderr */

@@ -38,8 +38,16 @@ typedef struct soren_stage_spec {
 } soren_stage_spec;
 
 /* Fills spec from a manifest and the stage the plugin compiled (already
- * checked to agree). */
+ * checked to agree): stage 1 of the job. */
 void soren_stage_spec_init(soren_stage_spec *spec, const soren_manifest *m,
                            const soren_stage *code);
+
+/* The same for stage index (0-based) of a job of soren_manifest_stages(m)
+ * stages.  Stages after the first read pairs; stages before the last pass
+ * on all their pairs ordered by key (so the pair numbers the next stage's
+ * map sees do not depend on the schedule); the last one is ordered and cut
+ * as $.output says. */
+void soren_stage_spec_init_at(soren_stage_spec *spec, const soren_manifest *m,
+                              const soren_stage *code, size_t index);
 
 #endif /* SOREN_STAGE_H */

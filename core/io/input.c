@@ -72,10 +72,50 @@ void soren_input_wrap(soren_input *in, const char *name, const void *data, uint6
     in->size = size;
 }
 
+void soren_input_tasks(soren_input *in, uint64_t tasks)
+{
+    memset(in, 0, sizeof *in);
+    in->size = tasks;
+}
+
+soren_status soren_input_pairs(soren_input *in, const char *name, const soren_result *res,
+                               soren_error *err)
+{
+    memset(in, 0, sizeof *in);
+    uint64_t n = res->count;
+    uint64_t key_total = n ? res->key_offset[n] : 0;
+    uint64_t bytes = key_total + n * res->value_size;
+    in->path = strdup(name);
+    in->starts = malloc((n + 1) * sizeof *in->starts);
+    in->owned_data = malloc(bytes ? bytes : 1);
+    if (!in->path || !in->starts || !in->owned_data) {
+        soren_input_close(in);
+        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory passing %llu pairs (%llu "
+                               "bytes) to the next stage", name, (unsigned long long)n,
+                               (unsigned long long)bytes);
+    }
+    uint64_t at = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t k0 = res->key_offset[i], klen = res->key_offset[i + 1] - k0;
+        in->starts[i] = at;
+        if (klen)
+            memcpy(in->owned_data + at, res->key_bytes + k0, (size_t)klen);
+        memcpy(in->owned_data + at + klen, res->values + i * res->value_size, res->value_size);
+        at += klen + res->value_size;
+    }
+    in->starts[n] = at;
+    in->count = n;
+    in->data = n ? in->owned_data : NULL;
+    in->size = bytes;
+    return SOREN_OK;
+}
+
 void soren_input_close(soren_input *in)
 {
     if (in->mapping)
         munmap(in->mapping, (size_t)in->mapping_size);
+    free(in->starts);
+    free(in->owned_data);
     free(in->path);
     memset(in, 0, sizeof *in);
 }
@@ -132,11 +172,56 @@ void soren_records_init(soren_records *it, const soren_stage_spec *spec, const u
     }
 }
 
+/* The first pair that starts at or after byte begin. */
+static uint64_t first_pair_at(const soren_input *in, uint64_t begin)
+{
+    uint64_t lo = 0, hi = in->count;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (in->starts[mid] < begin)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void soren_records_init_input(soren_records *it, const soren_stage_spec *spec,
+                              const soren_input *in, uint64_t begin, uint64_t end)
+{
+    soren_records_init(it, spec, in->data, in->size, begin, end);
+    if (spec->input_format == SOREN_INPUT_INDEX) {
+        it->pos = begin < it->end ? begin : it->end;
+    } else if (spec->input_format == SOREN_INPUT_PAIRS) {
+        it->starts = in->starts;
+        it->count = in->count;
+        it->pos = in->count && begin < it->end ? first_pair_at(in, begin) : in->count;
+    }
+}
+
 int soren_records_next(soren_records *it, soren_record *r)
 {
     uint64_t pos = it->pos;
+    if (it->format == SOREN_INPUT_PAIRS) {
+        if (pos >= it->count || it->starts[pos] >= it->end)
+            return 0;
+        r->data = it->buf + it->starts[pos];
+        r->size = it->starts[pos + 1] - it->starts[pos];
+        r->offset = pos;
+        r->index = pos;
+        it->pos = pos + 1;
+        return 1;
+    }
     if (pos >= it->end)
         return 0;
+    if (it->format == SOREN_INPUT_INDEX) {
+        r->data = NULL;
+        r->size = 0;
+        r->offset = pos;
+        r->index = pos;
+        it->pos = pos + 1;
+        return 1;
+    }
     if (it->format == SOREN_INPUT_LINES) {
         uint64_t left = it->buf_size - pos;
         const uint8_t *nl = memchr(it->buf + pos, '\n', (size_t)left);

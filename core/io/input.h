@@ -11,6 +11,11 @@
  *         ordinary byte.
  *  fixed: records of record_size bytes; a size that is not a multiple of it
  *         is an input error (soren_input_check).
+ *  index: no bytes: an input of `size` tasks (soren_input_tasks), record i
+ *         has data NULL, size 0, offset and index i.  Ranges count tasks.
+ *  pairs: a previous stage's result packed (soren_input_pairs): pair i is
+ *         record i, [key bytes][value bytes] at starts[i], its size the key's
+ *         size plus the value's, offset and index i.  Ranges count bytes.
  */
 #ifndef SOREN_INPUT_H
 #define SOREN_INPUT_H
@@ -18,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../engine/result.h"
 #include "../engine/stage.h"
 #include "../error.h"
 
@@ -27,6 +33,10 @@ typedef struct soren_input {
     uint64_t size;
     void *mapping;        /* private: what munmap releases */
     uint64_t mapping_size;
+    /* pairs: record i is data[starts[i] .. starts[i + 1]), i < count */
+    uint64_t *starts;     /* owned, with data (owned_data) */
+    uint64_t count;
+    uint8_t *owned_data;
 } soren_input;
 
 /* Maps path read-only.  Directories, FIFOs and unreadable files are input
@@ -34,6 +44,12 @@ typedef struct soren_input {
 soren_status soren_input_open(soren_input *in, const char *path, soren_error *err);
 /* Wraps bytes the caller keeps alive (tests, stdin slurps).  No copy. */
 void soren_input_wrap(soren_input *in, const char *name, const void *data, uint64_t size);
+/* An index input of tasks tasks (size counts tasks; there are no bytes). */
+void soren_input_tasks(soren_input *in, uint64_t tasks);
+/* Packs a stage's result, pair by pair in its order, as the pairs input of
+ * the next stage (a copy: the result may be freed afterwards). */
+soren_status soren_input_pairs(soren_input *in, const char *name, const soren_result *res,
+                               soren_error *err);
 /* Safe on a zeroed input and after a failed soren_input_open. */
 void soren_input_close(soren_input *in);
 
@@ -46,14 +62,20 @@ soren_status soren_input_check(const soren_input *in, const soren_stage_spec *sp
 typedef struct soren_records {
     const uint8_t *buf;
     uint64_t buf_size;
-    uint64_t pos;  /* start of the next record */
+    uint64_t pos;  /* start of the next record (pairs: its number) */
     uint64_t end;  /* records starting at or after end belong to the next range */
     soren_input_format format;
     uint64_t record_size;
+    const uint64_t *starts; /* pairs */
+    uint64_t count;         /* pairs */
 } soren_records;
 
+/* Lines and fixed records of a buffer. */
 void soren_records_init(soren_records *it, const soren_stage_spec *spec, const uint8_t *buf,
                         uint64_t buf_size, uint64_t begin, uint64_t end);
+/* Records of any format in [begin, end) of an input (units as above). */
+void soren_records_init_input(soren_records *it, const soren_stage_spec *spec,
+                              const soren_input *in, uint64_t begin, uint64_t end);
 /* Fills *r with the next record; returns 0 when none is left. */
 int soren_records_next(soren_records *it, soren_record *r);
 

@@ -113,6 +113,47 @@ static soren_type stage_value(const soren_stage *s)
     return s->value ? (soren_type)s->value : (soren_type)s->combine.type;
 }
 
+/* Stage i of the library against stage i of the manifest.  Messages name
+ * the stage where the job has more than one. */
+static soren_status check_stage(const soren_plugin *p, size_t i, soren_error *err)
+{
+    const soren_manifest *m = p->manifest;
+    const soren_stage *s = &p->table->stages[i];
+    const soren_manifest_stage want = soren_manifest_stage_at(m, i);
+    const char *lib = p->library_path;
+    char where[32] = "";
+    if (soren_manifest_stages(m) > 1)
+        snprintf(where, sizeof where, "stage %zu: ", i + 1);
+
+    if (!s->map)
+        return soren_error_set(err, SOREN_EPLUGIN, "%s: stage %zu has no map function", lib,
+                               i + 1);
+    if (stage_key(s) != want.key.type)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: %skey type: the library was built for %s, %s says %s", lib,
+                               where, soren_type_name(stage_key(s)), m->path,
+                               soren_type_name(want.key.type));
+    if (stage_value(s) != want.value.type)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: %svalue type: the library was built for %s, %s says %s",
+                               lib, where, soren_type_name(stage_value(s)), m->path,
+                               soren_type_name(want.value.type));
+    if (s->combine.op != (uint32_t)want.combine)
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: %scombine: the library has %s, %s says %s", lib, where,
+                               combine_name(s->combine.op), m->path, combine_name(want.combine));
+    if (s->combine.op == SOREN_COMBINE_USER && (!s->combine.fn || !s->combine.identity))
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: %sa user combine needs both a function and an identity "
+                               "(SOREN_COMBINE_FN(fn, &identity))", lib, where);
+    if ((s->reduce != NULL) != (want.reduce == SOREN_REDUCE_FUNCTION))
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s: %sreduce: the library %s a reduce function, %s says \"%s\"",
+                               lib, where, s->reduce ? "has" : "has no", m->path,
+                               reduce_name(want.reduce));
+    return SOREN_OK;
+}
+
 static soren_status check_table(const soren_plugin *p, soren_error *err)
 {
     const soren_plugin_table *t = p->table;
@@ -138,36 +179,16 @@ static soren_status check_table(const soren_plugin *p, soren_error *err)
     soren_status rc = check_embedded(p, err);
     if (rc != SOREN_OK)
         return rc;
-    if (t->stage_count != 1 || !t->stages)
+    size_t stages = soren_manifest_stages(m);
+    if (t->stage_count != stages || !t->stages)
         return soren_error_set(err, SOREN_EPLUGIN,
-                               "%s: the library has %u stages, %s describes 1", lib,
-                               t->stage_count, m->path);
-
-    const soren_stage *s = &t->stages[0];
-    if (!s->map)
-        return soren_error_set(err, SOREN_EPLUGIN, "%s: stage 1 has no map function", lib);
-    if (stage_key(s) != m->key.type)
-        return soren_error_set(err, SOREN_EPLUGIN,
-                               "%s: key type: the library was built for %s, %s says %s", lib,
-                               soren_type_name(stage_key(s)), m->path,
-                               soren_type_name(m->key.type));
-    if (stage_value(s) != m->value.type)
-        return soren_error_set(err, SOREN_EPLUGIN,
-                               "%s: value type: the library was built for %s, %s says %s", lib,
-                               soren_type_name(stage_value(s)), m->path,
-                               soren_type_name(m->value.type));
-    if (s->combine.op != (uint32_t)m->combine)
-        return soren_error_set(err, SOREN_EPLUGIN,
-                               "%s: combine: the library has %s, %s says %s", lib,
-                               combine_name(s->combine.op), m->path, combine_name(m->combine));
-    if (s->combine.op == SOREN_COMBINE_USER && (!s->combine.fn || !s->combine.identity))
-        return soren_error_set(err, SOREN_EPLUGIN,
-                               "%s: a user combine needs both a function and an identity "
-                               "(SOREN_COMBINE_FN(fn, &identity))", lib);
-    if ((s->reduce != NULL) != (m->reduce == SOREN_REDUCE_FUNCTION))
-        return soren_error_set(err, SOREN_EPLUGIN,
-                               "%s: reduce: the library %s a reduce function, %s says \"%s\"", lib,
-                               s->reduce ? "has" : "has no", m->path, reduce_name(m->reduce));
+                               "%s: the library has %u stage%s, %s describes %zu", lib,
+                               t->stage_count, t->stage_count == 1 ? "" : "s", m->path, stages);
+    for (size_t i = 0; i < stages; i++) {
+        rc = check_stage(p, i, err);
+        if (rc != SOREN_OK)
+            return rc;
+    }
     return SOREN_OK;
 }
 

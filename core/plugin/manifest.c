@@ -43,7 +43,7 @@
  * grow each byte to "\u00XX". */
 #define SHOW_BYTES 64
 #define SHOW_SIZE (SHOW_BYTES * 6 + 8)
-/* Paths are at most three levels deep ($.params[15].default); only an
+/* Paths are at most four levels deep ($.stages[6].key.max_size); only an
  * unknown key's name is unbounded, and it is quoted (so cut) too. */
 #define PATH_SIZE (SHOW_SIZE + 64)
 
@@ -115,9 +115,10 @@ static const enum_entry param_types[] = {
 
 static const char *const top_keys[] = {
     "manifest_version", "name", "version", "summary", "library", "sha256", "input",
-    "key",              "value", "combine", "reduce", "output", "params",
+    "key",              "value", "combine", "reduce", "output", "params", "stages",
 };
-static const char *const input_keys[] = {"format", "record_size", "count"};
+static const char *const input_keys[] = {"format", "record_size", "count", "count_from"};
+static const char *const stage_keys[] = {"key", "value", "combine", "reduce"};
 static const char *const key_keys[] = {"type", "max_size", "count"};
 static const char *const value_keys[] = {"type"};
 static const char *const output_keys[] = {"order", "limit"};
@@ -221,6 +222,17 @@ static const char *describe_number(const json_t *v, char buf[SHOW_SIZE])
         if (strtod(buf, NULL) == d)
             break;
     }
+    return buf;
+}
+
+/* Like describe, but an array says how many items it has ("3 stages"). */
+static const char *describe_array(const json_t *v, const char *items, char buf[SHOW_SIZE])
+{
+    if (!json_is_array(v))
+        return describe(v, buf);
+    if (json_array_size(v) == 0)
+        return "an empty array";
+    snprintf(buf, SHOW_SIZE, "%zu %s", json_array_size(v), items);
     return buf;
 }
 
@@ -585,26 +597,77 @@ static soren_status parse_sha256(parser *p, const json_t *root, soren_manifest *
     return dup_string(p, s, &m->sha256);
 }
 
-/* The object at root.key, checked for unknown keys; NULL when optional and
- * absent. */
-static soren_status section(parser *p, const json_t *root, const char *key, bool required,
-                            const char *const *keys, size_t n, field *f)
+/* The object at parent.key (parent at path), checked for unknown keys; NULL
+ * when optional and absent. */
+static soren_status section(parser *p, const json_t *parent, const char *path, const char *key,
+                            bool required, const char *const *keys, size_t n, field *f)
 {
-    TRY(field_get(p, root, "$", key, required, f));
+    TRY(field_get(p, parent, path, key, required, f));
     if (!f->value)
         return SOREN_OK;
     TRY(expect_object(p, f->value, f->path));
     return check_keys(p, f->value, f->path, keys, n);
 }
 
+/* input.count_from: 1 to SOREN_MAX_COUNT_FROM parameter names, whose
+ * values multiply to the task count (checked against $.params once they
+ * are read: check_count_from). */
+static soren_status parse_count_from(parser *p, const field *in, soren_manifest *m)
+{
+    field f;
+    char buf[SHOW_SIZE];
+    TRY(field_get(p, in->value, in->path, "count_from", false, &f));
+    if (!f.value)
+        return SOREN_OK;
+    if (m->input.format != SOREN_INPUT_INDEX)
+        return fail(p, f.path, "allowed only when format is \"index\"");
+    if (m->input.count)
+        return fail(p, f.path, "not allowed together with \"count\": give one or the other");
+    size_t n = json_is_array(f.value) ? json_array_size(f.value) : 0;
+    if (n == 0 || n > SOREN_MAX_COUNT_FROM)
+        return fail(p, f.path, "expected an array of 1 to %d parameter names, got %s",
+                    SOREN_MAX_COUNT_FROM, describe_array(f.value, "names", buf));
+    for (size_t i = 0; i < n; i++) {
+        field item = {json_array_get(f.value, i), ""};
+        const char *name = NULL;
+        snprintf(item.path, sizeof item.path, "$.input.count_from[%zu]", i);
+        TRY(field_string(p, &item, &name, NULL));
+        TRY(dup_string(p, name, &m->input.count_from[i]));
+        m->input.count_from_count = i + 1;
+    }
+    return SOREN_OK;
+}
+
+/* Every name of input.count_from is an integer parameter. */
+static soren_status check_count_from(parser *p, const soren_manifest *m)
+{
+    char buf[SHOW_SIZE];
+    for (size_t i = 0; i < m->input.count_from_count; i++) {
+        const char *name = m->input.count_from[i];
+        char path[PATH_SIZE];
+        snprintf(path, sizeof path, "$.input.count_from[%zu]", i);
+        int k = soren_manifest_param_index(m, name);
+        if (k < 0)
+            return fail(p, path, "%s is not a parameter of the job ($.params)",
+                        quote(name, strlen(name), buf));
+        if (m->params[k].type != SOREN_PARAM_U32 && m->params[k].type != SOREN_PARAM_U64)
+            return fail(p, path, "parameter %s counts tasks, so it must be of type u32 or u64",
+                        quote(name, strlen(name), buf));
+    }
+    return SOREN_OK;
+}
+
 static soren_status parse_input(parser *p, const json_t *root, soren_manifest *m)
 {
     field in, f;
     int format;
-    TRY(section(p, root, "input", true, input_keys, COUNT_OF(input_keys), &in));
+    TRY(section(p, root, "$", "input", true, input_keys, COUNT_OF(input_keys), &in));
 
     TRY(field_get(p, in.value, in.path, "format", true, &f));
     TRY(field_enum(p, &f, input_formats, COUNT_OF(input_formats), &format));
+    if (format == SOREN_INPUT_PAIRS)
+        return fail(p, f.path, "\"pairs\" is what stages after the first read ($.stages); "
+                    "stage 1 reads lines, fixed or index");
     m->input.format = (soren_input_format)format;
 
     TRY(field_get(p, in.value, in.path, "record_size", false, &f));
@@ -615,37 +678,38 @@ static soren_status parse_input(parser *p, const json_t *root, soren_manifest *m
     if (f.value)
         TRY(field_integer(p, &f, 1, RECORD_SIZE_MAX, &m->input.record_size));
 
-    /* Optional for index input: a job may take its task count from a
-     * parameter instead (then count stays 0). */
+    /* Optional for index input: the task count may come from parameters
+     * (count_from) or from the command line (run --tasks N) instead. */
     TRY(field_get(p, in.value, in.path, "count", false, &f));
     if (f.value && format != SOREN_INPUT_INDEX)
         return fail(p, f.path, "allowed only when format is \"index\"");
     if (f.value)
         TRY(field_integer(p, &f, 1, INTEGER_MAX, &m->input.count));
-    return SOREN_OK;
+    return parse_count_from(p, &in, m);
 }
 
-static soren_status parse_key(parser *p, const json_t *root, soren_manifest *m)
+static soren_status parse_key(parser *p, const json_t *obj, const char *path,
+                              soren_manifest_key *out)
 {
     field key, f;
     int type;
     uint64_t v;
-    TRY(section(p, root, "key", true, key_keys, COUNT_OF(key_keys), &key));
+    TRY(section(p, obj, path, "key", true, key_keys, COUNT_OF(key_keys), &key));
 
     TRY(field_get(p, key.value, key.path, "type", true, &f));
     TRY(field_enum(p, &f, key_types, COUNT_OF(key_types), &type));
-    m->key.type = (soren_type)type;
+    out->type = (soren_type)type;
 
     /* Typed keys have their native size; only string keys choose a bound. */
-    m->key.max_size = (uint32_t)soren_type_size(m->key.type);
+    out->max_size = (uint32_t)soren_type_size(out->type);
     TRY(field_get(p, key.value, key.path, "max_size", false, &f));
     if (f.value && type != SOREN_TYPE_STRING)
         return fail(p, f.path, "allowed only when type is \"string\"");
     if (type == SOREN_TYPE_STRING) {
-        m->key.max_size = SOREN_KEY_MAX_SIZE_DEFAULT;
+        out->max_size = SOREN_KEY_MAX_SIZE_DEFAULT;
         if (f.value) {
             TRY(field_integer(p, &f, 1, SOREN_KEY_MAX_SIZE_LIMIT, &v));
-            m->key.max_size = (uint32_t)v;
+            out->max_size = (uint32_t)v;
         }
     }
 
@@ -655,37 +719,73 @@ static soren_status parse_key(parser *p, const json_t *root, soren_manifest *m)
     if (!f.value && type == SOREN_TYPE_INDEX)
         return fail(p, key.path, "missing required key \"count\" for type \"index\"");
     if (f.value)
-        TRY(field_integer(p, &f, 1, KEY_COUNT_MAX, &m->key.count));
+        TRY(field_integer(p, &f, 1, KEY_COUNT_MAX, &out->count));
     return SOREN_OK;
 }
 
-static soren_status parse_value(parser *p, const json_t *root, soren_manifest *m)
+static soren_status parse_value(parser *p, const json_t *obj, const char *path,
+                                soren_manifest_value *out)
 {
     field value, f;
     int type;
-    TRY(section(p, root, "value", true, value_keys, COUNT_OF(value_keys), &value));
+    TRY(section(p, obj, path, "value", true, value_keys, COUNT_OF(value_keys), &value));
     TRY(field_get(p, value.value, value.path, "type", true, &f));
     TRY(field_enum(p, &f, value_types, COUNT_OF(value_types), &type));
-    m->value.type = (soren_type)type;
+    out->type = (soren_type)type;
     return SOREN_OK;
 }
 
-static soren_status parse_combine_reduce(parser *p, const json_t *root, soren_manifest *m)
+/* A stage's combine and reduce (obj is the manifest or a $.stages entry). */
+static soren_status parse_combine_reduce(parser *p, const json_t *obj, const char *path,
+                                         soren_combine_op *combine, soren_reduce_kind *reduce)
 {
     field f;
     int v;
-    TRY(field_get(p, root, "$", "combine", false, &f));
+    TRY(field_get(p, obj, path, "combine", false, &f));
     if (f.value) {
         TRY(field_enum(p, &f, combine_ops, COUNT_OF(combine_ops), &v));
-        m->combine = (soren_combine_op)v;
+        *combine = (soren_combine_op)v;
     }
-    TRY(field_get(p, root, "$", "reduce", false, &f));
+    TRY(field_get(p, obj, path, "reduce", false, &f));
     if (f.value) {
         TRY(field_enum(p, &f, reduce_kinds, COUNT_OF(reduce_kinds), &v));
-        m->reduce = (soren_reduce_kind)v;
+        *reduce = (soren_reduce_kind)v;
     }
-    if (m->reduce == SOREN_REDUCE_COMBINE && m->combine == SOREN_COMBINE_NONE)
-        return fail(p, f.path, "\"combine\" needs a top-level \"combine\" key");
+    if (*reduce == SOREN_REDUCE_COMBINE && *combine == SOREN_COMBINE_NONE)
+        return strcmp(path, "$") == 0
+                   ? fail(p, f.path, "\"combine\" needs a top-level \"combine\" key")
+                   : fail(p, f.path, "\"combine\" needs a \"combine\" key in %s", path);
+    return SOREN_OK;
+}
+
+/* $.stages: the stages after the first, each {key, value, combine,
+ * reduce}. */
+static soren_status parse_stages(parser *p, const json_t *root, soren_manifest *m)
+{
+    field f;
+    char buf[SHOW_SIZE];
+    TRY(field_get(p, root, "$", "stages", false, &f));
+    if (!f.value)
+        return SOREN_OK;
+    size_t n = json_is_array(f.value) ? json_array_size(f.value) : 0;
+    if (n == 0 || n > SOREN_MAX_STAGES - 1)
+        return fail(p, f.path, "expected an array of 1 to %d stages (the stages after the "
+                    "first), got %s", SOREN_MAX_STAGES - 1, describe_array(f.value, "stages", buf));
+    m->stages = calloc(n, sizeof *m->stages);
+    if (!m->stages)
+        return no_memory(p);
+    m->stage_count = n;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *obj = json_array_get(f.value, i);
+        soren_manifest_stage *st = &m->stages[i];
+        char path[PATH_SIZE];
+        snprintf(path, sizeof path, "$.stages[%zu]", i);
+        TRY(expect_object(p, obj, path));
+        TRY(check_keys(p, obj, path, stage_keys, COUNT_OF(stage_keys)));
+        TRY(parse_key(p, obj, path, &st->key));
+        TRY(parse_value(p, obj, path, &st->value));
+        TRY(parse_combine_reduce(p, obj, path, &st->combine, &st->reduce));
+    }
     return SOREN_OK;
 }
 
@@ -695,7 +795,7 @@ static soren_status parse_output(parser *p, const json_t *root, soren_manifest *
     int order;
     m->output.order = SOREN_ORDER_KEY;
     m->output.limit = 0;
-    TRY(section(p, root, "output", false, output_keys, COUNT_OF(output_keys), &out));
+    TRY(section(p, root, "$", "output", false, output_keys, COUNT_OF(output_keys), &out));
     if (!out.value)
         return SOREN_OK;
     TRY(field_get(p, out.value, out.path, "order", false, &f));
@@ -822,11 +922,13 @@ static soren_status parse_root(parser *p, const json_t *root, soren_manifest *m)
     TRY(parse_library(p, root, m));
     TRY(parse_sha256(p, root, m));
     TRY(parse_input(p, root, m));
-    TRY(parse_key(p, root, m));
-    TRY(parse_value(p, root, m));
-    TRY(parse_combine_reduce(p, root, m));
+    TRY(parse_key(p, root, "$", &m->key));
+    TRY(parse_value(p, root, "$", &m->value));
+    TRY(parse_combine_reduce(p, root, "$", &m->combine, &m->reduce));
     TRY(parse_output(p, root, m));
-    return parse_params(p, root, m);
+    TRY(parse_params(p, root, m));
+    TRY(check_count_from(p, m));
+    return parse_stages(p, root, m);
 }
 
 /* ---- Loading ------------------------------------------------------------ */
@@ -983,6 +1085,9 @@ void soren_manifest_free(soren_manifest *m)
         free(m->params[i].help);
     }
     free(m->params);
+    for (size_t i = 0; i < m->input.count_from_count; i++)
+        free(m->input.count_from[i]);
+    free(m->stages);
     free(m->path);
     free(m->dir);
     free(m->text);
@@ -1024,6 +1129,18 @@ const char *soren_type_name(soren_type t)
     case SOREN_TYPE__COUNT: break;
     }
     return "unknown";
+}
+
+size_t soren_manifest_stages(const soren_manifest *m)
+{
+    return 1 + m->stage_count;
+}
+
+soren_manifest_stage soren_manifest_stage_at(const soren_manifest *m, size_t i)
+{
+    if (i > 0 && i <= m->stage_count)
+        return m->stages[i - 1];
+    return (soren_manifest_stage){m->key, m->value, m->combine, m->reduce};
 }
 
 int soren_manifest_param_index(const soren_manifest *m, const char *name)

@@ -21,12 +21,13 @@
 #define SOREN_MANIFEST_VERSION 1
 #define SOREN_KEY_MAX_SIZE_DEFAULT 256u
 #define SOREN_KEY_MAX_SIZE_LIMIT 65536u
+#define SOREN_MAX_COUNT_FROM 4  /* parameters whose product counts index tasks */
 
 typedef enum soren_input_format {
     SOREN_INPUT_LINES = 1, /* records end at '\n'; a last line without one counts */
     SOREN_INPUT_FIXED,     /* records of input.record_size bytes */
-    SOREN_INPUT_INDEX,     /* input.count tasks known only by their index */
-    SOREN_INPUT_PAIRS      /* a previous stage's output */
+    SOREN_INPUT_INDEX,     /* tasks known only by their index (see input.count) */
+    SOREN_INPUT_PAIRS      /* a previous stage's output: the input of stages 2..N */
 } soren_input_format;
 
 typedef enum soren_reduce_kind {
@@ -60,6 +61,26 @@ typedef struct soren_manifest_param {
     char *help;          /* NULL if none */
 } soren_manifest_param;
 
+typedef struct soren_manifest_key {
+    soren_type type;   /* STRING, U32, U64, I64, F32, F64 or INDEX */
+    uint32_t max_size; /* STRING: bytes, default SOREN_KEY_MAX_SIZE_DEFAULT; else the type's size */
+    uint64_t count;    /* INDEX: keys are 0 .. count-1 (required) */
+} soren_manifest_key;
+
+typedef struct soren_manifest_value {
+    soren_type type; /* U32, U64, I64, F32 or F64 */
+} soren_manifest_value;
+
+/* A stage after the first ($.stages[i]): it reads the previous stage's
+ * pairs (input format pairs); the job's output section orders the last
+ * stage's pairs. */
+typedef struct soren_manifest_stage {
+    soren_manifest_key key;
+    soren_manifest_value value;
+    soren_combine_op combine;
+    soren_reduce_kind reduce;
+} soren_manifest_stage;
+
 typedef struct soren_manifest {
     char *path; /* as given to soren_manifest_load; NULL from soren_manifest_parse */
     char *dir;  /* folder of path ("." when none); NULL from soren_manifest_parse */
@@ -73,23 +94,25 @@ typedef struct soren_manifest {
     char *sha256;  /* 64 lowercase hex digits, or NULL */
 
     struct {
-        soren_input_format format;
+        soren_input_format format; /* LINES, FIXED or INDEX: stage 1 reads no pairs */
         uint64_t record_size; /* fixed: required, >= 1 */
-        uint64_t count;       /* index: number of tasks, 0 if given by a parameter */
+        /* index: the number of tasks, or 0: the product of the parameters
+         * named by count_from (u32 or u64), or else `run --tasks N` */
+        uint64_t count;
+        char *count_from[SOREN_MAX_COUNT_FROM];
+        size_t count_from_count;
     } input;
 
-    struct {
-        soren_type type;   /* STRING, U32, U64, I64, F32, F64 or INDEX */
-        uint32_t max_size; /* STRING: bytes, default SOREN_KEY_MAX_SIZE_DEFAULT; else the type's size */
-        uint64_t count;    /* INDEX: keys are 0 .. count-1 (required) */
-    } key;
-
-    struct {
-        soren_type type; /* U32, U64, I64, F32 or F64 */
-    } value;
-
+    /* Stage 1 (the top-level key, value, combine and reduce). */
+    soren_manifest_key key;
+    soren_manifest_value value;
     soren_combine_op combine; /* NONE, SUM, MIN, MAX, COUNT, or USER for "function" */
     soren_reduce_kind reduce;
+
+    /* Stages 2 .. stage_count + 1 ($.stages), each reading the pairs of the
+     * one before; NULL and 0 for a one-stage job. */
+    soren_manifest_stage *stages;
+    size_t stage_count;
 
     struct {
         soren_order order;
@@ -116,6 +139,12 @@ void soren_manifest_free(soren_manifest *m);
 size_t soren_type_size(soren_type t);
 /* The manifest spelling of t ("u32", "string", "index", ...). */
 const char *soren_type_name(soren_type t);
+
+/* The job's number of stages: 1 + stage_count. */
+size_t soren_manifest_stages(const soren_manifest *m);
+/* Stage i (0-based) of the job as a soren_manifest_stage (stage 0 from the
+ * top-level fields). */
+soren_manifest_stage soren_manifest_stage_at(const soren_manifest *m, size_t i);
 
 /* Index of the parameter called name, or -1. */
 int soren_manifest_param_index(const soren_manifest *m, const char *name);

@@ -85,7 +85,18 @@ typedef enum soren_type {
 /* One input record.  For `lines` input, data excludes the newline; for
  * `fixed`, size is the manifest's record_size.  index is the record number for
  * `fixed` input and the line's byte offset for `lines` input (a line number
- * would need a scan of everything before it). */
+ * would need a scan of everything before it).
+ *
+ * `index` input (tasks known only by their number, e.g. one element of a
+ * matrix product): data is NULL, size 0, and offset and index are the task's
+ * number, 0 .. N-1.
+ *
+ * `pairs` input (what every stage after the first maps: the pairs of the
+ * stage before, ordered by key): data is the pair's key bytes followed by
+ * its value bytes, size the key's size plus the value's, and offset and
+ * index the pair's number in that order.  Values are fixed-size, so the key
+ * is data[0 .. size - value size) and the value the rest; the value is not
+ * aligned (read it with memcpy). */
 typedef struct soren_record {
     const uint8_t *data;
     uint64_t size;

@@ -26,16 +26,26 @@ template <uint32_t Op, uint32_t Type>
 __device__ inline typename value_of<Type>::type identity()
 {
     typedef typename value_of<Type>::type T;
-    if (Op == SOREN_COMBINE_MIN)
-        return Type == SOREN_TYPE_F32 ? (T)__int_as_float(0x7f800000)
-             : Type == SOREN_TYPE_F64 ? (T)__longlong_as_double(0x7ff0000000000000ll)
-             : Type == SOREN_TYPE_I64 ? (T)0x7fffffffffffffffll
-             : (T)~(T)0;
-    if (Op == SOREN_COMBINE_MAX)
-        return Type == SOREN_TYPE_F32 ? (T)__int_as_float((int)0xff800000)
-             : Type == SOREN_TYPE_F64 ? (T)__longlong_as_double((long long)0xfff0000000000000ull)
-             : Type == SOREN_TYPE_I64 ? (T)(-0x7fffffffffffffffll - 1)
-             : (T)0;
+    /* Each type's branch is compiled only for it: ~ does not apply to floats. */
+    if constexpr (Op == SOREN_COMBINE_MIN) {
+        if constexpr (Type == SOREN_TYPE_F32)
+            return __int_as_float(0x7f800000);
+        else if constexpr (Type == SOREN_TYPE_F64)
+            return __longlong_as_double(0x7ff0000000000000ll);
+        else if constexpr (Type == SOREN_TYPE_I64)
+            return (T)0x7fffffffffffffffll;
+        else
+            return (T)~(T)0;
+    } else if constexpr (Op == SOREN_COMBINE_MAX) {
+        if constexpr (Type == SOREN_TYPE_F32)
+            return __int_as_float((int)0xff800000);
+        else if constexpr (Type == SOREN_TYPE_F64)
+            return __longlong_as_double((long long)0xfff0000000000000ull);
+        else if constexpr (Type == SOREN_TYPE_I64)
+            return (T)(-0x7fffffffffffffffll - 1);
+        else
+            return (T)0;
+    }
     return (T)0;
 }
 
