@@ -21,15 +21,25 @@ static char *dir;
  * and kvmedian reduce without a combine, kvscale after one). */
 static const char *const all_variants[] = {"hash", "block", "dense", "direct", "sort"};
 
+static int named(const char *job, const char *const *names)
+{
+    for (; *names; names++)
+        if (strstr(job, *names))
+            return 1;
+    return 0;
+}
+
 static int runs_on(const char *job, const char *variant)
 {
-    int folds = !strstr(job, "stringmatch") && !strstr(job, "docfreq") && !strstr(job, "kvmedian");
+    static const char *const map_only[] = {"stringmatch", "invertedindex", "matmul", "simscore",
+                                           "pageviewrank", NULL};
+    static const char *const reduce_only[] = {"docfreq", "kvmedian", NULL};
     if (strcmp(variant, "dense") == 0)
         return strcmp(job, "histogram") == 0;
     if (strcmp(variant, "block") == 0)
-        return folds;
+        return !named(job, map_only) && !named(job, reduce_only);
     if (strcmp(variant, "hash") == 0)
-        return !strstr(job, "stringmatch");
+        return !named(job, map_only);
     return 1;
 }
 
@@ -66,12 +76,13 @@ static char *in_dir(const char *name)
     return p;
 }
 
-/* Runs job on input with --device and extra options into out; returns the
- * exit code, stderr in *err. */
+/* Runs job on input (none for "", an index job) with --device and extra
+ * options into out; returns the exit code, stderr in *err. */
 static int run(const char *job, const char *args, const char *input, const char *out,
                char **err)
 {
-    return tu_runf(NULL, err, "'%s' run %s %s -o '%s' '%s'", tu_host(), job, args, out, input);
+    return tu_runf(NULL, err, "'%s' run %s %s -o '%s' %s%s%s", tu_host(), job, args, out,
+                   *input ? "'" : "", input, *input ? "'" : "");
 }
 
 static void expect_same(const char *a, const char *b, const char *what)
@@ -188,6 +199,47 @@ Test(gpu, reduce_sizes)
     free(kvscale);
     free(text);
     free(kv);
+}
+
+/* Runs soren-gen ARGS -o dir/name; returns the path (the caller frees). */
+static char *gen(const char *name, const char *args)
+{
+    char *path = in_dir(name), *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s/soren-gen' %s -o '%s'", tu_builddir(), args, path);
+    cr_assert_eq(rc, 0, "soren-gen %s: exit %d: %s", args, rc, err);
+    free(err);
+    return path;
+}
+
+/* The papers' applications on soren-gen's data: pageviewcount's two stages
+ * (the second reads the first's pairs), pageviewrank on its output,
+ * invertedindex, and the index-input jobs matmul and simscore. */
+Test(gpu, applications)
+{
+    char *log = gen("log", "weblog --size 64M --urls 20000 --ips 5000 --seed 41");
+    char *counts = in_dir("counts.tsv"), *err = NULL;
+    compare_variants("pageviewcount", "", log, "on 64 MB of log");
+    cr_assert_eq(run("pageviewcount", "--device cpu", log, counts, &err), 0, "%s", err);
+    free(err);
+    compare_variants("pageviewrank", "", counts, "on pageviewcount's output");
+    char *html = gen("pages.html", "html --size 32M --urls 3000 --seed 43");
+    compare_variants("invertedindex", "", html, "on 32 MB of pages");
+    char *a = gen("a.bin", "matrix --rows 256 --cols 300 --seed 51");
+    char *b = gen("b.bin", "matrix --rows 300 --cols 200 --seed 52");
+    char params[9000];
+    snprintf(params, sizeof params, "--param 'a=@%s' --param 'b=@%s' --param rows=256 "
+             "--param inner=300 --param cols=200", a, b);
+    compare_variants("matmul", params, "", "256 x 300 by 300 x 200");
+    char *features = gen("features.bin", "features --docs 300 --dims 64 --seed 53");
+    snprintf(params, sizeof params, "--param 'features=@%s' --param docs=300 --param dims=64",
+             features);
+    compare_variants("simscore", params, "", "300 documents of 64 features");
+    free(log);
+    free(counts);
+    free(html);
+    free(a);
+    free(b);
+    free(features);
 }
 
 static void shapes(const char *job, const char *args)

@@ -56,34 +56,32 @@ static soren_status slurp_stdin(soren_progress *progress, char **out, size_t *si
     return SOREN_OK;
 }
 
-/* What the GPU engine lacks to run this job, whatever GPU there is: it
- * runs one stage over lines or fixed records.  (soren_gpu_unsupported says
- * what else it cannot do once a GPU is there.) */
-static const char *gpu_missing(const soren_manifest *m, char *buf, size_t size)
+/* Why the GPU engine cannot run one of the job's stages (NULL if it can
+ * run them all), in buf. */
+static const char *gpu_unsupported(const soren_stage_spec *specs, size_t stages, char *buf,
+                                   size_t size)
 {
-    if (soren_manifest_stages(m) > 1) {
-        snprintf(buf, size, "the GPU engine runs one stage and %s has %zu (stages that read "
-                 "pairs run on the CPU engine only in this release)", m->name,
-                 soren_manifest_stages(m));
+    for (size_t i = 0; i < stages; i++) {
+        const char *why = soren_gpu_unsupported(&specs[i]);
+        if (!why)
+            continue;
+        if (stages == 1)
+            return why;
+        snprintf(buf, size, "stage %zu: %s", i + 1, why);
         return buf;
     }
-    if (m->input.format == SOREN_INPUT_INDEX)
-        return "the GPU engine has no index input (tasks known by their number) in this "
-               "release; it reads lines and fixed records";
     return NULL;
 }
 
 /* Chooses where the job runs, or says why it cannot run where asked. */
-static soren_status choose_device(const soren_manifest *m, const soren_stage_spec *spec,
+static soren_status choose_device(const soren_stage_spec *specs, size_t stages,
                                   const soren_run_options *o, soren_device_choice *where,
                                   soren_error *err)
 {
-    char why[256] = "", missing_buf[256];
-    const char *missing = gpu_missing(m, missing_buf, sizeof missing_buf);
-    int gpus = o->device == SOREN_DEVICE_CPU ? 0
-             : missing                       ? 1
-                                             : soren_device_count(why, sizeof why);
-    const char *unsupported = missing ? missing : gpus > 0 ? soren_gpu_unsupported(spec) : NULL;
+    char why[256] = "", unsupported_buf[256];
+    int gpus = o->device == SOREN_DEVICE_CPU ? 0 : soren_device_count(why, sizeof why);
+    const char *unsupported =
+        gpus > 0 ? gpu_unsupported(specs, stages, unsupported_buf, sizeof unsupported_buf) : NULL;
     if (unsupported)
         snprintf(why, sizeof why, "%s", unsupported);
     int gpu_ok = gpus > 0 && !unsupported;
@@ -366,7 +364,7 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
     if (o->top)
         last->limit = o->top;
     soren_device_choice where = SOREN_DEVICE_CPU;
-    rc = choose_device(m, &specs[0], o, &where, err);
+    rc = choose_device(specs, stages, o, &where, err);
 
     size_t input_count = o->input_count ? o->input_count : 1;
     soren_input *inputs = calloc(input_count, sizeof *inputs);

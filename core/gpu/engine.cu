@@ -484,6 +484,22 @@ void parallel_copy(uint8_t *dst, const uint8_t *src, size_t size, unsigned threa
             pthread_join(tid[t], NULL);
 }
 
+/* The bytes of an input that go to the device (index input has none), and
+ * an upper bound of its records. */
+uint64_t data_bytes(const soren_stage_spec *s, const soren_input *in)
+{
+    return s->input_format == SOREN_INPUT_INDEX ? 0 : in->size;
+}
+
+uint64_t records_at_most(const soren_stage_spec *s, const soren_input *in)
+{
+    switch (s->input_format) {
+    case SOREN_INPUT_FIXED: return in->size / s->record_size;
+    case SOREN_INPUT_PAIRS: return in->count;
+    default: return in->size; /* index: the tasks; lines: at most one a byte */
+    }
+}
+
 /* Pinned staging for inputs of up to `largest` bytes. */
 soren_status alloc_staging(gpu_run *r, uint64_t largest)
 {
@@ -506,9 +522,15 @@ soren_status alloc_staging(gpu_run *r, uint64_t largest)
     return SOREN_OK;
 }
 
-/* Copies an input to the device, a chunk at a time. */
+/* Copies an input to the device, a chunk at a time, and a pairs input's
+ * record starts (index input has nothing to copy). */
 soren_status upload_input(gpu_run *r, const soren_input *in)
 {
+    if (r->spec->input_format == SOREN_INPUT_INDEX)
+        return SOREN_OK;
+    if (r->spec->input_format == SOREN_INPUT_PAIRS)
+        CUDA_TRY(r, cudaMemcpyAsync(r->line_starts, in->starts, (in->count + 1) * 8,
+                                    cudaMemcpyHostToDevice, r->stream));
     uint64_t k = 0;
     for (uint64_t off = 0; off < in->size; off += r->staging_size, k++) {
         int b = (int)(k % 2);
@@ -549,7 +571,10 @@ void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint64_t siz
     const soren_stage_spec *s = r->spec;
     memset(a, 0, sizeof *a);
     a->variant = variant;
-    a->input_format = s->input_format == SOREN_INPUT_FIXED ? SOREN_GPU_FIXED : SOREN_GPU_LINES;
+    a->input_format = s->input_format == SOREN_INPUT_FIXED   ? SOREN_GPU_FIXED
+                    : s->input_format == SOREN_INPUT_INDEX   ? SOREN_GPU_INDEX
+                    : s->input_format == SOREN_INPUT_PAIRS   ? SOREN_GPU_PAIRS
+                                                             : SOREN_GPU_LINES;
     a->input = r->input;
     a->input_size = size;
     a->line_starts = r->line_starts;
@@ -865,14 +890,15 @@ soren_status map_sort(gpu_run *r, uint64_t size, uint64_t records)
 }
 
 /* What every variant needs whatever the metrics say: the input and its
- * line index, the counters, the resume points, the per-record counts of the
- * sort variant. */
-soren_status allocate_fixed(gpu_run *r, uint64_t largest)
+ * record index (line starts, pair starts), the counters, the resume points.
+ * largest: the most bytes of an input; records: the most records. */
+soren_status allocate_fixed(gpu_run *r, uint64_t largest, uint64_t records)
 {
     const soren_stage_spec *s = r->spec;
-    ALLOC(r, r->input, largest, "the input");
-    if (s->input_format == SOREN_INPUT_LINES)
-        ALLOC(r, r->line_starts, (largest + 2) * sizeof(uint64_t), "the line index");
+    if (s->input_format != SOREN_INPUT_INDEX)
+        ALLOC(r, r->input, largest, "the input");
+    if (s->input_format == SOREN_INPUT_LINES || s->input_format == SOREN_INPUT_PAIRS)
+        ALLOC(r, r->line_starts, (records + 2) * sizeof(uint64_t), "the record index");
     ALLOC(r, r->counters, COUNTER_COUNT * sizeof(unsigned long long), "the engine's counters");
     CUDA_TRY(r, cudaMemsetAsync(r->counters, 0, COUNTER_COUNT * sizeof(unsigned long long),
                                 r->stream));
@@ -889,8 +915,9 @@ soren_status allocate_fixed(gpu_run *r, uint64_t largest)
 }
 
 /* Sizes the table, key space and pair space from the options (initial
- * sizes: they grow on overflow) or the projection, and allocates them. */
-soren_status allocate_regions(gpu_run *r, uint64_t largest)
+ * sizes: they grow on overflow) or the projection, and allocates them.
+ * records: the most records of an input. */
+soren_status allocate_regions(gpu_run *r, uint64_t records)
 {
     const soren_stage_spec *s = r->spec;
     const soren_gpu_options *o = r->opt;
@@ -939,11 +966,8 @@ soren_status allocate_regions(gpu_run *r, uint64_t largest)
         r->keys_capacity = o->key_bytes ? o->key_bytes
                                         : r->pair_capacity * per_pair + (1 << 20);
         if (r->variant == SOREN_VARIANT_SORT) {
-            uint64_t max_records = s->input_format == SOREN_INPUT_FIXED
-                                       ? largest / s->record_size
-                                       : largest;
-            ALLOC(r, r->record_pairs, (max_records + 1) * 8, "the per-record pair counts");
-            ALLOC(r, r->record_key_bytes, (max_records + 1) * 8, "the per-record key sizes");
+            ALLOC(r, r->record_pairs, (records + 1) * 8, "the per-record pair counts");
+            ALLOC(r, r->record_key_bytes, (records + 1) * 8, "the per-record key sizes");
         }
         ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
         ALLOC(r, r->pair_values, r->pair_capacity * s->value_size, "the pair values");
@@ -1450,11 +1474,13 @@ soren_status map_input(gpu_run *r, uint64_t size, uint64_t records)
 soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
                      const soren_params *params, soren_result *out)
 {
-    uint64_t total = 0, largest = 0;
+    const soren_stage_spec *s = r->spec;
+    uint64_t total = 0, largest = 0, most_records = 0;
     for (size_t i = 0; i < input_count; i++) {
         total += inputs[i].size;
-        if (inputs[i].size > largest)
-            largest = inputs[i].size;
+        uint64_t bytes = data_bytes(s, &inputs[i]), records = records_at_most(s, &inputs[i]);
+        largest = bytes > largest ? bytes : largest;
+        most_records = records > most_records ? records : most_records;
     }
     r->phase = "setup";
     r->emitter = "map";
@@ -1468,18 +1494,18 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
 
     soren_status st = upload_params(r, params);
     if (st == SOREN_OK)
-        st = allocate_fixed(r, largest);
+        st = allocate_fixed(r, largest, most_records);
     if (st == SOREN_OK)
         st = alloc_staging(r, largest);
     soren_phase_times *ms = &r->x->ms;
     for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
         const soren_input *in = &inputs[i];
-        uint64_t records = in->size / (r->spec->record_size ? r->spec->record_size : 1);
-        soren_progress_phase(r->opt->progress, "upload", in->size);
+        uint64_t records = records_at_most(s, in);
+        soren_progress_phase(r->opt->progress, "upload", data_bytes(s, in));
         if ((st = mark(r, 0, "upload", NULL)) == SOREN_OK)
             st = upload_input(r, in);
         if (st == SOREN_OK && (st = mark(r, 1, "record splitting", "split")) == SOREN_OK &&
-            r->spec->input_format == SOREN_INPUT_LINES)
+            s->input_format == SOREN_INPUT_LINES)
             st = split_lines(r, in->size, &records);
         const char *monitoring = i == 0 ? "monitor" : NULL; /* the first input is sampled */
         if (st == SOREN_OK && (st = mark(r, 2, "monitoring", monitoring)) == SOREN_OK && i == 0)
@@ -1488,7 +1514,7 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
         if (st == SOREN_OK && (st = mark(r, 3, "map", "map")) == SOREN_OK && i == 0) {
             st = configure(r);
             if (st == SOREN_OK)
-                st = allocate_regions(r, largest);
+                st = allocate_regions(r, most_records);
         }
         if (st == SOREN_OK)
             st = map_input(r, in->size, records);
@@ -1503,10 +1529,9 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
     if (st == SOREN_OK && input_count == 0)
         st = configure(r); /* no input: nothing to monitor, an empty result */
     if (st == SOREN_OK && input_count == 0)
-        st = allocate_regions(r, largest);
+        st = allocate_regions(r, most_records);
     if (st == SOREN_OK)
         st = mark(r, 4, "merge", "merge");
-    const soren_stage_spec *s = r->spec;
     const bool reducing = s->reduce == SOREN_REDUCE_FUNCTION;
     bool key_sorted = false;
     if (st == SOREN_OK) {
@@ -1543,16 +1568,16 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
 
 extern "C" const char *soren_gpu_unsupported(const soren_stage_spec *spec)
 {
-    if (spec->input_format != SOREN_INPUT_LINES && spec->input_format != SOREN_INPUT_FIXED)
-        return "the GPU engine reads lines and fixed input only";
     if (spec->code->gpu == NULL)
         return "the plugin was built without device code";
     if (spec->code->gpu->abi_minor < 1)
         return "the plugin's device code predates plugin ABI 1.1 (monitoring, block and dense "
                "launches, resume after overflow); rebuild it with this Soren's SDK";
-    if (spec->reduce == SOREN_REDUCE_FUNCTION && spec->code->gpu->abi_minor < 2)
-        return "the plugin's device code predates plugin ABI 1.2 (reduce on the GPU); rebuild "
-               "it with this Soren's SDK";
+    if ((spec->reduce == SOREN_REDUCE_FUNCTION || spec->input_format == SOREN_INPUT_INDEX ||
+         spec->input_format == SOREN_INPUT_PAIRS) &&
+        spec->code->gpu->abi_minor < 2)
+        return "the plugin's device code predates plugin ABI 1.2 (reduce, index and pairs "
+               "input on the GPU); rebuild it with this Soren's SDK";
     return NULL;
 }
 

@@ -225,8 +225,9 @@ typedef enum soren_gpu_variant {
                              pairs are appended as direct appends them */
 } soren_gpu_variant;
 
-/* soren_gpu_map_args.input_format (the manifest's lines and fixed). */
-enum { SOREN_GPU_LINES = 1, SOREN_GPU_FIXED = 2 };
+/* soren_gpu_map_args.input_format (the manifest's lines, fixed, and, since
+ * ABI 1.2, index and pairs). */
+enum { SOREN_GPU_LINES = 1, SOREN_GPU_FIXED = 2, SOREN_GPU_INDEX = 3, SOREN_GPU_PAIRS = 4 };
 
 /* Why a launch stopped early: bits of *status. */
 enum {
@@ -256,11 +257,12 @@ typedef struct soren_gpu_resume {
  * kernels only read and write it. */
 typedef struct soren_gpu_map_args {
     uint32_t variant;      /* soren_gpu_variant */
-    uint32_t input_format; /* SOREN_GPU_LINES or SOREN_GPU_FIXED */
-    const uint8_t *input;  /* device */
+    uint32_t input_format; /* SOREN_GPU_LINES, _FIXED, _INDEX or _PAIRS */
+    const uint8_t *input;  /* device; NULL for index input */
     uint64_t input_size;
     /* lines: record i is [line_starts[i], line_starts[i+1] - 1), with
-     * line_starts[record_count] one past the end as if a '\n' followed */
+     * line_starts[record_count] one past the end as if a '\n' followed;
+     * pairs: record i is [line_starts[i], line_starts[i+1]) */
     const uint64_t *line_starts;
     uint64_t record_count;
     uint64_t record_size; /* fixed */

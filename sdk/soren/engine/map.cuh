@@ -422,15 +422,27 @@ __device__ inline void shared_flush(const emit_ctx *c, const soren_gpu_map_args 
     }
 }
 
-/* Record r of the input. */
+/* Record r of the input, as the CPU engine makes it for each format. */
 __device__ inline soren_record record_of(const soren_gpu_map_args &a, uint64_t r)
 {
     soren_record rec;
-    if (a.input_format == SOREN_GPU_FIXED) {
+    switch (a.input_format) {
+    case SOREN_GPU_FIXED:
         rec.offset = r * a.record_size;
         rec.size = a.record_size;
         rec.index = r;
-    } else {
+        break;
+    case SOREN_GPU_INDEX: /* a task known by its number: no data */
+        rec.data = nullptr;
+        rec.size = 0;
+        rec.offset = rec.index = r;
+        return rec;
+    case SOREN_GPU_PAIRS: /* the previous stage's pair r: key bytes, then the value */
+        rec.data = a.input + a.line_starts[r];
+        rec.size = a.line_starts[r + 1] - a.line_starts[r];
+        rec.offset = rec.index = r;
+        return rec;
+    default:
         rec.offset = a.line_starts[r];
         rec.size = a.line_starts[r + 1] - 1 - rec.offset;
         rec.index = rec.offset;
