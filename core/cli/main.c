@@ -58,7 +58,7 @@ static const char usage_text[] =
     "      --sample FRACTION\n"
     "                       first map this fraction of the records, storing\n"
     "                       nothing, to choose the variant and size the regions\n"
-    "                       (0 to 1, default 0.2, at most 64 MiB of input;\n"
+    "                       (0 to 1, default 0.2, at most 32 MiB of input;\n"
     "                       0 turns monitoring off)\n"
     "      --small-keys N   auto picks block when the sample has fewer than N\n"
     "                       distinct keys (default 1000)\n"

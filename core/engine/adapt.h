@@ -39,7 +39,7 @@ int soren_variant_parse(const char *name, soren_variant *out);
 #define SOREN_SAMPLE_DEFAULT 0.2
 /* Monitoring maps at most this many input bytes, so that it stays a small
  * part of the run whatever the input's size. */
-#define SOREN_SAMPLE_BYTES_MAX (64ull << 20)
+#define SOREN_SAMPLE_BYTES_MAX (32ull << 20)
 #define SOREN_SMALL_KEYS_DEFAULT 1000
 
 /* What map emitted over the sample. */
