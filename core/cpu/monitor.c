@@ -177,8 +177,7 @@ static void monitor_emit(soren_emitter *e, const void *key, uint32_t len, const 
         return;
     }
     w->pairs++;
-    /* As the key space stores a key: a 4-byte size, the bytes, 4-aligned. */
-    w->key_bytes += (4 + (uint64_t)len + 3) & ~UINT64_C(3);
+    w->key_bytes += soren__key_footprint(len);
     uint64_t h = soren__key_hash(key, len);
     uint32_t reg = soren__sketch_register(h);
     uint8_t rank = (uint8_t)soren__sketch_rank(h);

@@ -8,6 +8,8 @@
 #include <cub/device/device_merge_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <cuda_runtime.h>
 #include <pthread.h>
@@ -25,13 +27,6 @@ extern "C" {
 namespace {
 
 /* ---- Device code -------------------------------------------------------- */
-
-/* A line starts at 0 and after every '\n' (a start at the very end is no
- * line: the input ended with a newline). */
-struct line_start {
-    const uint8_t *input;
-    __device__ bool operator()(uint64_t i) const { return i == 0 || input[i - 1] == '\n'; }
-};
 
 struct slot_used {
     const unsigned long long *slots;
@@ -100,12 +95,76 @@ __device__ inline uint64_t ordered_bits(uint32_t type, const uint8_t *p)
     return 0;
 }
 
-__global__ void line_end_kernel(uint64_t *starts, const unsigned long long *count,
-                                const uint8_t *input, uint64_t size)
+__global__ void line_end_kernel(uint64_t *starts, uint64_t count, const uint8_t *input,
+                                uint64_t size)
 {
-    /* The sentinel makes record i = [starts[i], starts[i+1] - 1) hold for
-     * the last line too, newline-terminated or not. */
-    starts[*count] = size + (input[size - 1] == '\n' ? 0 : 1);
+    starts[count] = size + (input[size - 1] == '\n' ? 0 : 1);
+}
+
+/* Line splitting.  A line starts at 0 and after every '\n' but one that
+ * ends the input.  Each block takes tiles of SPLIT_TILE bytes and each
+ * thread 16 of them, read as one aligned uint4 (the input buffer is padded
+ * to 16 bytes): the count pass keeps the newlines of each tile, a scan
+ * gives each tile its first record, and the write pass puts every line
+ * start at its place, a block scan ordering the threads of a tile.  Two
+ * reads of the input at full width cost less than one select over single
+ * bytes. */
+enum { SPLIT_THREADS = 256, SPLIT_TILE = SPLIT_THREADS * 16 };
+
+/* The newlines among bytes [at, at + 16) that are below limit, as a mask
+ * of bit i for byte at + i. */
+__device__ inline uint32_t newline_mask(const uint8_t *input, uint64_t at, uint64_t limit)
+{
+    uint4 v = *(const uint4 *)(input + at);
+    uint32_t words[4] = {v.x, v.y, v.z, v.w}, mask = 0;
+#pragma unroll
+    for (int w = 0; w < 4; w++) {
+        /* 0x80 in each byte that equals '\n' (exact: no borrow between bytes) */
+        uint32_t x = words[w] ^ 0x0a0a0a0au;
+        uint32_t zero = ~(((x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | x | 0x7f7f7f7fu);
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+            mask |= ((zero >> (8 * b + 7)) & 1u) << (4 * w + b);
+    }
+    if (at + 16 > limit)
+        mask &= limit > at ? (1u << (limit - at)) - 1 : 0;
+    return mask;
+}
+
+/* limit: the newlines that start a line are those before size - 1. */
+__global__ void split_count_kernel(const uint8_t *input, uint64_t size, uint64_t tiles,
+                                   uint64_t *tile_counts)
+{
+    typedef cub::BlockReduce<uint32_t, SPLIT_THREADS> reduce;
+    __shared__ typename reduce::TempStorage temp;
+    for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        uint64_t at = t * SPLIT_TILE + threadIdx.x * 16ull;
+        uint32_t n = at < size - 1 ? __popc(newline_mask(input, at, size - 1)) : 0;
+        uint32_t total = reduce(temp).Sum(n);
+        if (threadIdx.x == 0)
+            tile_counts[t] = total;
+        __syncthreads();
+    }
+}
+
+/* tile_first[t]: the exclusive scan of the counts; starts[0] = 0 and the
+ * line after the k-th newline starts at starts[1 + k]. */
+__global__ void split_write_kernel(const uint8_t *input, uint64_t size, uint64_t tiles,
+                                   const uint64_t *tile_first, uint64_t *starts)
+{
+    typedef cub::BlockScan<uint32_t, SPLIT_THREADS> scan;
+    __shared__ typename scan::TempStorage temp;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        starts[0] = 0;
+    for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        uint64_t at = t * SPLIT_TILE + threadIdx.x * 16ull;
+        uint32_t mask = at < size - 1 ? newline_mask(input, at, size - 1) : 0, before = 0;
+        scan(temp).ExclusiveSum((uint32_t)__popc(mask), before);
+        uint64_t k = 1 + tile_first[t] + before;
+        for (; mask; mask &= mask - 1)
+            starts[k++] = at + (uint64_t)__ffs(mask); /* the byte after the newline */
+        __syncthreads();
+    }
 }
 
 __global__ void gather_slots_kernel(const uint64_t *used, uint64_t n,
@@ -552,16 +611,49 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
     *count = 0;
     if (size == 0)
         return SOREN_OK;
-    thrust::counting_iterator<uint64_t> positions(0);
-    unsigned long long *selected = r->counters + SELECTED;
-    CUB_RUN(r, cub::DeviceSelect::If, positions, r->line_starts, selected, (int64_t)size,
-            line_start{r->input});
-    line_end_kernel<<<1, 1, 0, r->stream>>>(r->line_starts, selected, r->input, size);
+    uint64_t tiles = (size + SPLIT_TILE - 1) / SPLIT_TILE;
+    uint64_t *tile_first = NULL;
+    ALLOC(r, tile_first, (tiles + 1) * sizeof(uint64_t), "the line counts of the input's tiles");
+    soren_status st = SOREN_OK;
+    cudaError_t rc = cudaSuccess;
+    unsigned grid = (unsigned)(tiles < (uint64_t)r->grid ? tiles : (uint64_t)r->grid);
+    uint64_t lines = 0;
+    do {
+        split_count_kernel<<<grid, SPLIT_THREADS, 0, r->stream>>>(r->input, size, tiles,
+                                                                    tile_first);
+        if ((rc = cudaGetLastError()) != cudaSuccess)
+            break;
+        size_t need = 0;
+        if ((rc = cub::DeviceScan::ExclusiveSum(NULL, need, tile_first, tile_first,
+                                                (int64_t)tiles + 1, r->stream)) != cudaSuccess)
+            break;
+        if ((st = temp_reserve(r, need)) != SOREN_OK)
+            break;
+        /* tile_first[tiles] is scanned too (its garbage count is never used):
+         * it becomes the total. */
+        if ((rc = cub::DeviceScan::ExclusiveSum(r->temp, need, tile_first, tile_first,
+                                                (int64_t)tiles + 1, r->stream)) != cudaSuccess)
+            break;
+        split_write_kernel<<<grid, SPLIT_THREADS, 0, r->stream>>>(r->input, size, tiles,
+                                                                    tile_first, r->line_starts);
+        if ((rc = cudaGetLastError()) != cudaSuccess)
+            break;
+        if ((rc = cudaMemcpyAsync(&lines, tile_first + tiles, sizeof lines,
+                                  cudaMemcpyDeviceToHost, r->stream)) != cudaSuccess)
+            break;
+        rc = cudaStreamSynchronize(r->stream);
+    } while (0);
+    dev_free(tile_first);
+    if (rc != cudaSuccess)
+        return cuda_fail(r, rc, "splitting the input into lines", __LINE__);
+    if (st != SOREN_OK)
+        return st;
+    /* one record before the first newline, and one after each */
+    *count = lines + 1;
+    /* The sentinel makes record i = [starts[i], starts[i+1] - 1) hold for
+     * the last line too, newline-terminated or not. */
+    line_end_kernel<<<1, 1, 0, r->stream>>>(r->line_starts, *count, r->input, size);
     CUDA_TRY(r, cudaGetLastError());
-    unsigned long long n = 0;
-    CUDA_TRY(r, cudaMemcpyAsync(&n, selected, sizeof n, cudaMemcpyDeviceToHost, r->stream));
-    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
-    *count = n;
     return SOREN_OK;
 }
 
@@ -896,14 +988,16 @@ soren_status allocate_fixed(gpu_run *r, uint64_t largest, uint64_t records)
 {
     const soren_stage_spec *s = r->spec;
     if (s->input_format != SOREN_INPUT_INDEX)
-        ALLOC(r, r->input, largest, "the input");
+        /* padded to 16 bytes: the splitter reads whole uint4s */
+        ALLOC(r, r->input, (largest + 15) & ~15ull, "the input");
     if (s->input_format == SOREN_INPUT_LINES || s->input_format == SOREN_INPUT_PAIRS)
         ALLOC(r, r->line_starts, (records + 2) * sizeof(uint64_t), "the record index");
     ALLOC(r, r->counters, COUNTER_COUNT * sizeof(unsigned long long), "the engine's counters");
     CUDA_TRY(r, cudaMemsetAsync(r->counters, 0, COUNTER_COUNT * sizeof(unsigned long long),
                                 r->stream));
-    /* Offset 0 of the key space is reserved: key ref 0 means "none". */
-    unsigned long long first_key = 4;
+    /* The first key unit is reserved (key ref 0 means "none"); keys start
+     * SOREN_KEY_ALIGN-aligned. */
+    unsigned long long first_key = SOREN_KEY_ALIGN;
     CUDA_TRY(r, cudaMemcpyAsync(r->counters + KEYS_USED, &first_key, sizeof first_key,
                                 cudaMemcpyHostToDevice, r->stream));
     int sms = 0, per_sm = 0;
@@ -941,7 +1035,8 @@ soren_status allocate_regions(gpu_run *r, uint64_t records)
         ALLOC(r, r->keys, r->keys_capacity, "the key space");
         dense_keys_kernel<<<GRID(r)>>>(r->keys, k);
         CUDA_TRY(r, cudaGetLastError());
-        uint64_t shared = ((k * vs + 7) & ~7ull) + (k + 31) / 32 * 4;
+        /* the values, then a presence byte per key (soren/engine/map.cuh) */
+        uint64_t shared = ((k * vs + 7) & ~7ull) + ((k + 7) & ~7ull);
         r->dense_shared = shared <= (48u << 10) ? (uint32_t)shared : 0;
         return SOREN_OK;
     }
@@ -967,7 +1062,8 @@ soren_status allocate_regions(gpu_run *r, uint64_t records)
     default: {
         /* Each pair keeps its own copy of its key. */
         r->pair_capacity = o->pair_slots ? o->pair_slots : p->pair_slots;
-        uint64_t per_pair = m->ran && m->pairs ? (m->key_bytes + m->pairs - 1) / m->pairs : 8;
+        uint64_t per_pair = m->ran && m->pairs ? (m->key_bytes + m->pairs - 1) / m->pairs
+                                                 : soren__key_footprint(8);
         r->keys_capacity = o->key_bytes ? o->key_bytes
                                         : r->pair_capacity * per_pair + (1 << 20);
         if (r->variant == SOREN_VARIANT_SORT) {
@@ -982,9 +1078,9 @@ soren_status allocate_regions(gpu_run *r, uint64_t records)
         r->keys_capacity = KEY_SPACE_MAX;
     if (r->keys_capacity < 64)
         r->keys_capacity = 64;
-    /* A whole number of 4-byte units: after an overflow the bytes used are
-     * cut back to the capacity, and the next key must start aligned. */
-    r->keys_capacity = (r->keys_capacity + 3) & ~3ull;
+    /* A whole number of key units: after an overflow the bytes used are cut
+     * back to the capacity, and the next key must start aligned. */
+    r->keys_capacity = (r->keys_capacity + SOREN_KEY_ALIGN - 1) & ~(uint64_t)(SOREN_KEY_ALIGN - 1);
     ALLOC(r, r->keys, r->keys_capacity, "the key space");
     return SOREN_OK;
 }

@@ -399,8 +399,8 @@ typedef struct soren_plugin_table {
     SOREN__EXTERN_C const char soren__embedded_manifest[];                               \
     static constexpr soren_stage soren__desc[] = {__VA_ARGS__};                          \
     static constexpr uint32_t soren__stage_count = sizeof soren__desc / sizeof soren__desc[0]; \
-    __device__ void soren__device_emit(soren_emitter *e, const void *key, uint32_t key_size,  \
-                                       const void *value)                                \
+    __device__ __forceinline__ void soren__device_emit(soren_emitter *e, const void *key,  \
+                                                       uint32_t key_size, const void *value) \
     {                                                                                    \
         soren::emit_any<soren__desc, soren__stage_count>(e, key, key_size, value);       \
     }                                                                                    \

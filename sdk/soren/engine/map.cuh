@@ -47,36 +47,52 @@ enum { BLOCK_SLOTS = SOREN_GPU_BLOCK_SLOTS, BLOCK_PROBES = 32 };
 
 constexpr unsigned long long TAG_MASK = 0xffffffff00000000ull;
 
-/* What soren_emit reaches from a kernel: the launch's arguments and, for
- * block and dense, this block's shared memory. */
+/* What soren_emit reaches from a kernel: the launch's arguments, its
+ * variant (a compile-time constant of each kernel, so the emit path of the
+ * other variants is compiled away) and, for block and dense, this block's
+ * shared memory. */
 struct emit_ctx {
     const soren_gpu_map_args *a;
+    uint32_t variant;                /* soren_gpu_variant */
     unsigned long long *block_slots; /* block: tag | (global slot + 1); 0 is free */
     void *block_values;              /* block: BLOCK_SLOTS values; dense: key_count values */
-    unsigned int *present;           /* dense: a bit per key */
+    uint8_t *present;                /* dense: a byte per key, 1 once the block emitted it */
 };
 
-/* Bytes a key of n bytes occupies in the key space: its size, then its
- * bytes, padded to 4. */
-__device__ inline uint64_t key_footprint(uint32_t n) { return (4ull + n + 3) & ~3ull; }
+/* Bytes [off, off + 4) of a key of n bytes as a little-endian word, zero
+ * padded: the unit the key space stores and compares.  The fixed trip count
+ * keeps a warp's lanes together whatever their keys' lengths. */
+__device__ inline uint32_t key_word(const uint8_t *k, uint32_t n, uint32_t off)
+{
+    uint32_t w = 0;
+#pragma unroll
+    for (uint32_t i = 0; i < 4; i++)
+        if (off + i < n)
+            w |= (uint32_t)k[off + i] << (8 * i);
+    return w;
+}
 
 /* The key ref of index key i, stored by the host for the dense variant at
  * byte 4 + 8 i. */
 __device__ inline uint32_t dense_ref(uint64_t i) { return (uint32_t)(1 + 2 * i); }
 
+/* Writes a key as the key space holds it (soren__key_footprint): its size
+ * and its bytes, zero padded to 16, in 16-byte stores at a 16-aligned
+ * offset. */
 __device__ inline void store_key(const soren_gpu_map_args *a, uint64_t offset, const uint8_t *k,
                                  uint32_t n)
 {
-    uint8_t *dst = a->keys + offset;
-    *(uint32_t *)dst = n;
-    for (uint32_t i = 0; i < n; i++)
-        dst[4 + i] = k[i];
+    uint4 *dst = (uint4 *)(a->keys + offset);
+    dst[0] = make_uint4(n, key_word(k, n, 0), key_word(k, n, 4), key_word(k, n, 8));
+    for (uint32_t off = 12, i = 1; off < n; off += 16, i++)
+        dst[i] = make_uint4(key_word(k, n, off), key_word(k, n, off + 4),
+                            key_word(k, n, off + 8), key_word(k, n, off + 12));
 }
 
 /* Copies the key into the key space; returns its ref, or 0 when full. */
 __device__ inline uint32_t alloc_key(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n)
 {
-    uint64_t need = key_footprint(n);
+    uint64_t need = soren__key_footprint(n);
     uint64_t offset = atomicAdd(a->keys_used, (unsigned long long)need);
     if (offset + need > a->keys_capacity || (offset >> 2) > 0xffffffffull) {
         atomicOr(a->status, SOREN_GPU_KEYS_FULL);
@@ -88,18 +104,24 @@ __device__ inline uint32_t alloc_key(const soren_gpu_map_args *a, const uint8_t 
     return (uint32_t)(offset >> 2);
 }
 
-/* Does the stored key `ref` equal k?  Stored keys are read through L2 only
- * (ld.cg): a line of the key space may sit in this SM's L1 from before
- * another SM wrote the key. */
+/* Does the stored key `ref` equal k?  One 16-byte load reads its size and
+ * first 12 bytes (most keys); the stored padding is zero, as key_word pads.
+ * Stored keys are read through L2 only (ld.cg): a line of the key space may
+ * sit in this SM's L1 from before another SM wrote the key. */
 __device__ inline bool key_equals(const soren_gpu_map_args *a, uint32_t ref, const uint8_t *k,
                                   uint32_t n)
 {
-    const uint8_t *stored = a->keys + ((uint64_t)ref << 2);
-    if (__ldcg((const unsigned int *)stored) != n)
+    const uint4 *stored = (const uint4 *)(a->keys + ((uint64_t)ref << 2));
+    uint4 w = __ldcg(stored);
+    if (w.x != n || w.y != key_word(k, n, 0) || w.z != key_word(k, n, 4) ||
+        w.w != key_word(k, n, 8))
         return false;
-    for (uint32_t i = 0; i < n; i++)
-        if ((uint8_t)__ldcg((const unsigned char *)stored + 4 + i) != k[i])
+    for (uint32_t off = 12, i = 1; off < n; off += 16, i++) {
+        w = __ldcg(stored + i);
+        if (w.x != key_word(k, n, off) || w.y != key_word(k, n, off + 4) ||
+            w.z != key_word(k, n, off + 8) || w.w != key_word(k, n, off + 12))
             return false;
+    }
     return true;
 }
 
@@ -220,7 +242,8 @@ __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_
     return true;
 }
 
-/* The dense variant: the key is its slot. */
+/* The dense variant: the key is its slot.  Presence is a plain byte store:
+ * every writer stores the same 1, so no atomic is needed. */
 template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
 __device__ inline void dense_insert(const emit_ctx *c, uint32_t key, const void *v)
 {
@@ -228,9 +251,7 @@ __device__ inline void dense_insert(const emit_ctx *c, uint32_t key, const void 
     if (c->block_values) {
         combine_into<Op, VType, UserFn>((uint8_t *)c->block_values + (uint64_t)key * a->value_size,
                                         v);
-        unsigned int bit = 1u << (key & 31);
-        if (!(*(volatile unsigned int *)&c->present[key >> 5] & bit))
-            atomicOr(&c->present[key >> 5], bit);
+        c->present[key] = 1;
         return;
     }
     combine_into<Op, VType, UserFn>((uint8_t *)a->slot_values + (uint64_t)key * a->value_size, v);
@@ -316,7 +337,7 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
     bool applied = true;
     if (e->state[EMIT_PAIRS] < e->state[EMIT_SKIP]) {
         /* applied by the launch that stopped on this record */
-    } else if (a->variant == SOREN_GPU_MONITOR) {
+    } else if (c->variant == SOREN_GPU_MONITOR) {
         /* Most emits repeat a key whose rank the register already holds:
          * a load spares the atomic (and its serialisation on the few
          * registers a skewed key set hits).  Registers only grow, so a
@@ -329,7 +350,7 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
     } else if (!key_ok<S::key_type>(a, key, n)) {
         applied = false;
     } else {
-        switch (a->variant) {
+        switch (c->variant) {
         case SOREN_GPU_HASH:
             applied = hash_insert<S::op, S::value_type, S::user_combine>(a, k, n, v);
             break;
@@ -357,11 +378,12 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
         return;
     }
     e->state[EMIT_PAIRS]++;
-    e->state[EMIT_KEY_BYTES] += key_footprint(n);
+    e->state[EMIT_KEY_BYTES] += soren__key_footprint(n);
 }
 
 template <const auto &Desc, uint32_t Count, uint32_t I = 0>
-__device__ inline void emit_any(soren_emitter *e, const void *key, uint32_t n, const void *v)
+__device__ __forceinline__ void emit_any(soren_emitter *e, const void *key, uint32_t n,
+                                         const void *v)
 {
     if constexpr (I < Count) {
         if (e->state[EMIT_STAGE] == I)
@@ -373,36 +395,35 @@ __device__ inline void emit_any(soren_emitter *e, const void *key, uint32_t n, c
 
 /* Shared memory of a block or dense launch: its table or array, set to
  * empty and to the combine's identity. */
-template <typename T>
+template <uint32_t V, typename T>
 __device__ inline void shared_setup(emit_ctx *c, const soren_gpu_map_args &a, T identity,
                                     unsigned long long *shared)
 {
-    if (a.variant == SOREN_GPU_BLOCK) {
+    if constexpr (V == SOREN_GPU_BLOCK) {
         c->block_slots = shared;
         c->block_values = shared + BLOCK_SLOTS;
         for (uint32_t i = threadIdx.x; i < BLOCK_SLOTS; i += blockDim.x) {
             c->block_slots[i] = 0;
             ((T *)c->block_values)[i] = identity;
         }
-    } else if (a.variant == SOREN_GPU_DENSE && a.shared_bytes) {
+    } else if (a.shared_bytes) {
         c->block_values = shared;
-        c->present = (unsigned int *)((uint8_t *)shared +
-                                      ((a.key_count * sizeof(T) + 7) & ~7ull));
-        for (uint64_t i = threadIdx.x; i < a.key_count; i += blockDim.x)
+        c->present = (uint8_t *)shared + ((a.key_count * sizeof(T) + 7) & ~7ull);
+        for (uint64_t i = threadIdx.x; i < a.key_count; i += blockDim.x) {
             ((T *)c->block_values)[i] = identity;
-        for (uint64_t i = threadIdx.x; i < (a.key_count + 31) / 32; i += blockDim.x)
             c->present[i] = 0;
+        }
     }
     __syncthreads();
 }
 
 /* Folds the block's shared table or array into the global table. */
-template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
+template <uint32_t V, uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
 __device__ inline void shared_flush(const emit_ctx *c, const soren_gpu_map_args &a)
 {
     __syncthreads();
     const uint32_t vs = a.value_size;
-    if (c->block_slots) {
+    if constexpr (V == SOREN_GPU_BLOCK) {
         for (uint32_t i = threadIdx.x; i < BLOCK_SLOTS; i += blockDim.x) {
             unsigned long long s = c->block_slots[i];
             if (s)
@@ -412,7 +433,7 @@ __device__ inline void shared_flush(const emit_ctx *c, const soren_gpu_map_args 
         }
     } else if (c->present) {
         for (uint64_t key = threadIdx.x; key < a.key_count; key += blockDim.x) {
-            if (!(c->present[key >> 5] & (1u << (key & 31))))
+            if (!c->present[key])
                 continue;
             combine_into<Op, VType, UserFn>((uint8_t *)a.slot_values + key * vs,
                                             (const uint8_t *)c->block_values + key * vs);
@@ -458,8 +479,8 @@ __device__ inline void reduce_group(soren_emitter *e, const soren_gpu_map_args &
 {
     const uint8_t *stored = a.keys + ((uint64_t)a.group_refs[g] << 2);
     const uint32_t size = *(const uint32_t *)stored;
-    /* The key space aligns keys to 4 bytes: an 8-byte typed key is copied
-     * out so that reduce may read it as a uint64_t. */
+    /* The key space aligns keys to 4 bytes at least: an 8-byte typed key is
+     * copied out so that reduce may read it as a uint64_t. */
     uint64_t aligned = 0;
     const void *key = stored + 4;
     if (size <= sizeof aligned) {
@@ -472,23 +493,30 @@ __device__ inline void reduce_group(soren_emitter *e, const soren_gpu_map_args &
            &a.params);
 }
 
-template <const auto &Desc, uint32_t I>
+/* The map launch of variant V (a soren_gpu_variant): one thread a record in
+ * a grid-stride loop.  Each variant is its own kernel, so a launch carries
+ * only its own emit path (fewer registers, no branch on the variant per
+ * emit).  Threads do not poll for another thread's overflow: a thread stops
+ * at its own first emit that cannot be applied, and one whose emits all
+ * apply has useful work to finish. */
+template <const auto &Desc, uint32_t I, uint32_t V>
 __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
 {
     typedef stage_traits<Desc, I> S;
     typedef typename value_of<S::value_type>::type T;
     constexpr soren_map_fn *map = S::map;
+    constexpr bool monitor = V == SOREN_GPU_MONITOR;
     extern __shared__ unsigned long long shared[];
 
-    emit_ctx c = {&a, nullptr, nullptr, nullptr};
-    if (a.variant == SOREN_GPU_BLOCK || a.variant == SOREN_GPU_DENSE) {
+    emit_ctx c = {&a, V, nullptr, nullptr, nullptr};
+    if constexpr (V == SOREN_GPU_BLOCK || V == SOREN_GPU_DENSE) {
         T user = value_from<T, typename value_of<S::value_type>::word>(
             (typename value_of<S::value_type>::word)a.identity);
-        shared_setup<T>(&c, a, S::op == SOREN_COMBINE_USER ? user : identity<S::op, S::value_type>(),
-                        shared);
+        shared_setup<V, T>(&c, a,
+                           S::op == SOREN_COMBINE_USER ? user : identity<S::op, S::value_type>(),
+                           shared);
     }
 
-    const bool monitor = a.variant == SOREN_GPU_MONITOR;
     const uint64_t count = monitor ? a.sample_count : a.record_count;
     const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
@@ -500,14 +528,6 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
     unsigned long long stopped_at = SOREN_GPU_RESUME_DONE, applied = 0;
     unsigned long long pairs = 0, key_bytes = 0, bytes = 0; /* monitor */
     for (; j < count; j += stride, skip = 0) {
-        /* Another thread overflowed a region or met a bad key: stop at this
-         * record boundary and let the host decide. */
-        if (*(volatile unsigned int *)a.status) {
-            /* skip is still this record's: its applied emits stay applied */
-            stopped_at = j;
-            applied = skip;
-            break;
-        }
         uint64_t r = monitor ? soren__sample_record(j, count, a.record_count) : j;
         soren_emitter e;
         e.emit = 0;
@@ -518,35 +538,77 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
         e.state[EMIT_STAGE] = I;
         e.state[EMIT_SKIP] = skip;
         e.state[EMIT_FAILED] = 0;
-        if (a.variant == SOREN_GPU_REDUCE) {
+        if constexpr (V == SOREN_GPU_REDUCE) {
             if constexpr (S::reduce != nullptr)
                 reduce_group<S::reduce>(&e, a, r);
         } else {
             soren_record rec = record_of(a, r);
             map(&e, &rec, &a.params);
-            bytes += rec.size + (a.input_format == SOREN_GPU_LINES);
+            if constexpr (monitor)
+                bytes += rec.size + (a.input_format == SOREN_GPU_LINES);
         }
         if (e.state[EMIT_FAILED]) {
             stopped_at = j;
             applied = e.state[EMIT_PAIRS];
             break;
         }
-        if (a.variant == SOREN_GPU_SORT_COUNT) {
+        if constexpr (V == SOREN_GPU_SORT_COUNT) {
             a.record_pairs[r] = e.state[EMIT_PAIRS];
             a.record_key_bytes[r] = e.state[EMIT_KEY_BYTES];
         }
-        pairs += e.state[EMIT_PAIRS];
-        key_bytes += e.state[EMIT_KEY_BYTES];
+        if constexpr (monitor) {
+            pairs += e.state[EMIT_PAIRS];
+            key_bytes += e.state[EMIT_KEY_BYTES];
+        }
     }
     if (a.resume)
         a.resume[tid] = soren_gpu_resume{stopped_at, applied};
-    if (monitor && bytes) {
-        atomicAdd(&a.sample_counts[0], pairs);
-        atomicAdd(&a.sample_counts[1], key_bytes);
-        atomicAdd(&a.sample_counts[2], bytes);
+    if constexpr (monitor) {
+        if (bytes) {
+            atomicAdd(&a.sample_counts[0], pairs);
+            atomicAdd(&a.sample_counts[1], key_bytes);
+            atomicAdd(&a.sample_counts[2], bytes);
+        }
     }
-    if (a.variant == SOREN_GPU_BLOCK || a.variant == SOREN_GPU_DENSE)
-        shared_flush<S::op, S::value_type, S::user_combine>(&c, a);
+    if constexpr (V == SOREN_GPU_BLOCK || V == SOREN_GPU_DENSE)
+        shared_flush<V, S::op, S::value_type, S::user_combine>(&c, a);
+}
+
+/* The map kernel of a launch's variant; NULL for a variant that does not
+ * apply to the stage (the host never asks for one), so that no plugin
+ * compiles kernels it cannot use. */
+template <const auto &Desc, uint32_t I>
+__host__ inline void (*map_kernel_for(uint32_t variant))(soren_gpu_map_args)
+{
+    typedef stage_traits<Desc, I> S;
+    constexpr bool combines = S::op != SOREN_COMBINE_NONE;
+    switch (variant) {
+    case SOREN_GPU_MONITOR: return map_kernel<Desc, I, SOREN_GPU_MONITOR>;
+    case SOREN_GPU_DIRECT: return map_kernel<Desc, I, SOREN_GPU_DIRECT>;
+    case SOREN_GPU_SORT_COUNT: return map_kernel<Desc, I, SOREN_GPU_SORT_COUNT>;
+    case SOREN_GPU_SORT_WRITE: return map_kernel<Desc, I, SOREN_GPU_SORT_WRITE>;
+    case SOREN_GPU_HASH:
+        if constexpr (combines)
+            return map_kernel<Desc, I, SOREN_GPU_HASH>;
+        break;
+    case SOREN_GPU_BLOCK:
+        if constexpr (combines)
+            return map_kernel<Desc, I, SOREN_GPU_BLOCK>;
+        break;
+    case SOREN_GPU_DENSE:
+        if constexpr (combines && S::key_type == SOREN_TYPE_INDEX)
+            return map_kernel<Desc, I, SOREN_GPU_DENSE>;
+        break;
+    case SOREN_GPU_GROUP:
+        if constexpr (!combines && S::reduce != nullptr)
+            return map_kernel<Desc, I, SOREN_GPU_GROUP>;
+        break;
+    case SOREN_GPU_REDUCE:
+        if constexpr (S::reduce != nullptr)
+            return map_kernel<Desc, I, SOREN_GPU_REDUCE>;
+        break;
+    }
+    return nullptr;
 }
 
 template <const auto &Desc, uint32_t I>

@@ -30,9 +30,10 @@ static cudaError_t launch_shape(Kernel kernel, uint64_t count, int *grid, int *b
     return cudaSuccess;
 }
 
-/* A map launch.  Its shape depends only on the kernel, the work, the shared
- * memory and max_threads, so a launch that resumes after an overflow has the
- * same threads as the one that stopped, each going on from resume[tid]. */
+/* A map launch.  Its shape depends only on the variant's kernel, the work,
+ * the shared memory and max_threads, so a launch that resumes after an
+ * overflow has the same threads as the one that stopped, each going on from
+ * resume[tid]. */
 template <const auto &Desc, uint32_t I>
 static int launch_map(const soren_gpu_map_args *args, void *stream)
 {
@@ -42,7 +43,9 @@ static int launch_map(const soren_gpu_map_args *args, void *stream)
     if constexpr (S::op == SOREN_COMBINE_USER)
         memcpy(&a.identity, Desc[I].combine.identity,
                sizeof(typename value_of<S::value_type>::type));
-    auto kernel = map_kernel<Desc, I>;
+    void (*kernel)(soren_gpu_map_args) = map_kernel_for<Desc, I>(a.variant);
+    if (!kernel)
+        return cudaErrorNotSupported;
     cudaError_t rc = cudaSuccess;
     if (a.shared_bytes > 48u << 10 &&
         (rc = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

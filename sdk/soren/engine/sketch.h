@@ -15,18 +15,47 @@
 #define SOREN_SKETCH_BITS 12
 #define SOREN_SKETCH_REGISTERS (1u << SOREN_SKETCH_BITS)
 
-/* FNV-1a over the bytes, then a 64-bit finalizer: FNV leaves the high bits
- * weak, and the table uses the low bits, the sketch and the slot tags the
- * high ones. */
+/* Up to 8 bytes of a key as a little-endian word, zero-padded.  The loop has
+ * a fixed trip count, so on the GPU the lanes of a warp hashing keys of
+ * different lengths stay together (the byte loads are predicated). */
+SOREN__INLINE uint64_t soren__key_word(const uint8_t *p, uint32_t n)
+{
+    uint64_t w = 0;
+    for (uint32_t i = 0; i < 8; i++)
+        if (i < n)
+            w |= (uint64_t)p[i] << (8 * i);
+    return w;
+}
+
+/* The key hash: 8 bytes a step, each word multiplied in and the state
+ * rotated, then the 64-bit finalizer of MurmurHash3, so every input bit
+ * reaches the low bits (the table's index) and the high ones (the sketch's
+ * register and rank, the slots' tags).  One multiply per 8 bytes keeps the
+ * dependent chain short on the GPU, where FNV's multiply per byte did not. */
 SOREN__INLINE uint64_t soren__key_hash(const uint8_t *p, uint32_t n)
 {
-    uint64_t h = 0xcbf29ce484222325ull ^ n;
-    for (uint32_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x100000001b3ull;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n * 0xc2b2ae3d27d4eb4full);
+    for (uint32_t i = 0; i < n; i += 8) {
+        uint64_t w = soren__key_word(p + i, n - i) * 0x87c37b91114253d5ull;
+        h ^= (w << 31) | (w >> 33);
+        h = ((h << 27) | (h >> 37)) * 5 + 0x52dce729ull;
+    }
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdull;
     h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    h ^= h >> 33;
     return h;
+}
+
+/* The GPU key space stores a key as a 4-byte size, then its bytes, zero
+ * padded to a multiple of 16: one 16-byte load reads the size and the first
+ * 12 bytes, so most keys compare in one load.  Monitoring counts keys this
+ * way on both engines, and the key space is projected from it. */
+#define SOREN_KEY_ALIGN 16
+SOREN__INLINE uint64_t soren__key_footprint(uint32_t n)
+{
+    return (4ull + n + SOREN_KEY_ALIGN - 1) & ~(uint64_t)(SOREN_KEY_ALIGN - 1);
 }
 
 SOREN__INLINE uint32_t soren__sketch_register(uint64_t h)
