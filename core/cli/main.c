@@ -438,6 +438,9 @@ static void print_info(const soren_manifest *m)
     if (m->output.limit)
         printf(", first %llu", (unsigned long long)m->output.limit);
     putchar('\n');
+    if (m->iterate_param)
+        printf("iterate:   run --iterate N feeds each run's output into parameter %s\n",
+               m->iterate_param);
     for (size_t i = 0; i < m->param_count; i++) {
         const soren_manifest_param *p = &m->params[i];
         printf("param:     %s (%s%s", p->name, params[p->type], p->required ? ", required" : "");
