@@ -254,6 +254,10 @@ Test(cli, list_info_check)
     expect_run(0, "param:     pattern (regex, required)", "info grep");
     expect_run(0, "key:       index (0 to 767)", "info histogram");
     expect_run(0, ": ok (wordcount 1.0.0", "check wordcount");
+    expect_run(0, "kmeans           1.0.0    One k-means step over 3-D float32 points", "list");
+    expect_run(0, "iterate:   run --iterate N feeds each run's output into parameter centroids",
+               "info kmeans");
+    expect_run(0, ": ok (kmeans 1.0.0", "check kmeans");
     /* A broken manifest in the path is listed, with its reason, and the
      * others still are. */
     write_in_dir("broken.json", "{\"name\": 1}", 11);

@@ -413,13 +413,13 @@ static soren_status run_iterations(const soren_plugin *p, const soren_stage_spec
 static void say_iterations(const soren_manifest *m, const soren_iterations *it)
 {
     if (it->converged)
-        fprintf(stderr, "soren-host: %s: converged after %llu of at most %llu iterations (the "
-                "last one's output changed no byte of parameter %s)\n", m->name,
+        fprintf(stderr, "soren-host: %s: converged after %llu of at most %llu runs (the last "
+                "run's output changed no byte of parameter %s)\n", m->name,
                 (unsigned long long)it->runs, (unsigned long long)it->limit, m->iterate_param);
     else
-        fprintf(stderr, "soren-host: %s: %llu iterations (--iterate %llu), not converged: the "
-                "last one's output still changed parameter %s\n", m->name,
-                (unsigned long long)it->runs, (unsigned long long)it->limit, m->iterate_param);
+        fprintf(stderr, "soren-host: %s: not converged after --iterate %llu: the last run's "
+                "output still changed parameter %s\n", m->name,
+                (unsigned long long)it->limit, m->iterate_param);
 }
 
 soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, soren_error *err)
