@@ -872,6 +872,25 @@ Test(adapt, explain_validates_for_every_job_on_the_cpu)
     cr_expect_str_eq(json_string_value(json_object_get(x, "variant")), "direct");
     json_decref(x);
 
+    /* kmeans describes its last run, and with --iterate how it ended. */
+    char *points = in_dir("points"), *centroids = in_dir("c0"), args[9000];
+    cr_assert_eq(tu_runf(NULL, NULL, "'%s/soren-gen' points --count 50000 --dims 3 --seed 6 -o "
+                         "'%s' && '%s/soren-gen' points --dims 3 --centroids 8 --seed 6 -o '%s'",
+                         tu_builddir(), points, tu_builddir(), centroids), 0);
+    snprintf(args, sizeof args, "kmeans --param k=8 --param 'centroids=@%s'", centroids);
+    x = explain_run(args, points, out);
+    cr_expect_null(json_object_get(x, "iterations"));
+    json_decref(x);
+    strcat(args, " --iterate 2");
+    x = explain_run(args, points, out);
+    cr_expect_eq(get_count(x, "iterations", "runs"), 2);
+    cr_expect_eq(get_count(x, "iterations", "limit"), 2);
+    cr_expect(json_is_false(json_object_get(json_object_get(x, "iterations"), "converged")));
+    cr_expect_eq(get_count(x, "metrics", "total_records"), 50000);
+    json_decref(x);
+    free(points);
+    free(centroids);
+
     /* No report for a failed run: only the error. */
     char *err = NULL;
     cr_expect_eq(tu_runf(NULL, &err, "'%s' run wordcount --device cpu --explain '%s/none'",

@@ -206,6 +206,28 @@ Test(cli, index_jobs_count_their_tasks)
     expect_run(0, "stage 2:   reads the pairs of the stage before", "info pageviewcount");
 }
 
+/* --iterate takes a number of runs from 1 up, and only a job whose
+ * manifest names the parameter to feed; either mistake is a usage error
+ * that leaves no output. */
+Test(cli, iterate_usage_errors)
+{
+    write_in_dir("in.txt", "a\n", 2);
+    expect_run(0, "--iterate N", "--help");
+    expect_run(2, "--iterate applies to jobs whose manifest has \"iterate\" (the parameter "
+               "each run's output feeds); wordcount has none: run it without --iterate",
+               "run wordcount --iterate 3 in.txt -o out.tsv");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/out.tsv", dir);
+    cr_expect_neq(access(path, F_OK), 0, "a refused --iterate left %s", path);
+    expect_run(2, "--iterate: expected a number of runs from 1 up, got \"0\"",
+               "run wordcount --iterate 0 in.txt");
+    expect_run(2, "--iterate: expected a number of runs from 1 up, got \"-1\"",
+               "run wordcount --iterate -1 in.txt");
+    expect_run(2, "--iterate: expected a number of runs from 1 up, got \"ten\"",
+               "run wordcount --iterate ten in.txt");
+    expect_run(2, "--iterate needs a value", "run wordcount in.txt --iterate");
+}
+
 Test(cli, output_file_and_stdin)
 {
     write_in_dir("in.txt", "b a b\n", 6);
@@ -232,6 +254,10 @@ Test(cli, list_info_check)
     expect_run(0, "param:     pattern (regex, required)", "info grep");
     expect_run(0, "key:       index (0 to 767)", "info histogram");
     expect_run(0, ": ok (wordcount 1.0.0", "check wordcount");
+    expect_run(0, "kmeans           1.0.0    One k-means step over 3-D float32 points", "list");
+    expect_run(0, "iterate:   run --iterate N feeds each run's output into parameter centroids",
+               "info kmeans");
+    expect_run(0, ": ok (kmeans 1.0.0", "check kmeans");
     /* A broken manifest in the path is listed, with its reason, and the
      * others still are. */
     write_in_dir("broken.json", "{\"name\": 1}", 11);

@@ -15,6 +15,7 @@
 
 #include "cpu/cpu.h"
 #include "engine/adapt.h"
+#include "engine/iterate.h"
 #include "engine/progress.h"
 #include "engine/result.h"
 #include "io/input.h"
@@ -1121,6 +1122,89 @@ Test(engine, float_and_integer_keys_order)
                                    (const uint8_t *)&(uint64_t){1}, 8), 0);
     cr_assert_lt(soren_value_compare(SOREN_TYPE_F32, &(float){-0.0f}, &(float){0.0f}), 0);
     cr_assert_eq(soren_value_compare(SOREN_TYPE_U32, &(uint32_t){4}, &(uint32_t){4}), 0);
+    soren_result_destroy(&r);
+}
+
+/* ---- Iteration ------------------------------------------------------------- */
+
+/* A result of n pairs (keys[i], values[i]) of the given types. */
+static void iterate_result(soren_result *r, soren_type key, soren_type value, const void *keys,
+                           const void *values, size_t n)
+{
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_FIXED, key, value,
+                                      SOREN_COMBINE_SUM, SOREN_REDUCE_COMBINE);
+    soren_result_init(r, &spec);
+    size_t ks = soren_type_size(key), vs = soren_type_size(value);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(soren_result_append(r, (const uint8_t *)keys + i * ks, (uint32_t)ks,
+                                         (const uint8_t *)values + i * vs, NULL), SOREN_OK);
+}
+
+/* --iterate's feed: pair (i, v) overwrites element i, other elements keep
+ * their bytes, no byte changed means converged; comparing writes nothing;
+ * a key past the end (a partial element counts as none) is an error that
+ * names it and the size and leaves the bytes alone, or, comparing, a
+ * change; keys that are not element numbers are refused. */
+Test(engine, iterate_feed_overwrites_elements)
+{
+    soren_result r;
+    soren_error err = {0};
+    int changed = -1;
+    const uint32_t keys[] = {2, 0};
+    const double values[] = {3.0, 1.5};
+    double data[4] = {9, 9, 9, 9};
+    iterate_result(&r, SOREN_TYPE_U32, SOREN_TYPE_F64, keys, values, 2);
+    cr_assert_eq(soren_iterate_feed(&r, (uint8_t *)data, sizeof data, "t: parameter c", 0,
+                                    &changed, &err), SOREN_OK);
+    cr_expect_eq(changed, 1);
+    cr_expect(data[0] == 9 && data[2] == 9, "comparing wrote");
+    cr_assert_eq(soren_iterate_feed(&r, (uint8_t *)data, sizeof data, "t: parameter c", 1,
+                                    &changed, &err), SOREN_OK);
+    cr_expect_eq(changed, 1);
+    cr_expect(data[0] == 1.5 && data[1] == 9 && data[2] == 3.0 && data[3] == 9,
+              "after the feed: %g %g %g %g", data[0], data[1], data[2], data[3]);
+    for (int write = 0; write <= 1; write++) {
+        cr_assert_eq(soren_iterate_feed(&r, (uint8_t *)data, sizeof data, "t: parameter c",
+                                        write, &changed, &err), SOREN_OK);
+        cr_expect_eq(changed, 0, "the same output again changed the parameter (write %d)", write);
+    }
+    soren_result_destroy(&r);
+
+    /* Key 3 needs bytes 24 .. 31 of 30: past the end. */
+    const uint32_t past[] = {0, 3};
+    double before[4] = {9, 9, 9, 9};
+    memcpy(data, before, sizeof data);
+    iterate_result(&r, SOREN_TYPE_U32, SOREN_TYPE_F64, past, values, 2);
+    cr_expect_eq(soren_iterate_feed(&r, (uint8_t *)data, 30, "t: parameter c", 1, &changed,
+                                    &err), SOREN_EJOB);
+    cr_expect_str_eq(err.text, "t: parameter c: the output's key 3 is past the parameter's end "
+                     "(30 bytes: 3 elements of 8 bytes), so it cannot be fed to the next run");
+    cr_expect(memcmp(data, before, sizeof data) == 0, "a failed feed wrote");
+    cr_assert_eq(soren_iterate_feed(&r, (uint8_t *)data, 30, "t: parameter c", 0, &changed,
+                                    &err), SOREN_OK);
+    cr_expect_eq(changed, 1, "comparing: a key past the end is a change");
+    soren_result_destroy(&r);
+
+    /* u64 and index keys, 4-byte values. */
+    const uint64_t wide[] = {1};
+    const uint32_t narrow[] = {3};
+    const uint32_t v32[] = {7};
+    uint32_t elements[4] = {0, 0, 0, 0};
+    iterate_result(&r, SOREN_TYPE_U64, SOREN_TYPE_U32, wide, v32, 1);
+    cr_assert_eq(soren_iterate_feed(&r, (uint8_t *)elements, sizeof elements, "t", 1, &changed,
+                                    &err), SOREN_OK);
+    soren_result_destroy(&r);
+    iterate_result(&r, SOREN_TYPE_INDEX, SOREN_TYPE_U32, narrow, v32, 1);
+    cr_assert_eq(soren_iterate_feed(&r, (uint8_t *)elements, sizeof elements, "t", 1, &changed,
+                                    &err), SOREN_OK);
+    cr_expect(elements[0] == 0 && elements[1] == 7 && elements[2] == 0 && elements[3] == 7);
+    soren_result_destroy(&r);
+
+    iterate_result(&r, SOREN_TYPE_F32, SOREN_TYPE_U32, v32, v32, 1);
+    soren_error_clear(&err);
+    cr_expect_eq(soren_iterate_feed(&r, (uint8_t *)elements, sizeof elements, "t", 1, &changed,
+                                    &err), SOREN_EJOB);
+    cr_expect(strstr(err.text, "keys are of type f32") != NULL, "%s", err.text);
     soren_result_destroy(&r);
 }
 

@@ -72,6 +72,7 @@ Test(gen, same_seed_same_bytes)
     expect_digest("matrix --rows 37 --cols 53", UINT64_C(0x3f2d8ef8d5fd34bd));
     expect_digest("features --docs 40 --dims 16", UINT64_C(0x1e5adf604cad921d));
     expect_digest("points --count 500 --dims 3 --clusters 5", UINT64_C(0x0e84da38da2fe177));
+    expect_digest("points --dims 3 --centroids 40 --clusters 5", UINT64_C(0x25caae498afa983b));
     expect_digest("html --pages 20 --links-per-page 5 --urls 200", UINT64_C(0x26043031a73ac383));
 }
 
@@ -88,6 +89,7 @@ Test(gen, sizes_and_presets)
     cr_expect_eq(size_of("matrix --rows 3 --cols 5"), 3 * 5 * 4);
     cr_expect_eq(size_of("features --docs 7 --dims 9"), 7 * 9 * 4);
     cr_expect_eq(size_of("points --count 11 --dims 2"), 11 * 2 * 4);
+    cr_expect_eq(size_of("points --dims 2 --centroids 5"), 5 * 3 * 8);
     cr_expect_eq(size_of("rgb --size 1000"), 999);
     cr_expect_eq(size_of("text --size 4K"), 4096);
     /* Whole lines and whole pages, as close to --size as they come. */
@@ -155,6 +157,29 @@ Test(gen, floats_on_their_grid)
     }
 }
 
+/* --centroids K writes the first K points of the seed, each as its
+ * coordinates and the count 1 in float64: kmeans's centroids layout. */
+Test(gen, centroids_are_the_first_points)
+{
+    size_t np = 0, nc = 0;
+    char *points = generate("points --count 100 --dims 4 --clusters 3", 9, &np);
+    char *centroids = generate("points --count 100 --dims 4 --clusters 3 --centroids 10", 9, &nc);
+    cr_assert_eq(np, 100 * 4 * 4);
+    cr_assert_eq(nc, 10 * 5 * 8);
+    for (size_t p = 0; p < 10; p++)
+        for (size_t j = 0; j <= 4; j++) {
+            float x = 1.0f;
+            double c;
+            if (j < 4)
+                memcpy(&x, points + (p * 4 + j) * 4, 4);
+            memcpy(&c, centroids + (p * 5 + j) * 8, 8);
+            cr_expect(c == (double)x, "centroid %zu, element %zu: %g, expected %g", p, j, c,
+                      (double)x);
+        }
+    free(points);
+    free(centroids);
+}
+
 static void expect_usage_error(const char *args, const char *words)
 {
     char *err = NULL;
@@ -175,6 +200,9 @@ Test(gen, usage_errors)
     expect_usage_error("weblog --size 1K --dup-rate 1.5", "--dup-rate");
     expect_usage_error("weblog --size 1K --dup-rate 0.0000001", "--dup-rate");
     expect_usage_error("points --count 5 --dims 0", "expected a positive count");
+    expect_usage_error("points --dims 3", "points needs --dims, and --count or --centroids");
+    expect_usage_error("points --count 3 --dims 2 --centroids 4", "give K at most --count");
+    expect_usage_error("matrix --rows 2 --cols 2 --centroids 1", "--centroids does not apply");
     expect_usage_error("pictures --size 1K", "unknown kind of data");
 }
 
@@ -185,7 +213,8 @@ Test(gen, help_names_every_kind_and_option)
     static const char *const words[] = {
         "text", "rgb", "weblog", "matrix", "features", "points", "html", "--size", "--vocab",
         "--exponent", "--colours", "--urls", "--ips", "--dup-rate", "--rows", "--cols",
-        "--docs", "--dims", "--count", "--clusters", "--pages", "--links-per-page",
+        "--docs", "--dims", "--count", "--clusters", "--centroids", "--pages",
+        "--links-per-page",
         "--preset", "soren-small", "soren-medium", "soren-big", "mars-small", "mars-medium",
         "mars-large", "--seed", "--output", "--help", "--version"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)

@@ -213,7 +213,8 @@ static char *gen(const char *name, const char *args)
 
 /* The papers' applications on soren-gen's data: pageviewcount's two stages
  * (the second reads the first's pairs), pageviewrank on its output,
- * invertedindex, and the index-input jobs matmul and simscore. */
+ * invertedindex, the index-input jobs matmul and simscore, and kmeans, one
+ * step and --iterate 10 (every run of it on the variant). */
 Test(gpu, applications)
 {
     char *log = gen("log", "weblog --size 64M --urls 20000 --ips 5000 --seed 41");
@@ -234,12 +235,20 @@ Test(gpu, applications)
     snprintf(params, sizeof params, "--param 'features=@%s' --param docs=300 --param dims=64",
              features);
     compare_variants("simscore", params, "", "300 documents of 64 features");
+    char *points = gen("points.bin", "points --count 1000000 --dims 3 --seed 61");
+    char *centroids = gen("c0.bin", "points --dims 3 --centroids 24 --seed 61");
+    snprintf(params, sizeof params, "--param k=24 --param 'centroids=@%s'", centroids);
+    compare_variants("kmeans", params, points, "1000000 points, 24 centroids");
+    strcat(params, " --iterate 10");
+    compare_variants("kmeans", params, points, "1000000 points, 24 centroids, --iterate 10");
     free(log);
     free(counts);
     free(html);
     free(a);
     free(b);
     free(features);
+    free(points);
+    free(centroids);
 }
 
 static void shapes(const char *job, const char *args)

@@ -1,8 +1,8 @@
 /* The jobs on the CPU engine, end to end through soren-host, against
  * independent references: coreutils pipelines for wordcount, grep,
  * pageviewcount, pageviewrank, invertedindex and the test job docfreq, plain
- * C loops for histogram, matmul, simscore and the test jobs kvmedian and
- * kvscale (reduce functions, tests/plugins).  Inputs are seeded random data of
+ * C loops for histogram, matmul, simscore, kmeans (one step and --iterate)
+ * and the test jobs kvmedian and kvscale (reduce functions, tests/plugins).  Inputs are seeded random data of
  * $SOREN_TEST_MB megabytes (default 100), run with 1, 2 and 7 threads. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -329,6 +329,19 @@ static void put_f32(FILE *f, float v)
     fputs(buf, f);
 }
 
+/* The same for a normal f64: from 15 (DBL_DIG) up to 17 digits. */
+static void put_f64(FILE *f, double v)
+{
+    char buf[64];
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        double back = strtod(buf, NULL);
+        if (memcmp(&back, &v, 8) == 0)
+            break;
+    }
+    fputs(buf, f);
+}
+
 static float *read_floats(const char *path, size_t count)
 {
     size_t n = 0;
@@ -422,4 +435,175 @@ Test(jobs, simscore_equals_c_loop)
     snprintf(params, sizeof params, "--param 'features=@%s' --param docs=%zu --param dims=%zu",
              features, docs, dims);
     run_threads("simscore", params, "", want);
+}
+
+/* ---- kmeans -------------------------------------------------------------- */
+
+/* One k-means step as kmeans takes it, written independently: centroid c is
+ * centroids[c * (dims + 1) + j] / its count (an entry with count 0 is none);
+ * each point goes to the nearest by squared distance summed j = 0, 1, ...
+ * in double (the host compiler fuses nothing into FMAs on x86-64), ties to
+ * the lower index; sums[] gets, per centroid, the sums of its points'
+ * coordinates and their count.  The points are on soren-gen's grid, so
+ * these sums are exact: the reference does not depend on their order. */
+static void kmeans_step(const float *points, size_t n, size_t dims, const double *centroids,
+                        size_t k, double *sums)
+{
+    size_t stride = dims + 1;
+    memset(sums, 0, k * stride * sizeof *sums);
+    for (size_t i = 0; i < n; i++) {
+        const float *x = points + i * dims;
+        size_t best = k;
+        double best_distance = 0;
+        for (size_t c = 0; c < k; c++) {
+            const double *m = centroids + c * stride;
+            if (!(m[dims] > 0))
+                continue;
+            double distance = 0;
+            for (size_t j = 0; j < dims; j++) {
+                double d = (double)x[j] - m[j] / m[dims];
+                distance += d * d;
+            }
+            if (best == k || distance < best_distance) {
+                best = c;
+                best_distance = distance;
+            }
+        }
+        if (best == k)
+            continue;
+        for (size_t j = 0; j < dims; j++)
+            sums[best * stride + j] += x[j];
+        sums[best * stride + dims] += 1;
+    }
+}
+
+/* The reference of `kmeans --iterate runs` (1: one step): steps until
+ * runs or until a step changes no centroid; a centroid that no point chose
+ * keeps its sums and count.  Writes the last step's pairs, the centroids
+ * with points, as TSV to want. */
+static void kmeans_reference(const float *points, size_t n, size_t dims, double *centroids,
+                             size_t k, int runs, const char *want)
+{
+    size_t stride = dims + 1;
+    double *sums = malloc(k * stride * sizeof *sums);
+    cr_assert_not_null(sums);
+    for (int run = 1; run <= runs; run++) {
+        kmeans_step(points, n, dims, centroids, k, sums);
+        int changed = 0;
+        for (size_t c = 0; c < k; c++)
+            if (sums[c * stride + dims] > 0 &&
+                memcmp(&centroids[c * stride], &sums[c * stride], stride * sizeof *sums) != 0) {
+                memcpy(&centroids[c * stride], &sums[c * stride], stride * sizeof *sums);
+                changed = 1;
+            }
+        if (!changed)
+            break;
+    }
+    FILE *f = fopen(want, "w");
+    cr_assert_not_null(f);
+    for (size_t c = 0; c < k; c++)
+        for (size_t j = 0; sums[c * stride + dims] > 0 && j < stride; j++) {
+            fprintf(f, "%zu\t", c * stride + j);
+            put_f64(f, sums[c * stride + j]);
+            fputc('\n', f);
+        }
+    cr_assert_eq(fclose(f), 0);
+    free(sums);
+}
+
+/* kmeans on 200000 generated points of 3 dimensions around 8 centres, with
+ * 24 centroids started at the first 24 points (so several share a centre
+ * and some end up with no point), one step and ten, for two seeds. */
+Test(jobs, kmeans_equals_c_loop)
+{
+    const size_t n = 200000, dims = 3, k = 24;
+    for (uint64_t seed = 61; seed <= 62; seed++) {
+        char points_path[4096], centroids_path[4096], want[4096], args[128];
+        snprintf(args, sizeof args, "points --count %zu --dims %zu --seed %llu", n, dims,
+                 (unsigned long long)seed);
+        snprintf(points_path, sizeof points_path, "%s", gen("points.bin", args));
+        snprintf(args, sizeof args, "points --dims %zu --centroids %zu --seed %llu", dims, k,
+                 (unsigned long long)seed);
+        snprintf(centroids_path, sizeof centroids_path, "%s", gen("c0.bin", args));
+        snprintf(want, sizeof want, "%s/want.tsv", dir);
+        float *points = read_floats(points_path, n * dims);
+        size_t size = 0;
+        for (int runs = 1; runs <= 10; runs += 9) {
+            double *centroids = (double *)tu_read(centroids_path, &size);
+            cr_assert_eq(size, k * (dims + 1) * sizeof(double));
+            kmeans_reference(points, n, dims, centroids, k, runs, want);
+            free(centroids);
+            char params[4400];
+            snprintf(params, sizeof params, "--param k=%zu --param 'centroids=@%s' --iterate %d",
+                     k, centroids_path, runs);
+            run_threads("kmeans", params, points_path, want);
+        }
+        free(points);
+    }
+}
+
+/* Runs kmeans --verbose on the points (x, 0, 0) of xs with the centroids
+ * (x, 0, 0) of count 1, or count 0 where the x is negative; the output must
+ * be want and standard error must hold said. */
+static void kmeans_case(const float *xs, size_t n, const double *cx, size_t k, const char *args,
+                        const char *want, const char *said)
+{
+    char points[4096], centroids[4096];
+    snprintf(points, sizeof points, "%s/points.bin", dir);
+    snprintf(centroids, sizeof centroids, "%s/c.bin", dir);
+    float p[16][3] = {{0}};
+    double c[16][4] = {{0}};
+    cr_assert(n <= 16 && k <= 16);
+    for (size_t i = 0; i < n; i++)
+        p[i][0] = xs[i];
+    for (size_t i = 0; i < k; i++) {
+        c[i][0] = cx[i] < 0 ? 0 : cx[i];
+        c[i][3] = cx[i] < 0 ? 0 : 1;
+    }
+    tu_write(points, p, n * sizeof p[0]);
+    tu_write(centroids, c, k * sizeof c[0]);
+    char *out = NULL, *err = NULL;
+    int rc = tu_runf(&out, &err, "'%s' run kmeans --device cpu --verbose --param k=%zu --param "
+                     "'centroids=@%s' %s '%s'", tu_host(), k, centroids, args, points);
+    cr_assert_eq(rc, 0, "kmeans %s: exit %d: %s", args, rc, err);
+    cr_expect_str_eq(out, want, "kmeans %s", args);
+    cr_expect(strstr(err, said) != NULL, "kmeans %s: \"%s\" not in: %s", args, said, err);
+    free(out);
+    free(err);
+}
+
+/* Points 0, 60, 62, 64 and 100 with centroids 0, 80 and 121: step 1 gives
+ * every point but 0 to centroid 1 and none to centroid 2, which keeps its
+ * bytes; step 2 moves centroid 1 to 71.5, so 100 goes to centroid 2 (had
+ * its count become 0, 100 would stay with centroid 1); step 3 changes
+ * nothing: converged, before --iterate 10 and exactly at --iterate 3. */
+Test(jobs, kmeans_empty_cluster_and_convergence)
+{
+    const float xs[] = {0, 60, 62, 64, 100};
+    const double cx[] = {0, 80, 121};
+    const char *one = "0\t0\n1\t0\n2\t0\n3\t1\n4\t286\n5\t0\n6\t0\n7\t4\n";
+    const char *fixed = "0\t0\n1\t0\n2\t0\n3\t1\n4\t186\n5\t0\n6\t0\n7\t3\n"
+                        "8\t100\n9\t0\n10\t0\n11\t1\n";
+    kmeans_case(xs, 5, cx, 3, "", one, "kmeans: 8 pairs written");
+    kmeans_case(xs, 5, cx, 3, "--iterate 1", one, "kmeans: not converged after --iterate 1: the "
+                "last run's output still changed parameter centroids");
+    kmeans_case(xs, 5, cx, 3, "--iterate 2", fixed, "kmeans: not converged after --iterate 2");
+    kmeans_case(xs, 5, cx, 3, "--iterate 3", fixed, "kmeans: converged after 3 of at most 3 "
+                "runs (the last run's output changed no byte of parameter centroids)");
+    kmeans_case(xs, 5, cx, 3, "--iterate 10", fixed, "kmeans: converged after 3 of at most 10 "
+                "runs");
+    /* k cuts the centroids: without centroid 2, 100 stays with centroid 1. */
+    kmeans_case(xs, 5, cx, 2, "--iterate 10", one, "converged after 2 of at most 10");
+    /* A k past the parameter's end reads the centroids it holds. */
+    kmeans_case(xs, 5, cx, 3, "--param k=7 --iterate 10", fixed, "converged after 3");
+    /* Ties go to the lower index, in either order. */
+    const float ten[] = {10};
+    kmeans_case(ten, 1, (const double[]){0, 20}, 2, "", "0\t10\n1\t0\n2\t0\n3\t1\n", "");
+    kmeans_case(ten, 1, (const double[]){20, 0}, 2, "", "0\t10\n1\t0\n2\t0\n3\t1\n", "");
+    /* Count 0 is no centroid: the point goes to centroid 1; with no
+     * centroid at all nothing is output, and that changes nothing. */
+    kmeans_case(ten, 1, (const double[]){-1, 40}, 2, "", "4\t10\n5\t0\n6\t0\n7\t1\n", "");
+    kmeans_case(ten, 1, (const double[]){-1, -1}, 2, "--iterate 5", "",
+                "converged after 1 of at most 5");
+    kmeans_case(xs, 0, cx, 3, "--iterate 5", "", "converged after 1 of at most 5");
 }

@@ -9,7 +9,8 @@
  *   weblog    web log lines URL<TAB>IP<TAB>cookie (Page View Count and Rank).
  *   matrix    a float32 matrix, row-major (Matrix Multiplication).
  *   features  document feature vectors, float32 (Similarity Score).
- *   points    float32 points around seeded centres (k-means).
+ *   points    float32 points around seeded centres (k-means), or the
+ *             first of them as k-means centroids (float64 sums and counts).
  *   html      HTML pages with <a href="..."> links (Inverted Index).
  *
  * Every generator but text draws from splitmix64 with integer arithmetic
@@ -51,7 +52,9 @@ static const char usage_text[] =
     "            [0, 4), about a quarter of them zero, none all zero\n"
     "  points    --count points of --dims float32 coordinates around --clusters\n"
     "            (default 8) seeded centres (multiples of 1/8: centres in\n"
-    "            [-64, 64), points within 4 of their centre)\n"
+    "            [-64, 64), points within 4 of their centre); with --centroids K\n"
+    "            the first K of them as kmeans's centroids instead: per point its\n"
+    "            coordinates and the count 1, float64\n"
     "  html      HTML pages, --links-per-page (default 8) <a href=\"URL\"> links\n"
     "            each to one of --urls targets (default 10000): --pages N pages,\n"
     "            or whole pages up to --size bytes\n"
@@ -73,6 +76,8 @@ static const char usage_text[] =
     "                       point (points)\n"
     "      --count N        points (points)\n"
     "      --clusters K     centres the points are drawn around (points)\n"
+    "      --centroids K    write the first K points as k-means centroids (points;\n"
+    "                       at most --count where both are given)\n"
     "      --pages N        pages (html)\n"
     "      --links-per-page N\n"
     "                       links in each page (html)\n"
@@ -105,7 +110,7 @@ enum {
     O_SIZE = 1 << 0, O_VOCAB = 1 << 1, O_EXPONENT = 1 << 2, O_COLOURS = 1 << 3,
     O_URLS = 1 << 4, O_IPS = 1 << 5, O_DUP_RATE = 1 << 6, O_ROWS = 1 << 7, O_COLS = 1 << 8,
     O_DOCS = 1 << 9, O_DIMS = 1 << 10, O_COUNT = 1 << 11, O_CLUSTERS = 1 << 12,
-    O_PAGES = 1 << 13, O_LINKS = 1 << 14
+    O_PAGES = 1 << 13, O_LINKS = 1 << 14, O_CENTROIDS = 1 << 15
 };
 
 static const unsigned kind_options[KIND_COUNT] = {
@@ -114,7 +119,7 @@ static const unsigned kind_options[KIND_COUNT] = {
     [WEBLOG] = O_SIZE | O_URLS | O_IPS | O_DUP_RATE,
     [MATRIX] = O_ROWS | O_COLS,
     [FEATURES] = O_DOCS | O_DIMS,
-    [POINTS] = O_COUNT | O_DIMS | O_CLUSTERS,
+    [POINTS] = O_COUNT | O_DIMS | O_CLUSTERS | O_CENTROIDS,
     [HTML] = O_SIZE | O_URLS | O_PAGES | O_LINKS,
 };
 
@@ -124,7 +129,7 @@ typedef struct gen_options {
     double exponent;
     uint64_t urls, ips;
     uint32_t dup_ppm; /* --dup-rate in parts per million */
-    uint64_t rows, cols, docs, dims, count, clusters, pages, links;
+    uint64_t rows, cols, docs, dims, count, clusters, pages, links, centroids;
     const char *output;
 } gen_options;
 
@@ -280,6 +285,17 @@ static void sink_f32(sink *s, float x)
     uint8_t b[4] = {(uint8_t)bits, (uint8_t)(bits >> 8), (uint8_t)(bits >> 16),
                     (uint8_t)(bits >> 24)};
     sink_put(s, b, 4);
+}
+
+/* A float64 as its bits, least significant byte first. */
+static void sink_f64(sink *s, double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, 8);
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(bits >> (8 * i));
+    sink_put(s, b, 8);
 }
 
 static int sink_close(sink *s, const char *name)
@@ -485,9 +501,15 @@ static int gen_features(const gen_options *o, sink *s)
     return 0;
 }
 
+/* The points; with --centroids K the first K of them (the same draws, so
+ * the same points as those of any --count of the seed) in the layout of
+ * kmeans's centroids parameter and output: per point its coordinates, then
+ * its count, 1, all float64. */
 static int gen_points(const gen_options *o, sink *s)
 {
     uint64_t rng = o->seed;
+    int centroids = (o->given & O_CENTROIDS) != 0;
+    uint64_t n = centroids ? o->centroids : o->count;
     if (o->clusters > SIZE_MAX / sizeof(float) / o->dims)
         return out_of_memory("the centres");
     float *centres = malloc(o->clusters * o->dims * sizeof *centres);
@@ -495,10 +517,17 @@ static int gen_points(const gen_options *o, sink *s)
         return out_of_memory("the centres");
     for (uint64_t i = 0; i < o->clusters * o->dims; i++)
         centres[i] = eighths(&rng, -512, 512);
-    for (uint64_t p = 0; p < o->count; p++) {
+    for (uint64_t p = 0; p < n; p++) {
         const float *c = centres + below(&rng, o->clusters) * o->dims;
-        for (uint64_t k = 0; k < o->dims; k++)
-            sink_f32(s, c[k] + eighths(&rng, -32, 32));
+        for (uint64_t k = 0; k < o->dims; k++) {
+            float x = c[k] + eighths(&rng, -32, 32);
+            if (centroids)
+                sink_f64(s, x);
+            else
+                sink_f32(s, x);
+        }
+        if (centroids)
+            sink_f64(s, 1.0);
     }
     free(centres);
     return 0;
@@ -588,11 +617,17 @@ static int check_sizes(kind k, gen_options *o)
         {WEBLOG, O_SIZE, "weblog needs --size (or --preset)"},
         {MATRIX, O_ROWS | O_COLS, "matrix needs --rows and --cols (or --preset)"},
         {FEATURES, O_DOCS | O_DIMS, "features needs --docs and --dims (or --preset)"},
-        {POINTS, O_COUNT | O_DIMS, "points needs --count and --dims"},
+        {POINTS, O_DIMS, "points needs --dims, and --count or --centroids"},
     };
     for (size_t i = 0; i < sizeof needs / sizeof needs[0]; i++)
         if (needs[i].k == k && (o->given & needs[i].need) != needs[i].need)
             return usage_error(needs[i].text, NULL);
+    if (k == POINTS && !(o->given & (O_COUNT | O_CENTROIDS)))
+        return usage_error("points needs --dims, and --count or --centroids", NULL);
+    if (k == POINTS && (o->given & O_COUNT) && (o->given & O_CENTROIDS) &&
+        o->centroids > o->count)
+        return usage_error("--centroids K writes the first K of the --count points: give K at "
+                           "most --count", NULL);
     if (k == HTML && !(o->given & (O_SIZE | O_PAGES)))
         return usage_error("html needs --pages or --size (or --preset)", NULL);
     if (k == HTML && (o->given & O_SIZE) && (o->given & O_PAGES))
@@ -608,6 +643,7 @@ static const struct option long_options[] = {
     {"cols", required_argument, 0, 'C'},      {"docs", required_argument, 0, 'N'},
     {"dims", required_argument, 0, 'd'},      {"count", required_argument, 0, 'n'},
     {"clusters", required_argument, 0, 'k'},  {"pages", required_argument, 0, 'p'},
+    {"centroids", required_argument, 0, 'K'},
     {"links-per-page", required_argument, 0, 'L'},
     {"preset", required_argument, 0, 'T'},    {"seed", required_argument, 0, 'r'},
     {"output", required_argument, 0, 'o'},    {"help", no_argument, 0, 'h'},
@@ -635,6 +671,7 @@ static int counted_option(int opt, gen_options *o, unsigned *bit, uint64_t **dst
         {'k', O_CLUSTERS, offsetof(gen_options, clusters), 0},
         {'p', O_PAGES, offsetof(gen_options, pages), 0},
         {'L', O_LINKS, offsetof(gen_options, links), 0},
+        {'K', O_CENTROIDS, offsetof(gen_options, centroids), 0},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (table[i].opt == opt) {
@@ -652,7 +689,7 @@ static const char *option_name(unsigned bit)
     static const char *const names[] = {"--size", "--vocab", "--exponent", "--colours",
                                         "--urls", "--ips", "--dup-rate", "--rows", "--cols",
                                         "--docs", "--dims", "--count", "--clusters", "--pages",
-                                        "--links-per-page"};
+                                        "--links-per-page", "--centroids"};
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
         if (bit == 1u << i)
             return names[i];

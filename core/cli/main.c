@@ -49,6 +49,10 @@ static const char usage_text[] =
     "                       set a job parameter (see `soren-host info NAME`)\n"
     "      --tasks N        the number of tasks of a job with index input (map\n"
     "                       runs for 0 .. N-1; default: from its manifest)\n"
+    "      --iterate N      run a job whose manifest has \"iterate\" (kmeans) up to\n"
+    "                       N times, each run's output written into the parameter\n"
+    "                       it names for the next; stops early when a run changes\n"
+    "                       nothing; the last run's output is the result\n"
     "      --device auto|cpu|gpu\n"
     "                       where to run (default auto: a usable GPU, else the CPU)\n"
     "      --engine auto|hash|block|direct|dense|sort\n"
@@ -220,7 +224,7 @@ static int parse_args(cli *c, int argc, char **argv)
     enum {
         OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS,
         OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE, OPT_ORDER, OPT_TOP,
-        OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR, OPT_TASKS
+        OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR, OPT_TASKS, OPT_ITERATE
     };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
@@ -242,6 +246,7 @@ static int parse_args(cli *c, int argc, char **argv)
         {"from", required_argument, 0, OPT_FROM},
         {"dir", required_argument, 0, OPT_DIR},
         {"tasks", required_argument, 0, OPT_TASKS},
+        {"iterate", required_argument, 0, OPT_ITERATE},
         {0, 0, 0, 0}};
     soren_run_options_init(&c->run);
     c->progress = -1;
@@ -296,6 +301,11 @@ static int parse_args(cli *c, int argc, char **argv)
         case OPT_TASKS:
             if (!parse_count(optarg, &c->run.tasks) || c->run.tasks == 0)
                 return usage_error("--tasks: expected a number of tasks from 1 up, got \"%s\"",
+                                   optarg);
+            break;
+        case OPT_ITERATE:
+            if (!parse_count(optarg, &c->run.iterate) || c->run.iterate == 0)
+                return usage_error("--iterate: expected a number of runs from 1 up, got \"%s\"",
                                    optarg);
             break;
         case OPT_PROGRESS: c->progress = 1; break;
@@ -438,6 +448,9 @@ static void print_info(const soren_manifest *m)
     if (m->output.limit)
         printf(", first %llu", (unsigned long long)m->output.limit);
     putchar('\n');
+    if (m->iterate_param)
+        printf("iterate:   run --iterate N feeds each run's output into parameter %s\n",
+               m->iterate_param);
     for (size_t i = 0; i < m->param_count; i++) {
         const soren_manifest_param *p = &m->params[i];
         printf("param:     %s (%s%s", p->name, params[p->type], p->required ? ", required" : "");

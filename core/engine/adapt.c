@@ -357,12 +357,25 @@ static int put_stage(json_t *o, const soren_explain *x)
            put(o, "overflows", overflows_json(x)) & put(o, "times_ms", times_json(&x->ms));
 }
 
-void soren_explain_print(const soren_explain *x, FILE *f)
+static json_t *iterations_json(const soren_iterations *it)
 {
-    soren_explain_print_stages(x, 1, f);
+    json_t *o = json_object();
+    int ok = put(o, "runs", count(it->runs)) & put(o, "limit", count(it->limit)) &
+             put(o, "converged", json_boolean(it->converged));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
-void soren_explain_print_stages(const soren_explain *xs, size_t n, FILE *f)
+void soren_explain_print(const soren_explain *x, FILE *f)
+{
+    soren_explain_print_stages(x, 1, NULL, f);
+}
+
+void soren_explain_print_stages(const soren_explain *xs, size_t n, const soren_iterations *it,
+                                FILE *f)
 {
     const soren_explain *x = &xs[0];
     json_t *doc = json_object();
@@ -378,6 +391,8 @@ void soren_explain_print_stages(const soren_explain *xs, size_t n, FILE *f)
                   (put(stage, "stage", count(i + 1)) & put_stage(stage, &xs[i]));
         }
     }
+    if (it)
+        ok &= put(doc, "iterations", iterations_json(it));
     /* Printed after the run succeeded: running out of memory here must not
      * fail the run, only say why the report is missing. */
     if (!ok)

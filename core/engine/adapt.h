@@ -108,11 +108,21 @@ typedef struct soren_explain {
 soren_status soren_explain_overflow(soren_explain *x, const char *region, uint64_t old_size,
                                     uint64_t new_size, soren_error *err);
 void soren_explain_destroy(soren_explain *x);
+/* How a run with --iterate N ended. */
+typedef struct soren_iterations {
+    uint64_t runs;  /* the runs made, 1 .. limit */
+    uint64_t limit; /* N */
+    int converged;  /* the last run's output changed no byte of the parameter */
+} soren_iterations;
+
 /* Writes x as one JSON object and a newline. */
 void soren_explain_print(const soren_explain *x, FILE *f);
 /* The same for a job of n stages: the object describes stage 1 (xs[0]) as
  * soren_explain_print does, and, when n > 1, "stages" lists stages 2 .. n
- * ({"stage": N, variant, rule, metrics, projection, overflows, times_ms}). */
-void soren_explain_print_stages(const soren_explain *xs, size_t n, FILE *f);
+ * ({"stage": N, variant, rule, metrics, projection, overflows, times_ms}).
+ * xs are the last run's; it (NULL without --iterate) adds "iterations"
+ * ({runs, limit, converged}). */
+void soren_explain_print_stages(const soren_explain *xs, size_t n, const soren_iterations *it,
+                                FILE *f);
 
 #endif /* SOREN_ADAPT_H */

@@ -8,6 +8,7 @@
 #include "../cpu/cpu.h"
 #include "../io/input.h"
 #include "../plugin/params.h"
+#include "iterate.h"
 #include "result.h"
 #include "stage.h"
 
@@ -344,6 +345,83 @@ static soren_status run_stages(const soren_plugin *p, const soren_stage_spec *sp
     return rc;
 }
 
+/* The parameter --iterate feeds (its index in *param), or why the job
+ * cannot iterate; *param is -1 without --iterate. */
+static soren_status iterate_param(const soren_manifest *m, const soren_run_options *o,
+                                  int *param, soren_error *err)
+{
+    *param = -1;
+    if (!o->iterate)
+        return SOREN_OK;
+    if (!m->iterate_param)
+        return soren_error_set(err, SOREN_EUSAGE, "--iterate applies to jobs whose manifest has "
+                               "\"iterate\" (the parameter each run's output feeds); %s has "
+                               "none: run it without --iterate", m->name);
+    *param = soren_manifest_param_index(m, m->iterate_param);
+    return SOREN_OK;
+}
+
+/* The reports of one run, emptied for the next (engines add to them). */
+static void explains_reset(soren_explain *xs, size_t stages)
+{
+    for (size_t i = 0; i < stages; i++) {
+        soren_explain_destroy(&xs[i]);
+        memset(&xs[i], 0, sizeof xs[i]);
+    }
+}
+
+/* Runs the stages once or, with --iterate N, up to N times: after each run
+ * its output is written over the elements of parameter `param` for the
+ * next, and after the last only compared with them, so that a run that
+ * changes no byte is known to have converged (and ends the loop early).
+ * The last run's result is left in res, its reports in xs. */
+static soren_status run_iterations(const soren_plugin *p, const soren_stage_spec *specs,
+                                   size_t stages, soren_device_choice where,
+                                   const soren_input *inputs, size_t input_count,
+                                   soren_param_set *params, int param,
+                                   const soren_run_options *o, soren_result *res,
+                                   soren_explain *xs, char (*rules)[256], soren_iterations *it,
+                                   soren_error *err)
+{
+    const soren_manifest *m = p->manifest;
+    char what[160];
+    snprintf(what, sizeof what, "%s: parameter %s", m->name, param >= 0 ? m->iterate_param : "");
+    *it = (soren_iterations){.limit = o->iterate};
+    for (uint64_t run = 1;; run++) {
+        if (o->verbose && o->iterate)
+            soren_progress_say(o->progress, "soren-host: %s: iteration %llu of %llu\n", m->name,
+                               (unsigned long long)run, (unsigned long long)o->iterate);
+        soren_status rc = run_stages(p, specs, stages, where, inputs, input_count,
+                                     &params->params, o, res, xs, rules, err);
+        if (rc != SOREN_OK || !o->iterate)
+            return rc;
+        it->runs = run;
+        int last = run == o->iterate, changed = 0;
+        rc = soren_iterate_feed(res, params->owned[param], params->params.size[param], what,
+                                !last, &changed, err);
+        if (rc != SOREN_OK)
+            return rc;
+        it->converged = !changed;
+        if (!changed || last)
+            return SOREN_OK;
+        soren_result_destroy(res);
+        explains_reset(xs, stages);
+    }
+}
+
+/* Says how an iteration ended. */
+static void say_iterations(const soren_manifest *m, const soren_iterations *it)
+{
+    if (it->converged)
+        fprintf(stderr, "soren-host: %s: converged after %llu of at most %llu runs (the last "
+                "run's output changed no byte of parameter %s)\n", m->name,
+                (unsigned long long)it->runs, (unsigned long long)it->limit, m->iterate_param);
+    else
+        fprintf(stderr, "soren-host: %s: not converged after --iterate %llu: the last run's "
+                "output still changed parameter %s\n", m->name,
+                (unsigned long long)it->limit, m->iterate_param);
+}
+
 soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, soren_error *err)
 {
     const soren_manifest *m = p->manifest;
@@ -363,8 +441,11 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
         last->order = (soren_order)o->order;
     if (o->top)
         last->limit = o->top;
+    int param = -1;
+    rc = iterate_param(m, o, &param, err);
     soren_device_choice where = SOREN_DEVICE_CPU;
-    rc = choose_device(specs, stages, o, &where, err);
+    if (rc == SOREN_OK)
+        rc = choose_device(specs, stages, o, &where, err);
 
     size_t input_count = o->input_count ? o->input_count : 1;
     soren_input *inputs = calloc(input_count, sizeof *inputs);
@@ -379,9 +460,10 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
     soren_result_init(&res, last);
     soren_explain xs[SOREN_MAX_STAGES] = {0};
     char rules[SOREN_MAX_STAGES][256];
+    soren_iterations it;
     if (rc == SOREN_OK)
-        rc = run_stages(p, specs, stages, where, inputs, input_count, &params.params, o, &res,
-                        xs, rules, err);
+        rc = run_iterations(p, specs, stages, where, inputs, input_count, &params, param, o,
+                            &res, xs, rules, &it, err);
     /* Pairs written to a terminal would mix with the progress line, so it
      * ends first; a file shows the writing as its last phase. */
     if (rc != SOREN_OK || !o->output || strcmp(o->output, "-") == 0)
@@ -398,12 +480,14 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
     else
         soren_output_abort(&out);
     soren_progress_end(o->progress);
+    if (rc == SOREN_OK && o->verbose && o->iterate)
+        say_iterations(m, &it);
     if (rc == SOREN_OK && o->verbose)
         fprintf(stderr, "soren-host: %s: %llu pairs written\n", m->name,
                 (unsigned long long)res.count);
     /* Only a run that succeeded is explained: a failed one has its error. */
     if (rc == SOREN_OK && o->explain)
-        soren_explain_print_stages(xs, stages, stderr);
+        soren_explain_print_stages(xs, stages, o->iterate ? &it : NULL, stderr);
 
     for (size_t i = 0; i < stages; i++)
         soren_explain_destroy(&xs[i]);

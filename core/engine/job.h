@@ -13,6 +13,11 @@
  * picks its variant with soren_choose, starts its regions at soren_project's
  * sizes, and fills a soren_explain that --explain prints once the output is
  * committed.
+ *
+ * With iterate N (a job whose manifest has "iterate"), the stages run up to
+ * N times over the same inputs, each run's output fed into the manifest's
+ * parameter before the next (engine/iterate.h), stopping early when a run
+ * changes nothing; the last run's result is written and explained.
  */
 #ifndef SOREN_JOB_H
 #define SOREN_JOB_H
@@ -44,6 +49,7 @@ typedef struct soren_run_options {
     soren_gpu_options gpu;
     unsigned threads;          /* CPU engine; 0: every online CPU */
     uint64_t tasks;            /* index input: the task count (--tasks); 0: the manifest's */
+    uint64_t iterate;          /* --iterate N: up to N runs, fed by the output; 0: one run */
     const char *const *params; /* "name=value" / "name=@file" */
     size_t param_count;
     int verbose;               /* report decisions on stderr */

@@ -116,6 +116,7 @@ static const enum_entry param_types[] = {
 static const char *const top_keys[] = {
     "manifest_version", "name", "version", "summary", "library", "sha256", "input",
     "key",              "value", "combine", "reduce", "output", "params", "stages",
+    "iterate",
 };
 static const char *const input_keys[] = {"format", "record_size", "count", "count_from"};
 static const char *const stage_keys[] = {"key", "value", "combine", "reduce"};
@@ -123,6 +124,7 @@ static const char *const key_keys[] = {"type", "max_size", "count"};
 static const char *const value_keys[] = {"type"};
 static const char *const output_keys[] = {"order", "limit"};
 static const char *const param_keys[] = {"name", "type", "required", "default", "help"};
+static const char *const iterate_keys[] = {"param"};
 
 /* ---- Messages ----------------------------------------------------------- */
 
@@ -911,6 +913,40 @@ static soren_status parse_params(parser *p, const json_t *root, soren_manifest *
     return SOREN_OK;
 }
 
+/* $.iterate: {"param": NAME}.  `run --iterate N` writes each output pair
+ * (i, v) over element i of that parameter's bytes before the next run, so
+ * the parameter takes bytes (type string) and the output's keys, those of
+ * the last stage, are element numbers (u32, u64 or index). */
+static soren_status parse_iterate(parser *p, const json_t *root, soren_manifest *m)
+{
+    field it, f;
+    const char *name = NULL;
+    size_t len = 0;
+    char buf[SHOW_SIZE];
+    TRY(section(p, root, "$", "iterate", false, iterate_keys, COUNT_OF(iterate_keys), &it));
+    if (!it.value)
+        return SOREN_OK;
+    TRY(field_get(p, it.value, it.path, "param", true, &f));
+    TRY(field_string(p, &f, &name, &len));
+    int k = soren_manifest_param_index(m, name);
+    if (k < 0)
+        return fail(p, f.path, "%s is not a parameter of the job ($.params)",
+                    quote(name, len, buf));
+    if (m->params[k].type != SOREN_PARAM_STRING)
+        return fail(p, f.path, "parameter %s receives the output's values as bytes, so it must "
+                    "be of type string", quote(name, len, buf));
+    soren_type key = soren_manifest_stage_at(m, m->stage_count).key.type;
+    if (key != SOREN_TYPE_U32 && key != SOREN_TYPE_U64 && key != SOREN_TYPE_INDEX) {
+        char key_path[PATH_SIZE] = "$.key.type";
+        if (m->stage_count)
+            snprintf(key_path, sizeof key_path, "$.stages[%zu].key.type", m->stage_count - 1);
+        return fail(p, it.path, "allowed only when the output's keys (%s) are u32, u64 or "
+                    "index, the numbers of the parameter's elements; got \"%s\"", key_path,
+                    soren_type_name(key));
+    }
+    return dup_string(p, name, &m->iterate_param);
+}
+
 static soren_status parse_root(parser *p, const json_t *root, soren_manifest *m)
 {
     TRY(expect_object(p, root, "$"));
@@ -928,7 +964,8 @@ static soren_status parse_root(parser *p, const json_t *root, soren_manifest *m)
     TRY(parse_output(p, root, m));
     TRY(parse_params(p, root, m));
     TRY(check_count_from(p, m));
-    return parse_stages(p, root, m);
+    TRY(parse_stages(p, root, m));
+    return parse_iterate(p, root, m);
 }
 
 /* ---- Loading ------------------------------------------------------------ */
@@ -1088,6 +1125,7 @@ void soren_manifest_free(soren_manifest *m)
     for (size_t i = 0; i < m->input.count_from_count; i++)
         free(m->input.count_from[i]);
     free(m->stages);
+    free(m->iterate_param);
     free(m->path);
     free(m->dir);
     free(m->text);

@@ -121,6 +121,12 @@ typedef struct soren_manifest {
 
     soren_manifest_param *params;
     size_t param_count; /* at most SOREN_MAX_PARAMS */
+
+    /* $.iterate.param: the parameter (of type string) that `run --iterate
+     * N` writes each run's output into before the next run, the output's
+     * keys (u32, u64 or index) numbering its elements; NULL when the job
+     * does not iterate. */
+    char *iterate_param;
 } soren_manifest;
 
 /* Reads and validates the manifest at path.  On success *out owns a new
