@@ -1,5 +1,6 @@
-/* kmeans: one iteration of the Mars paper's K-means; `soren-host run kmeans
- * --iterate N` runs it until the centroids stop moving.  Each record is a
+/* kmeans: one iteration of K-means (not one of the papers' benchmarks);
+ * `soren-host run kmeans --iterate N` runs it until the centroids stop
+ * moving.  Each record is a
  * point of float32 coordinates (record_size / 4 of them: the manifest says
  * 3).  The centroids parameter holds k entries of dims + 1 float64 in the
  * output's layout: the sums of each coordinate over the centroid's points,
