@@ -34,8 +34,8 @@ static const char *bench_program = "bench";
 
 /* ---- Failing loudly --------------------------------------------------------- */
 
-static void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void bench_die(const char *fmt, ...)
+static inline void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static inline void bench_die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -46,7 +46,7 @@ static void bench_die(const char *fmt, ...)
     exit(1);
 }
 
-static void bench_check(cudaError_t e, const char *call, const char *file, int line)
+static inline void bench_check(cudaError_t e, const char *call, const char *file, int line)
 {
     if (e != cudaSuccess)
         bench_die("%s:%d: %s failed: %s (%s)", file, line, call, cudaGetErrorName(e),
@@ -56,7 +56,7 @@ static void bench_check(cudaError_t e, const char *call, const char *file, int l
 /* Every CUDA runtime call and every CUB call goes through CK. */
 #define CK(call) bench_check((call), #call, __FILE__, __LINE__)
 
-static int bench_sync_each(void)
+static inline int bench_sync_each(void)
 {
     static int v = -1;
     if (v < 0) {
@@ -68,7 +68,7 @@ static int bench_sync_each(void)
 
 /* After each kernel launch: the launch error now, and with SOREN_BENCH_SYNC
  * the kernel's own error, both named after the kernel. */
-static void bench_check_launch(const char *kernel, cudaStream_t stream, const char *file,
+static inline void bench_check_launch(const char *kernel, cudaStream_t stream, const char *file,
                                int line)
 {
     bench_check(cudaGetLastError(), kernel, file, line);
@@ -93,12 +93,12 @@ struct bench_args {
     int runs;
 };
 
-static void bench_usage(FILE *f, const char *what)
+static inline void bench_usage(FILE *f, const char *what)
 {
     fprintf(f, "usage: %s INPUT OUTPUT [--runs N]\n%s", bench_program, what);
 }
 
-static bench_args bench_parse_args(int argc, char **argv, const char *what)
+static inline bench_args bench_parse_args(int argc, char **argv, const char *what)
 {
     bench_args a = {NULL, NULL, 5};
     for (int i = 1; i < argc; i++) {
@@ -135,7 +135,7 @@ static bench_args bench_parse_args(int argc, char **argv, const char *what)
 
 /* Reads the whole file into pinned host memory (cudaMallocHost), from which
  * the one upload runs at full PCIe speed and the output is written. */
-static uint8_t *bench_read_pinned(const char *path, uint64_t *size)
+static inline uint8_t *bench_read_pinned(const char *path, uint64_t *size)
 {
     int fd = open(path, O_RDONLY);
     if (fd < 0)
@@ -172,7 +172,7 @@ struct bench_shape {
  * at most as many blocks as the device holds at once (the kernels loop
  * grid-stride over the rest), never more than the items need. */
 template <typename Kernel>
-static bench_shape bench_shape_for(Kernel kernel, uint64_t items)
+static inline bench_shape bench_shape_for(Kernel kernel, uint64_t items)
 {
     int min_grid = 0, block = 0;
     CK(cudaOccupancyMaxPotentialBlockSize(&min_grid, &block, kernel, 0, 0));
@@ -186,7 +186,7 @@ static bench_shape bench_shape_for(Kernel kernel, uint64_t items)
 /* ---- Timing and the report -------------------------------------------------------- */
 
 /* The median of v; for an even count the mean of the two middle values. */
-static double bench_median(std::vector<double> v)
+static inline double bench_median(std::vector<double> v)
 {
     std::sort(v.begin(), v.end());
     size_t n = v.size();
@@ -195,7 +195,7 @@ static double bench_median(std::vector<double> v)
 
 /* The run whose time is the median (for an even count, the faster of the
  * two middle runs): its phase times are the ones reported. */
-static size_t bench_median_run(const std::vector<double> &v)
+static inline size_t bench_median_run(const std::vector<double> &v)
 {
     std::vector<size_t> idx(v.size());
     for (size_t i = 0; i < idx.size(); i++)
@@ -204,14 +204,14 @@ static size_t bench_median_run(const std::vector<double> &v)
     return idx[(idx.size() - 1) / 2];
 }
 
-static float bench_elapsed_ms(cudaEvent_t from, cudaEvent_t to)
+static inline float bench_elapsed_ms(cudaEvent_t from, cudaEvent_t to)
 {
     float ms = 0;
     CK(cudaEventElapsedTime(&ms, from, to));
     return ms;
 }
 
-static void bench_json_ms_list(const std::vector<double> &v)
+static inline void bench_json_ms_list(const std::vector<double> &v)
 {
     putchar('[');
     for (size_t i = 0; i < v.size(); i++)
@@ -221,7 +221,7 @@ static void bench_json_ms_list(const std::vector<double> &v)
 
 /* ---- Output ------------------------------------------------------------------------- */
 
-static FILE *bench_open_output(const char *path)
+static inline FILE *bench_open_output(const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -231,7 +231,7 @@ static FILE *bench_open_output(const char *path)
     return f;
 }
 
-static void bench_close_output(FILE *f, const char *path)
+static inline void bench_close_output(FILE *f, const char *path)
 {
     int bad = ferror(f);
     if (fclose(f) != 0 || bad)
