@@ -44,32 +44,38 @@ __device__ inline const uint8_t *key_bytes_of(const uint8_t *keys, uint32_t ref)
     return keys + ((uint64_t)ref << 2) + 4;
 }
 
-__device__ inline bool same_key(const uint8_t *keys, uint32_t a, uint32_t b)
+/* Byte-string order of two stored keys, as the CPU engine's: memcmp, then
+ * the shorter first.  Keys sit in the key space zero padded to 16 bytes
+ * (soren__key_footprint), so they compare a 4-byte word at a time; the
+ * first differing byte of a word is its lowest (little-endian). */
+__device__ inline int key_compare(const uint8_t *keys, uint32_t a, uint32_t b)
 {
-    uint32_t n = key_size_of(keys, a);
-    if (n != key_size_of(keys, b))
-        return false;
-    const uint8_t *pa = key_bytes_of(keys, a), *pb = key_bytes_of(keys, b);
-    for (uint32_t i = 0; i < n; i++)
-        if (pa[i] != pb[i])
-            return false;
-    return true;
+    const uint32_t *pa = (const uint32_t *)(keys + ((uint64_t)a << 2));
+    const uint32_t *pb = (const uint32_t *)(keys + ((uint64_t)b << 2));
+    uint32_t na = pa[0], nb = pb[0], n = na < nb ? na : nb;
+    for (uint32_t off = 0, w = 1; off < n; off += 4, w++) {
+        uint32_t diff = pa[w] ^ pb[w];
+        if (n - off < 4) /* past the shorter key: padding against bytes */
+            diff &= (1u << (8 * (n - off))) - 1;
+        if (diff) {
+            uint32_t shift = (uint32_t)(__ffs(diff) - 1) & ~7u;
+            return ((pa[w] >> shift) & 0xff) < ((pb[w] >> shift) & 0xff) ? -1 : 1;
+        }
+    }
+    return na < nb ? -1 : na > nb;
 }
 
-/* Byte-string order, as the CPU engine's: memcmp, then the shorter first. */
+__device__ inline bool same_key(const uint8_t *keys, uint32_t a, uint32_t b)
+{
+    return key_compare(keys, a, b) == 0;
+}
+
 struct string_key_less {
     const uint8_t *keys;
     const uint32_t *refs;
     __device__ bool operator()(uint32_t a, uint32_t b) const
     {
-        uint32_t ra = refs[a], rb = refs[b];
-        uint32_t na = key_size_of(keys, ra), nb = key_size_of(keys, rb);
-        const uint8_t *pa = key_bytes_of(keys, ra), *pb = key_bytes_of(keys, rb);
-        uint32_t n = na < nb ? na : nb;
-        for (uint32_t i = 0; i < n; i++)
-            if (pa[i] != pb[i])
-                return pa[i] < pb[i];
-        return na < nb;
+        return key_compare(keys, refs[a], refs[b]) < 0;
     }
 };
 
@@ -700,7 +706,7 @@ void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint64_t siz
         variant == SOREN_GPU_GROUP || variant == SOREN_GPU_REDUCE)
         a->resume = r->resume;
     if (variant == SOREN_GPU_BLOCK)
-        a->shared_bytes = SOREN_GPU_BLOCK_SLOTS * (8 + (uint32_t)s->value_size);
+        a->shared_bytes = SOREN_GPU_BLOCK_SLOTS * (SOREN_GPU_BLOCK_BYTES + (uint32_t)s->value_size);
     if (variant == SOREN_GPU_DENSE)
         a->shared_bytes = r->dense_shared;
     a->sample_count = r->sample_count;
