@@ -537,7 +537,7 @@ static int cmd_run(cli *c, const soren_search_path *sp)
         /* Without its thread the run goes on, only without the line. */
         if (want_progress(c))
             c->run.progress = soren_progress_new(stderr, NULL);
-        soren_job_run(p, &c->run, &err);
+        soren_run(p, &c->run, &err);
         soren_progress_free(c->run.progress);
         c->run.progress = NULL;
     }

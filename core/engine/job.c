@@ -76,7 +76,7 @@ static const char *gpu_unsupported(const soren_stage_spec *specs, size_t stages,
 
 /* Chooses where the job runs, or says why it cannot run where asked. */
 static soren_status choose_device(const soren_stage_spec *specs, size_t stages,
-                                  const soren_run_options *o, soren_device_choice *where,
+                                  const soren_run_options *o, soren_device *where,
                                   soren_error *err)
 {
     char why[256] = "", unsupported_buf[256];
@@ -264,44 +264,73 @@ static soren_status task_count(const soren_manifest *m, const soren_run_options 
     return SOREN_OK;
 }
 
-/* Stage 1's inputs: the files (or standard input), or an index job's tasks. */
-static soren_status open_inputs(const soren_manifest *m, const soren_stage_spec *spec,
-                                const soren_run_options *o, const soren_params *params,
-                                soren_input *inputs, char **stdin_data, soren_error *err)
+/* The CLI's inputs: the INPUT files, or standard input when none is given
+ * (an index job takes none).  *count is how many were opened. */
+static soren_status open_cli_inputs(const soren_manifest *m, const soren_run_options *o,
+                                    soren_input *inputs, size_t *count, char **stdin_data,
+                                    soren_error *err)
 {
     soren_status rc = SOREN_OK;
-    if (o->tasks && spec->input_format != SOREN_INPUT_INDEX)
-        return soren_error_set(err, SOREN_EUSAGE, "--tasks applies to jobs with index input; "
-                               "%s reads %s", m->name,
-                               spec->input_format == SOREN_INPUT_LINES ? "lines" : "fixed "
-                                                                                   "records");
-    if (spec->input_format == SOREN_INPUT_INDEX) {
+    *count = 0;
+    if (m->input.format == SOREN_INPUT_INDEX) {
         if (o->input_count)
             return soren_error_set(err, SOREN_EUSAGE, "%s reads index input (tasks known by "
                                    "their number, no data): it takes no INPUT files, got %s",
                                    m->name, o->inputs[0]);
-        uint64_t tasks = 0;
-        rc = task_count(m, o, params, &tasks, err);
-        if (rc == SOREN_OK)
-            soren_input_tasks(&inputs[0], tasks);
-        return rc;
+        return SOREN_OK;
     }
-    for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++)
+    for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++, (*count)++)
         rc = soren_input_open(&inputs[i], o->inputs[i], err);
     if (rc == SOREN_OK && o->input_count == 0) {
         size_t size = 0;
         rc = slurp_stdin(o->progress, stdin_data, &size, err);
-        if (rc == SOREN_OK)
+        if (rc == SOREN_OK) {
             soren_input_wrap(&inputs[0], "(standard input)", *stdin_data, size);
+            *count = 1;
+        }
     }
-    for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++)
-        rc = soren_input_check(&inputs[i], spec, err);
+    return rc;
+}
+
+/* Stage 1's inputs as the engines read them: an index job's tasks (made
+ * here, in *tasks), or the data inputs checked against the record format. */
+static soren_status stage_inputs(const soren_manifest *m, const soren_stage_spec *spec,
+                                 const soren_run_options *o, const soren_params *params,
+                                 const soren_input *inputs, size_t input_count,
+                                 soren_input *tasks, const soren_input **use, size_t *use_count,
+                                 soren_error *err)
+{
+    *use = inputs;
+    *use_count = input_count;
+    if (spec->input_format != SOREN_INPUT_INDEX) {
+        if (o->tasks)
+            return soren_error_set(err, SOREN_EUSAGE, "--tasks applies to jobs with index "
+                                   "input; %s reads %s", m->name,
+                                   spec->input_format == SOREN_INPUT_LINES ? "lines"
+                                                                           : "fixed records");
+        for (size_t i = 0; i < input_count; i++) {
+            soren_status rc = soren_input_check(&inputs[i], spec, err);
+            if (rc != SOREN_OK)
+                return rc;
+        }
+        return SOREN_OK;
+    }
+    if (input_count)
+        return soren_error_set(err, SOREN_EUSAGE, "%s reads index input (tasks known by their "
+                               "number, no data): it takes no inputs", m->name);
+    uint64_t count = 0;
+    soren_status rc = task_count(m, o, params, &count, err);
+    if (rc == SOREN_OK) {
+        soren_input_tasks(tasks, count);
+        *use = tasks;
+        *use_count = 1;
+    }
     return rc;
 }
 
 /* One stage on the chosen device, its result left in res (initialised
  * here) in the stage's order. */
-static soren_status run_stage(const soren_stage_spec *spec, soren_device_choice where,
+static soren_status run_stage(const soren_stage_spec *spec, soren_device where,
                               const soren_input *inputs, size_t input_count,
                               const soren_params *params, const soren_run_options *o,
                               soren_result *res, soren_explain *x, char *rule, size_t rule_size,
@@ -318,7 +347,7 @@ static soren_status run_stage(const soren_stage_spec *spec, soren_device_choice 
  * pairs of the one before (packed by soren_input_pairs, its result freed
  * as soon as they are).  The last stage's result is left in res. */
 static soren_status run_stages(const soren_plugin *p, const soren_stage_spec *specs,
-                               size_t stages, soren_device_choice where,
+                               size_t stages, soren_device where,
                                const soren_input *inputs, size_t input_count,
                                const soren_params *params, const soren_run_options *o,
                                soren_result *res, soren_explain *xs,
@@ -376,7 +405,7 @@ static void explains_reset(soren_explain *xs, size_t stages)
  * changes no byte is known to have converged (and ends the loop early).
  * The last run's result is left in res, its reports in xs. */
 static soren_status run_iterations(const soren_plugin *p, const soren_stage_spec *specs,
-                                   size_t stages, soren_device_choice where,
+                                   size_t stages, soren_device where,
                                    const soren_input *inputs, size_t input_count,
                                    soren_param_set *params, int param,
                                    const soren_run_options *o, soren_result *res,
@@ -422,15 +451,22 @@ static void say_iterations(const soren_manifest *m, const soren_iterations *it)
                 (unsigned long long)it->limit, m->iterate_param);
 }
 
-soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, soren_error *err)
+void soren_run_outcome_destroy(soren_run_outcome *out)
+{
+    for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
+        soren_explain_destroy(&out->stages[i]);
+    soren_result_destroy(&out->result);
+    memset(out, 0, sizeof *out);
+}
+
+soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *o,
+                              soren_param_set *params, const soren_input *inputs,
+                              size_t input_count, soren_run_outcome *out, soren_error *err)
 {
     const soren_manifest *m = p->manifest;
-    soren_param_set params;
-    soren_status rc = soren_param_set_build(&params, m, o->params, o->param_count, err);
-    if (rc != SOREN_OK)
-        return rc;
-
+    memset(out, 0, sizeof *out);
     size_t stages = soren_manifest_stages(m);
+    out->stage_count = stages;
     soren_stage_spec specs[SOREN_MAX_STAGES];
     for (size_t i = 0; i < stages; i++)
         soren_stage_spec_init_at(&specs[i], m, &p->table->stages[i], i);
@@ -441,29 +477,46 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
         last->order = (soren_order)o->order;
     if (o->top)
         last->limit = o->top;
+    soren_result_init(&out->result, last);
     int param = -1;
-    rc = iterate_param(m, o, &param, err);
-    soren_device_choice where = SOREN_DEVICE_CPU;
+    soren_status rc = iterate_param(m, o, &param, err);
+    soren_device where = SOREN_DEVICE_CPU;
     if (rc == SOREN_OK)
         rc = choose_device(specs, stages, o, &where, err);
+    soren_input tasks = {0};
+    const soren_input *use = NULL;
+    size_t use_count = 0;
+    if (rc == SOREN_OK)
+        rc = stage_inputs(m, &specs[0], o, &params->params, inputs, input_count, &tasks, &use,
+                          &use_count, err);
+    /* Both engines leave the result in the stage's order. */
+    if (rc == SOREN_OK)
+        rc = run_iterations(p, specs, stages, where, use, use_count, params, param, o,
+                            &out->result, out->stages, out->rules, &out->iterations, err);
+    soren_input_close(&tasks);
+    return rc;
+}
 
-    size_t input_count = o->input_count ? o->input_count : 1;
-    soren_input *inputs = calloc(input_count, sizeof *inputs);
+soren_status soren_run(const soren_plugin *p, const soren_run_options *o, soren_error *err)
+{
+    const soren_manifest *m = p->manifest;
+    soren_param_set params;
+    soren_status rc = soren_param_set_build(&params, m, o->params, o->param_count, err);
+    if (rc != SOREN_OK)
+        return rc;
+
+    size_t input_count = 0;
+    soren_input *inputs = calloc(o->input_count ? o->input_count : 1, sizeof *inputs);
     char *stdin_data = NULL;
-    if (rc == SOREN_OK && !inputs)
+    if (!inputs)
         rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
     if (rc == SOREN_OK)
-        rc = open_inputs(m, &specs[0], o, &params.params, inputs, &stdin_data, err);
-
-    /* Both engines leave the result in the stage's order. */
-    soren_result res;
-    soren_result_init(&res, last);
-    soren_explain xs[SOREN_MAX_STAGES] = {0};
-    char rules[SOREN_MAX_STAGES][256];
-    soren_iterations it;
+        rc = open_cli_inputs(m, o, inputs, &input_count, &stdin_data, err);
+    soren_run_outcome run;
     if (rc == SOREN_OK)
-        rc = run_iterations(p, specs, stages, where, inputs, input_count, &params, param, o,
-                            &res, xs, rules, &it, err);
+        rc = soren_run_inputs(p, o, &params, inputs, input_count, &run, err);
+    else
+        memset(&run, 0, sizeof run);
     /* Pairs written to a terminal would mix with the progress line, so it
      * ends first; a file shows the writing as its last phase. */
     if (rc != SOREN_OK || !o->output || strcmp(o->output, "-") == 0)
@@ -474,25 +527,24 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
     if (rc == SOREN_OK)
         rc = soren_output_open(&out, o->output, err);
     if (rc == SOREN_OK)
-        rc = soren_output_write(&out, &res, o->format, err);
+        rc = soren_output_write(&out, &run.result, o->format, err);
     if (rc == SOREN_OK)
         rc = soren_output_commit(&out, err);
     else
         soren_output_abort(&out);
     soren_progress_end(o->progress);
     if (rc == SOREN_OK && o->verbose && o->iterate)
-        say_iterations(m, &it);
+        say_iterations(m, &run.iterations);
     if (rc == SOREN_OK && o->verbose)
         fprintf(stderr, "soren-host: %s: %llu pairs written\n", m->name,
-                (unsigned long long)res.count);
+                (unsigned long long)run.result.count);
     /* Only a run that succeeded is explained: a failed one has its error. */
     if (rc == SOREN_OK && o->explain)
-        soren_explain_print_stages(xs, stages, o->iterate ? &it : NULL, stderr);
+        soren_explain_print_stages(run.stages, run.stage_count,
+                                   o->iterate ? &run.iterations : NULL, stderr);
 
-    for (size_t i = 0; i < stages; i++)
-        soren_explain_destroy(&xs[i]);
-    soren_result_destroy(&res);
-    for (size_t i = 0; inputs && i < input_count; i++)
+    soren_run_outcome_destroy(&run);
+    for (size_t i = 0; i < input_count; i++)
         soren_input_close(&inputs[i]);
     free(inputs);
     free(stdin_data);

@@ -1,5 +1,6 @@
 /*
- * job.h - one run of a loaded plugin, from inputs to the output file.
+ * job.h - one run of a loaded plugin, from inputs to its result (and, for
+ * soren-host, the output file).
  *
  * Builds the parameters, picks the device (auto: a usable GPU with the
  * plugin's GPU engine, else the CPU engine), runs the stage, orders the
@@ -30,6 +31,7 @@
 #include "../gpu/engine.h"
 #include "../io/output.h"
 #include "../plugin/loader.h"
+#include "../plugin/params.h"
 #include "progress.h"
 
 typedef struct soren_run_options {
@@ -39,7 +41,7 @@ typedef struct soren_run_options {
     soren_format format;
     int order;                 /* -1: the manifest's output.order; else a soren_order */
     uint64_t top;              /* keep the first top pairs; 0: the manifest's output.limit */
-    soren_device_choice device;
+    soren_device device;
     const char *engine;        /* "auto" or a variant name (see soren_engine_names) */
     double sample;             /* fraction of the records monitoring maps; 0: none */
     uint64_t small_keys;       /* auto picks block under this many distinct keys */
@@ -67,6 +69,31 @@ extern const char soren_engine_names[];
 /* 1 if name is one of soren_engine_names. */
 int soren_engine_name_valid(const char *name);
 
-soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, soren_error *err);
+/* What one run of a job produced: the last stage's pairs, in their final
+ * order, and every stage's report; with --iterate, how the loop ended.  A
+ * report's rule may point into rules. */
+typedef struct soren_run_outcome {
+    soren_result result;
+    soren_explain stages[SOREN_MAX_STAGES];
+    size_t stage_count;
+    soren_iterations iterations;
+    char rules[SOREN_MAX_STAGES][256];
+} soren_run_outcome;
+
+/* Runs p over inputs already opened (none for an index job, whose tasks
+ * come from o->tasks, the manifest or its count_from parameters) with the
+ * parameters params (which --iterate rewrites), as o says; leaves what the
+ * run produced in *out, which the caller releases with
+ * soren_run_outcome_destroy whether the run succeeded or not. */
+soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *o,
+                              soren_param_set *params, const soren_input *inputs,
+                              size_t input_count, soren_run_outcome *out, soren_error *err);
+void soren_run_outcome_destroy(soren_run_outcome *out);
+
+/* soren-host run: builds the parameters from o->params, opens o->inputs
+ * (standard input when none), runs, and writes the result to o->output
+ * through a temporary file, so a failed run leaves no output; --verbose and
+ * --explain report on standard error. */
+soren_status soren_run(const soren_plugin *p, const soren_run_options *o, soren_error *err);
 
 #endif /* SOREN_JOB_H */
