@@ -329,13 +329,14 @@ static json_t *overflows_json(const soren_explain *x)
     return a;
 }
 
-/* The GPU's two transfers are one "copy" phase to a reader; the CPU engine
- * has none. */
+/* The GPU's two transfers are one "copy" phase to a reader, and each on
+ * its own for bandwidth figures; the CPU engine has none. */
 static json_t *times_json(const soren_phase_times *t)
 {
     json_t *o = json_object();
     int ok = put(o, "monitor", millis(t->monitor)) &
              put(o, "copy", millis(t->upload + t->download)) &
+             put(o, "upload", millis(t->upload)) & put(o, "download", millis(t->download)) &
              put(o, "split", millis(t->split)) & put(o, "map", millis(t->map)) &
              put(o, "merge", millis(t->merge)) & put(o, "reduce", millis(t->reduce)) &
              put(o, "sort", millis(t->sort));
