@@ -18,6 +18,14 @@
  * N times over the same inputs, each run's output fed into the manifest's
  * parameter before the next (engine/iterate.h), stopping early when a run
  * changes nothing; the last run's result is written and explained.
+ *
+ * With comm (a distributed run of two or more ranks, engine/dist.h), every
+ * rank calls soren_job_run with the same options: each maps its slice,
+ * the pairs go to their keys' ranks, and rank 0 writes the result (or each
+ * rank its part).  Only rank 0 reports (verbose, explain); a failure on any
+ * rank fails the run on every rank with that rank's words.  output_parts
+ * writes the result as OUTPUT.part-R-of-N, one file per rank, R from 0 with
+ * as many digits as N - 1 (one process writes OUTPUT.part-0-of-1).
  */
 #ifndef SOREN_JOB_H
 #define SOREN_JOB_H
@@ -30,6 +38,7 @@
 #include "../gpu/engine.h"
 #include "../io/output.h"
 #include "../plugin/loader.h"
+#include "dist.h"
 #include "progress.h"
 
 typedef struct soren_run_options {
@@ -55,6 +64,8 @@ typedef struct soren_run_options {
     int verbose;               /* report decisions on stderr */
     int explain;               /* after a successful run, the JSON report on stderr */
     soren_progress *progress;  /* the progress line, or NULL; verbose lines go through it */
+    const soren_comm *comm;    /* the ranks of a distributed run; NULL: one process */
+    int output_parts;          /* --output-parts: each rank writes OUTPUT.part-R-of-N */
 } soren_run_options;
 
 /* Zeroes o and sets the defaults: engine "auto", order -1 (the
