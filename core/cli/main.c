@@ -606,10 +606,13 @@ static int cmd_run(cli *c, const soren_search_path *sp)
     }
     soren_plugin_close(p);
     free(path);
+    /* Rank 0 speaks before MPI ends: finalising waits for every rank, so
+     * none exits (and has mpirun end the job) before the message is out. */
+    int rc = err.code == SOREN_OK ? 0
+             : speaks            ? report(&err)
+                                 : soren_status_exit_code(err.code);
     end_ranks(started);
-    if (err.code == SOREN_OK)
-        return 0;
-    return speaks ? report(&err) : soren_status_exit_code(err.code);
+    return rc;
 }
 
 static int cmd_new(cli *c)
