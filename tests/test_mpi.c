@@ -74,9 +74,14 @@ static int run(int ranks, char **err, const char *fmt, ...)
     char *args = NULL;
     cr_assert(vasprintf(&args, fmt, ap) > 0);
     va_end(ap);
+    /* Under --enable-sanitizers, the ranks check everything but leaks: Open
+     * MPI's components, unloaded by MPI_Finalize, leave allocations that
+     * LeakSanitizer can only call "(unknown module)", so no suppression by
+     * name can hold them.  The other suites check the engines' leaks. */
     char launcher[512] = "";
     if (ranks)
-        snprintf(launcher, sizeof launcher, "'%s' --oversubscribe -np %d", mpirun(), ranks);
+        snprintf(launcher, sizeof launcher,
+                 "'%s' --oversubscribe -x ASAN_OPTIONS=detect_leaks=0 -np %d", mpirun(), ranks);
     int rc = tu_runf(NULL, err,
                      "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
                      "timeout -s KILL 120 %s '%s' run --device cpu %s %s",
@@ -191,10 +196,11 @@ Test(mpi, many_rounds_as_one_process)
     free(err);
     err = NULL;
     int rc = tu_runf(NULL, &err,
-                 "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                 "SOREN_MPI_CHUNK=333 timeout -s KILL 120 '%s' --oversubscribe -np 3 "
-                 "-x SOREN_MPI_CHUNK '%s' run --device cpu -t 1 pageviewcount log -o ranks.out",
-                 dir, mpirun(), tu_host());
+                     "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                     "SOREN_MPI_CHUNK=333 timeout -s KILL 120 '%s' --oversubscribe -np 3 "
+                     "-x SOREN_MPI_CHUNK -x ASAN_OPTIONS=detect_leaks=0 '%s' run --device cpu "
+                     "-t 1 pageviewcount log -o ranks.out",
+                     dir, mpirun(), tu_host());
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     free(err);
     same_file("plain.out", "ranks.out", "pageviewcount with SOREN_MPI_CHUNK=333");
