@@ -354,7 +354,7 @@ const char *soren_job_explain(soren_job *job)
     FILE *f = open_memstream(&text, &size);
     if (!f)
         return NULL;
-    soren_explain_print_stages(job->outcome.stages, job->outcome.stage_count, NULL, f);
+    soren_explain_print_stages(job->outcome.stages, job->outcome.stage_count, NULL, NULL, f);
     if (fclose(f) != 0) {
         free(text);
         return NULL;

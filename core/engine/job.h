@@ -19,6 +19,14 @@
  * N times over the same inputs, each run's output fed into the manifest's
  * parameter before the next (engine/iterate.h), stopping early when a run
  * changes nothing; the last run's result is written and explained.
+ *
+ * With comm (a distributed run of two or more ranks, engine/dist.h), every
+ * rank calls soren_run with the same options: each maps its slice,
+ * the pairs go to their keys' ranks, and rank 0 writes the result (or each
+ * rank its part).  Only rank 0 reports (verbose, explain); a failure on any
+ * rank fails the run on every rank with that rank's words.  output_parts
+ * writes the result as OUTPUT.part-R-of-N, one file per rank, R from 0 with
+ * as many digits as N - 1 (one process writes OUTPUT.part-0-of-1).
  */
 #ifndef SOREN_JOB_H
 #define SOREN_JOB_H
@@ -32,6 +40,7 @@
 #include "../io/output.h"
 #include "../plugin/loader.h"
 #include "../plugin/params.h"
+#include "dist.h"
 #include "progress.h"
 
 typedef struct soren_run_options {
@@ -57,6 +66,8 @@ typedef struct soren_run_options {
     int verbose;               /* report decisions on stderr */
     int explain;               /* after a successful run, the JSON report on stderr */
     soren_progress *progress;  /* the progress line, or NULL; verbose lines go through it */
+    const soren_comm *comm;    /* the ranks of a distributed run; NULL: one process */
+    int output_parts;          /* --output-parts: each rank writes OUTPUT.part-R-of-N */
 } soren_run_options;
 
 /* Zeroes o and sets the defaults: engine "auto", order -1 (the
@@ -70,14 +81,17 @@ extern const char soren_engine_names[];
 int soren_engine_name_valid(const char *name);
 
 /* What one run of a job produced: the last stage's pairs, in their final
- * order, and every stage's report; with --iterate, how the loop ended.  A
- * report's rule may point into rules. */
+ * order (in a distributed run: the whole result on rank 0, or this rank's
+ * share with output_parts), and every stage's report; with --iterate, how
+ * the loop ended; in a distributed run, this rank's figures.  A report's
+ * rule may point into rules. */
 typedef struct soren_run_outcome {
     soren_result result;
     soren_explain stages[SOREN_MAX_STAGES];
     size_t stage_count;
     soren_iterations iterations;
     char rules[SOREN_MAX_STAGES][256];
+    soren_rank_stage ranks[SOREN_MAX_STAGES];
 } soren_run_outcome;
 
 /* Runs p over inputs already opened (none for an index job, whose tasks
