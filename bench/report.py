@@ -177,7 +177,9 @@ def header(res, stem):
     lines += ["", f"Raw figures and the exact command of each run: `{stem}.json`.",
               "Every figure is a median of the runs, every ratio a ratio of medians. "
               "*Device ms* is the time on the GPU from CUDA events with the input already in "
-              "device memory (the upload excluded); *wall ms* is the whole process, end to end. "
+              "device memory (the upload excluded); *wall ms* is one run through libsoren "
+              "(bench/soren-bench), from mapping the input to the result in host memory, after "
+              "a warm-up run in the same process (so without creating the CUDA context). "
               "The CUB baselines' device ms include copying their result back to the host. "
               "n/a: the run that the figure needs is missing.", ""]
     return lines
@@ -230,8 +232,9 @@ def section_cpu(res):
                          fmt_match(res.get(app, size, "cpu")), fmt_match(res.get(app, size, "auto"))])
     cpus = res.data.get("host_cpus", NA)
     return ["## (c) The GPU against the CPU engine", "",
-            f"Wall time of the whole `soren-host run`, the CPU engine on {cpus} threads against "
-            "`--device gpu --engine auto` (CUDA context creation and the upload included).", "",
+            f"Wall time of one run, the CPU engine on {cpus} threads against "
+            "`--device gpu --engine auto` (the upload and the download included; the CUDA "
+            "context, made once a process, is not).", "",
             table(["app", "size", "cpu wall ms", "gpu auto wall ms", "gpu speedup",
                    "cpu output ok", "gpu output ok"], rows) if rows else "No CPU engine runs.", ""]
 

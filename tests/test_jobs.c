@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "datagen.h"
+#include "kmeans_ref.h"
 #include "testutil.h"
 
 static char *dir;
@@ -439,66 +440,15 @@ Test(jobs, simscore_equals_c_loop)
 
 /* ---- kmeans -------------------------------------------------------------- */
 
-/* One k-means step as kmeans takes it, written independently: centroid c is
- * centroids[c * (dims + 1) + j] / its count (an entry with count 0 is none);
- * each point goes to the nearest by squared distance summed j = 0, 1, ...
- * in double (the host compiler fuses nothing into FMAs on x86-64), ties to
- * the lower index; sums[] gets, per centroid, the sums of its points'
- * coordinates and their count.  The points are on soren-gen's grid, so
- * these sums are exact: the reference does not depend on their order. */
-static void kmeans_step(const float *points, size_t n, size_t dims, const double *centroids,
-                        size_t k, double *sums)
-{
-    size_t stride = dims + 1;
-    memset(sums, 0, k * stride * sizeof *sums);
-    for (size_t i = 0; i < n; i++) {
-        const float *x = points + i * dims;
-        size_t best = k;
-        double best_distance = 0;
-        for (size_t c = 0; c < k; c++) {
-            const double *m = centroids + c * stride;
-            if (!(m[dims] > 0))
-                continue;
-            double distance = 0;
-            for (size_t j = 0; j < dims; j++) {
-                double d = (double)x[j] - m[j] / m[dims];
-                distance += d * d;
-            }
-            if (best == k || distance < best_distance) {
-                best = c;
-                best_distance = distance;
-            }
-        }
-        if (best == k)
-            continue;
-        for (size_t j = 0; j < dims; j++)
-            sums[best * stride + j] += x[j];
-        sums[best * stride + dims] += 1;
-    }
-}
-
-/* The reference of `kmeans --iterate runs` (1: one step): steps until
- * runs or until a step changes no centroid; a centroid that no point chose
- * keeps its sums and count.  Writes the last step's pairs, the centroids
- * with points, as TSV to want. */
+/* The reference of `kmeans --iterate runs` (1: one step), its last step's
+ * pairs (the centroids with points) written as TSV to want. */
 static void kmeans_reference(const float *points, size_t n, size_t dims, double *centroids,
                              size_t k, int runs, const char *want)
 {
     size_t stride = dims + 1;
     double *sums = malloc(k * stride * sizeof *sums);
     cr_assert_not_null(sums);
-    for (int run = 1; run <= runs; run++) {
-        kmeans_step(points, n, dims, centroids, k, sums);
-        int changed = 0;
-        for (size_t c = 0; c < k; c++)
-            if (sums[c * stride + dims] > 0 &&
-                memcmp(&centroids[c * stride], &sums[c * stride], stride * sizeof *sums) != 0) {
-                memcpy(&centroids[c * stride], &sums[c * stride], stride * sizeof *sums);
-                changed = 1;
-            }
-        if (!changed)
-            break;
-    }
+    kmeans_ref_run(points, n, dims, centroids, k, runs, sums);
     FILE *f = fopen(want, "w");
     cr_assert_not_null(f);
     for (size_t c = 0; c < k; c++)

@@ -16,6 +16,9 @@
 
 #include "cli/commands.h"
 #include "config.h"
+#ifdef HAVE_MPI
+#include "cli/mpi.h"
+#endif
 #include "engine/job.h"
 #include "plugin/loader.h"
 #include "plugin/search.h"
@@ -45,6 +48,8 @@ static const char usage_text[] =
     "Options:\n"
     "  -o, --output FILE    write the result to FILE (default: standard output);\n"
     "                       FILE appears only when the run succeeds\n"
+    "      --output-parts   write the result as FILE.part-R-of-N, one file per rank\n"
+    "                       of an mpirun run (FILE.part-0-of-1 without one)\n"
     "  -p, --param NAME=VALUE, --param NAME=@FILE\n"
     "                       set a job parameter (see `soren-host info NAME`)\n"
     "      --tasks N        the number of tasks of a job with index input (map\n"
@@ -101,6 +106,9 @@ static const char usage_text[] =
     "Plugins are found by name in: --plugin-path, $SOREN_PLUGIN_PATH,\n"
     "$XDG_DATA_HOME/soren/plugins (~/.local/share/soren/plugins), and\n"
     SOREN_PLUGINDIR ".\n"
+    "\n"
+    "Built with MPI, `mpirun -np N soren-host run ...` runs a job over N ranks,\n"
+    "each mapping a slice of the input; rank 0 writes the result and reports.\n"
     "\n"
     "Exit status: 0 success, 1 job or input error, 2 usage error.\n";
 
@@ -224,7 +232,8 @@ static int parse_args(cli *c, int argc, char **argv)
     enum {
         OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS,
         OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE, OPT_ORDER, OPT_TOP,
-        OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR, OPT_TASKS, OPT_ITERATE
+        OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR, OPT_TASKS, OPT_ITERATE,
+        OPT_OUTPUT_PARTS
     };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
@@ -247,6 +256,7 @@ static int parse_args(cli *c, int argc, char **argv)
         {"dir", required_argument, 0, OPT_DIR},
         {"tasks", required_argument, 0, OPT_TASKS},
         {"iterate", required_argument, 0, OPT_ITERATE},
+        {"output-parts", no_argument, 0, OPT_OUTPUT_PARTS},
         {0, 0, 0, 0}};
     soren_run_options_init(&c->run);
     c->progress = -1;
@@ -308,6 +318,7 @@ static int parse_args(cli *c, int argc, char **argv)
                 return usage_error("--iterate: expected a number of runs from 1 up, got \"%s\"",
                                    optarg);
             break;
+        case OPT_OUTPUT_PARTS: c->run.output_parts = 1; break;
         case OPT_PROGRESS: c->progress = 1; break;
         case OPT_NO_PROGRESS: c->progress = 0; break;
         case OPT_FROM: c->new_from = optarg; break;
@@ -520,30 +531,88 @@ static int want_progress(const cli *c)
     return c->progress >= 0 ? c->progress : isatty(STDERR_FILENO);
 }
 
+/* The ranks of a distributed run, when mpirun started two or more of us
+ * (one rank runs as a plain run does); *comm stays NULL otherwise.
+ * *started says whether MPI is to be finalised. */
+static soren_status start_ranks(soren_comm *storage, const soren_comm **comm, int *started,
+                                soren_error *err)
+{
+    *comm = NULL;
+    *started = 0;
+#ifdef HAVE_MPI
+    if (soren__mpi_launched() == 0)
+        return SOREN_OK;
+    soren_status rc = soren__mpi_start(storage, err);
+    *started = 1;
+    if (rc == SOREN_OK && storage->size > 1)
+        *comm = storage;
+    return rc;
+#else
+    (void)storage;
+    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+    if (size && atoi(size) > 1)
+        return soren_error_set(err, SOREN_EUSAGE, "mpirun started %s copies of soren-host, which "
+                               "was built without MPI, so each would run the whole job: "
+                               "rebuild it with MPI ('sudo apt-get install libopenmpi-dev "
+                               "openmpi-bin', then ./configure --with-mpi) or run it without "
+                               "mpirun", size);
+    return SOREN_OK;
+#endif
+}
+
+/* MPI ends where it started. */
+static void end_ranks(int started)
+{
+#ifdef HAVE_MPI
+    if (started)
+        soren__mpi_end();
+#else
+    (void)started;
+#endif
+}
+
 static int cmd_run(cli *c, const soren_search_path *sp)
 {
     if (c->arg_count < 1)
         return usage_error("%s", "run needs a job: soren-host run NAME|PATH [INPUT...]");
-    char *path = NULL;
-    int rc = resolve_job(c, sp, &path);
-    if (rc >= 0)
-        return rc;
     soren_error err;
     soren_error_clear(&err);
+    soren_comm storage;
+    const soren_comm *comm = NULL;
+    int started = 0;
+    if (start_ranks(&storage, &comm, &started, &err) != SOREN_OK) {
+        end_ranks(started);
+        return report(&err);
+    }
+    /* Only rank 0 speaks: the others fail with it, silently. */
+    int speaks = !comm || comm->rank == 0;
+    char *path = NULL;
     soren_plugin *p = NULL;
-    if (soren_plugin_open(path, c->trust, &p, &err) == SOREN_OK) {
+    if (soren_plugin_resolve(sp, c->args[0], &path, &err) == SOREN_OK)
+        soren_plugin_open(path, c->trust, &p, &err);
+    /* A rank that could not load the job fails every rank. */
+    if (comm)
+        soren_dist_agree(comm, err.code, &err);
+    if (err.code == SOREN_OK) {
         c->run.inputs = (const char *const *)c->args + 1;
         c->run.input_count = (size_t)c->arg_count - 1;
+        c->run.comm = comm;
         /* Without its thread the run goes on, only without the line. */
-        if (want_progress(c))
+        if (speaks && want_progress(c))
             c->run.progress = soren_progress_new(stderr, NULL);
-        soren_job_run(p, &c->run, &err);
+        soren_run(p, &c->run, &err);
         soren_progress_free(c->run.progress);
         c->run.progress = NULL;
     }
     soren_plugin_close(p);
     free(path);
-    return err.code == SOREN_OK ? 0 : report(&err);
+    /* Rank 0 speaks before MPI ends: finalising waits for every rank, so
+     * none exits (and has mpirun end the job) before the message is out. */
+    int rc = err.code == SOREN_OK ? 0
+             : speaks            ? report(&err)
+                                 : soren_status_exit_code(err.code);
+    end_ranks(started);
+    return rc;
 }
 
 static int cmd_new(cli *c)

@@ -503,6 +503,13 @@ static void copy8(void *acc, const void *v, const combine_ctx *c)
     memcpy(acc, v, 8);
 }
 
+/* A fold's first value of a key is a partial result: it is the accumulator
+ * as it is (COUNT's first step would count it as one). */
+static void copy_value(void *acc, const void *v, const combine_ctx *c)
+{
+    memcpy(acc, v, c->vsize);
+}
+
 static void user_first(void *acc, const void *v, const combine_ctx *c)
 {
     memcpy(acc, c->identity, c->vsize);
@@ -613,6 +620,7 @@ struct engine {
     uint64_t *chunk_first; /* input_count + 1: first global chunk of each input */
     atomic_uint_fast64_t next;
     atomic_int stop;
+    int fold; /* the records are pairs to fold (soren_cpu_options.fold) */
 
     worker *workers;
     part *parts;
@@ -741,6 +749,15 @@ static void emit_reduced(soren_emitter *e, const void *key, uint32_t len, const 
 
 /* ---- Phase 1: map -------------------------------------------------------- */
 
+/* The map of a fold: the record is a pair already mapped, its value last. */
+static void map_pair(soren_emitter *e, const soren_record *r, const soren_params *p)
+{
+    (void)p;
+    const worker *w = e->ctx;
+    size_t vs = w->g->vsize;
+    e->emit(e, r->data, (uint32_t)(r->size - vs), r->data + r->size - vs);
+}
+
 static int segment_open(worker *w, uint64_t seq)
 {
     if (w->seg_count == w->seg_cap) {
@@ -828,7 +845,7 @@ static void *map_main(void *arg)
     worker *w = arg;
     engine *g = w->g;
     const soren_stage_spec *spec = g->spec;
-    soren_map_fn *map = spec->code->map;
+    soren_map_fn *map = g->fold ? map_pair : spec->code->map;
     for (;;) {
         if (atomic_load_explicit(&g->stop, memory_order_relaxed))
             break;
@@ -1350,6 +1367,16 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     g->vsize = spec->value_size;
     g->out = out;
     g->progress = opt ? opt->progress : NULL;
+    g->fold = opt && opt->fold;
+    if (g->fold && spec->input_format != SOREN_INPUT_PAIRS) {
+        free(g);
+        return soren_error_set(err, SOREN_EJOB, "%s: only pairs input can be folded",
+                               spec->job_name);
+    }
+    if (g->fold && g->mode == MODE_COMBINE) {
+        g->ops.first = copy_value;
+        g->ops.fold = g->ops.merge;
+    }
 
     uint64_t chunk = opt && opt->chunk_bytes ? opt->chunk_bytes : CHUNK_DEFAULT;
     if (spec->input_format == SOREN_INPUT_INDEX && !(opt && opt->chunk_bytes))

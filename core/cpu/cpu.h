@@ -36,6 +36,12 @@ typedef struct soren_cpu_options {
     /* Where to report the phases (map with its bytes, merge, reduce) and the
      * bytes of every chunk mapped; NULL: nowhere. */
     soren_progress *progress;
+    /* The inputs are pairs already mapped (SOREN_INPUT_PAIRS records, each
+     * its key bytes then its value): fold them with the stage's combine
+     * (partial values merged, as the merge of two threads' tables merges
+     * them), or group them for its reduce, instead of calling map.  How a
+     * rank of a distributed run folds the pairs the others sent it. */
+    int fold;
 } soren_cpu_options;
 
 /* Runs spec over every input (records never span inputs) and appends the

@@ -207,7 +207,8 @@ static int map_one(mworker *w, const soren_record *r, const soren_input *in)
     w->records++;
     /* A line's bytes include its '\n', so the sample's bytes over its
      * records estimate the input's mean record size. */
-    int newline = mon->spec->input_format == SOREN_INPUT_LINES && r->offset + r->size < in->size;
+    int newline = mon->spec->input_format == SOREN_INPUT_LINES &&
+                  r->offset - in->base + r->size < in->size;
     w->bytes += r->size + (uint64_t)newline;
     return !w->failed;
 }
@@ -229,7 +230,7 @@ static void sample_chunk(mworker *w, uint64_t c)
         uint64_t rs = mon->spec->record_size;
         while (want < end) {
             uint64_t at = ch->begin + (want - ch->first) * rs;
-            soren_records_init(&it, mon->spec, ch->in->data, ch->in->size, at, at + rs);
+            soren_records_init_input(&it, mon->spec, ch->in, at, at + rs);
             if (soren_records_next(&it, &r) && !map_one(w, &r, ch->in))
                 return;
             i++;

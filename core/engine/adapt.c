@@ -329,13 +329,14 @@ static json_t *overflows_json(const soren_explain *x)
     return a;
 }
 
-/* The GPU's two transfers are one "copy" phase to a reader; the CPU engine
- * has none. */
+/* The GPU's two transfers are one "copy" phase to a reader, and each on
+ * its own for bandwidth figures; the CPU engine has none. */
 static json_t *times_json(const soren_phase_times *t)
 {
     json_t *o = json_object();
     int ok = put(o, "monitor", millis(t->monitor)) &
              put(o, "copy", millis(t->upload + t->download)) &
+             put(o, "upload", millis(t->upload)) & put(o, "download", millis(t->download)) &
              put(o, "split", millis(t->split)) & put(o, "map", millis(t->map)) &
              put(o, "merge", millis(t->merge)) & put(o, "reduce", millis(t->reduce)) &
              put(o, "sort", millis(t->sort));
@@ -369,13 +370,54 @@ static json_t *iterations_json(const soren_iterations *it)
     return o;
 }
 
+static json_t *rank_json(const soren_rank_stage *st, int rank)
+{
+    json_t *o = json_object(), *input = json_array(), *ms = json_object();
+    int ok = put(o, "rank", count((uint64_t)rank)) &
+             put(o, "device", json_string(st->gpu ? "gpu" : "cpu")) & put(o, "input", input) &
+             (json_array_append_new(input, count(st->begin)) == 0) &
+             (json_array_append_new(input, count(st->end)) == 0) &
+             put(o, "mapped_pairs", count(st->mapped)) &
+             put(o, "sent_bytes", count(st->sent_bytes)) &
+             put(o, "received_pairs", count(st->received)) & put(o, "pairs", count(st->pairs)) &
+             put(o, "times_ms", ms) & put(ms, "map", millis(st->ms_map)) &
+             put(ms, "exchange", millis(st->ms_exchange)) & put(ms, "fold", millis(st->ms_fold));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* "distributed": {"ranks": N, "stages": [{"stage", "shuffled", "ranks": [...]}]} */
+static json_t *distributed_json(const soren_distributed *d, size_t n)
+{
+    json_t *o = json_object(), *stages = json_array();
+    int ok = put(o, "ranks", count((uint64_t)d->ranks)) & put(o, "stages", stages);
+    for (size_t s = 0; ok && s < n; s++) {
+        json_t *stage = json_object(), *ranks = json_array();
+        ok &= json_array_append_new(stages, stage) == 0 &&
+              (put(stage, "stage", count(s + 1)) &
+               put(stage, "shuffled", json_boolean(d->stages[s * (size_t)d->ranks].shuffled)) &
+               put(stage, "ranks", ranks));
+        for (int r = 0; ok && r < d->ranks; r++)
+            ok &= json_array_append_new(ranks, rank_json(&d->stages[s * (size_t)d->ranks + r],
+                                                         r)) == 0;
+    }
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 void soren_explain_print(const soren_explain *x, FILE *f)
 {
-    soren_explain_print_stages(x, 1, NULL, f);
+    soren_explain_print_stages(x, 1, NULL, NULL, f);
 }
 
 void soren_explain_print_stages(const soren_explain *xs, size_t n, const soren_iterations *it,
-                                FILE *f)
+                                const soren_distributed *d, FILE *f)
 {
     const soren_explain *x = &xs[0];
     json_t *doc = json_object();
@@ -393,6 +435,8 @@ void soren_explain_print_stages(const soren_explain *xs, size_t n, const soren_i
     }
     if (it)
         ok &= put(doc, "iterations", iterations_json(it));
+    if (d)
+        ok &= put(doc, "distributed", distributed_json(d, n));
     /* Printed after the run succeeded: running out of memory here must not
      * fail the run, only say why the report is missing. */
     if (!ok)

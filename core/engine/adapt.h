@@ -115,14 +115,34 @@ typedef struct soren_iterations {
     int converged;  /* the last run's output changed no byte of the parameter */
 } soren_iterations;
 
+/* One rank's part in one stage of a distributed run (engine/dist.h), for
+ * --explain and --verbose.  Plain numbers, so rank 0 can gather them. */
+typedef struct soren_rank_stage {
+    uint32_t gpu;        /* 1: its GPU engine ran the map; 0: its CPU engine */
+    uint32_t shuffled;   /* 1: the stage's pairs went to their keys' ranks */
+    uint64_t begin, end; /* what it mapped: units (bytes, tasks) of the inputs laid end to
+                            end in stage 1, pair numbers in later stages */
+    uint64_t mapped;     /* pairs its map left (combined where the stage combines) */
+    uint64_t sent_bytes; /* bytes of pairs it sent to other ranks */
+    uint64_t received;   /* pairs it received, its own included */
+    uint64_t pairs;      /* its share of the stage's output */
+    double ms_map, ms_exchange, ms_fold;
+} soren_rank_stage;
+
+typedef struct soren_distributed {
+    int ranks;
+    const soren_rank_stage *stages; /* stage s of rank r at [s * ranks + r] */
+} soren_distributed;
+
 /* Writes x as one JSON object and a newline. */
 void soren_explain_print(const soren_explain *x, FILE *f);
 /* The same for a job of n stages: the object describes stage 1 (xs[0]) as
  * soren_explain_print does, and, when n > 1, "stages" lists stages 2 .. n
  * ({"stage": N, variant, rule, metrics, projection, overflows, times_ms}).
  * xs are the last run's; it (NULL without --iterate) adds "iterations"
- * ({runs, limit, converged}). */
+ * ({runs, limit, converged}).  d (NULL but in a distributed run) adds
+ * "distributed": xs then describe rank 0's share, and d every rank's. */
 void soren_explain_print_stages(const soren_explain *xs, size_t n, const soren_iterations *it,
-                                FILE *f);
+                                const soren_distributed *d, FILE *f);
 
 #endif /* SOREN_ADAPT_H */

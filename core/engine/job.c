@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../cpu/cpu.h"
 #include "../io/input.h"
@@ -76,8 +77,8 @@ static const char *gpu_unsupported(const soren_stage_spec *specs, size_t stages,
 
 /* Chooses where the job runs, or says why it cannot run where asked. */
 static soren_status choose_device(const soren_stage_spec *specs, size_t stages,
-                                  const soren_run_options *o, soren_device_choice *where,
-                                  soren_error *err)
+                                  const soren_run_options *o, soren_device *where,
+                                  int *gpu, soren_error *err)
 {
     char why[256] = "", unsupported_buf[256];
     int gpus = o->device == SOREN_DEVICE_CPU ? 0 : soren_device_count(why, sizeof why);
@@ -92,9 +93,11 @@ static soren_status choose_device(const soren_stage_spec *specs, size_t stages,
                                "auto", gpus > 0 ? "the GPU cannot run this job" : "no usable GPU",
                                why);
     *where = gpu_ok ? SOREN_DEVICE_GPU : SOREN_DEVICE_CPU;
+    /* The ranks of a host share its GPUs, one each while there are enough. */
+    *gpu = gpu_ok && o->comm ? o->comm->local_rank % gpus : 0;
     if (o->verbose) {
         if (gpu_ok)
-            soren_progress_say(o->progress, "soren-host: device: gpu 0 of %d\n", gpus);
+            soren_progress_say(o->progress, "soren-host: device: gpu %d of %d\n", *gpu, gpus);
         else if (o->device == SOREN_DEVICE_AUTO)
             soren_progress_say(o->progress, "soren-host: device: cpu (%s: %s)\n",
                                gpus > 0 ? "the GPU cannot run this job" : "no usable GPU",
@@ -264,44 +267,76 @@ static soren_status task_count(const soren_manifest *m, const soren_run_options 
     return SOREN_OK;
 }
 
-/* Stage 1's inputs: the files (or standard input), or an index job's tasks. */
-static soren_status open_inputs(const soren_manifest *m, const soren_stage_spec *spec,
-                                const soren_run_options *o, const soren_params *params,
-                                soren_input *inputs, char **stdin_data, soren_error *err)
+/* The CLI's inputs: the INPUT files, or standard input when none is given
+ * (an index job takes none).  *count is how many were opened. */
+static soren_status open_cli_inputs(const soren_manifest *m, const soren_run_options *o,
+                                    soren_input *inputs, size_t *count, char **stdin_data,
+                                    soren_error *err)
 {
     soren_status rc = SOREN_OK;
-    if (o->tasks && spec->input_format != SOREN_INPUT_INDEX)
-        return soren_error_set(err, SOREN_EUSAGE, "--tasks applies to jobs with index input; "
-                               "%s reads %s", m->name,
-                               spec->input_format == SOREN_INPUT_LINES ? "lines" : "fixed "
-                                                                                   "records");
-    if (spec->input_format == SOREN_INPUT_INDEX) {
+    *count = 0;
+    if (m->input.format == SOREN_INPUT_INDEX) {
         if (o->input_count)
             return soren_error_set(err, SOREN_EUSAGE, "%s reads index input (tasks known by "
                                    "their number, no data): it takes no INPUT files, got %s",
                                    m->name, o->inputs[0]);
-        uint64_t tasks = 0;
-        rc = task_count(m, o, params, &tasks, err);
-        if (rc == SOREN_OK)
-            soren_input_tasks(&inputs[0], tasks);
-        return rc;
+        return SOREN_OK;
     }
-    for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++)
+    if (o->comm && o->input_count == 0)
+        return soren_error_set(err, SOREN_EUSAGE, "under mpirun, give %s its INPUT files: "
+                               "standard input reaches one rank only", m->name);
+    for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++, (*count)++)
         rc = soren_input_open(&inputs[i], o->inputs[i], err);
     if (rc == SOREN_OK && o->input_count == 0) {
         size_t size = 0;
         rc = slurp_stdin(o->progress, stdin_data, &size, err);
-        if (rc == SOREN_OK)
+        if (rc == SOREN_OK) {
             soren_input_wrap(&inputs[0], "(standard input)", *stdin_data, size);
+            *count = 1;
+        }
     }
-    for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++)
-        rc = soren_input_check(&inputs[i], spec, err);
+    return rc;
+}
+
+/* Stage 1's inputs as the engines read them: an index job's tasks (made
+ * here, in *tasks), or the data inputs checked against the record format. */
+static soren_status stage_inputs(const soren_manifest *m, const soren_stage_spec *spec,
+                                 const soren_run_options *o, const soren_params *params,
+                                 const soren_input *inputs, size_t input_count,
+                                 soren_input *tasks, const soren_input **use, size_t *use_count,
+                                 soren_error *err)
+{
+    *use = inputs;
+    *use_count = input_count;
+    if (spec->input_format != SOREN_INPUT_INDEX) {
+        if (o->tasks)
+            return soren_error_set(err, SOREN_EUSAGE, "--tasks applies to jobs with index "
+                                   "input; %s reads %s", m->name,
+                                   spec->input_format == SOREN_INPUT_LINES ? "lines"
+                                                                           : "fixed records");
+        for (size_t i = 0; i < input_count; i++) {
+            soren_status rc = soren_input_check(&inputs[i], spec, err);
+            if (rc != SOREN_OK)
+                return rc;
+        }
+        return SOREN_OK;
+    }
+    if (input_count)
+        return soren_error_set(err, SOREN_EUSAGE, "%s reads index input (tasks known by their "
+                               "number, no data): it takes no inputs", m->name);
+    uint64_t count = 0;
+    soren_status rc = task_count(m, o, params, &count, err);
+    if (rc == SOREN_OK) {
+        soren_input_tasks(tasks, count);
+        *use = tasks;
+        *use_count = 1;
+    }
     return rc;
 }
 
 /* One stage on the chosen device, its result left in res (initialised
  * here) in the stage's order. */
-static soren_status run_stage(const soren_stage_spec *spec, soren_device_choice where,
+static soren_status run_stage(const soren_stage_spec *spec, soren_device where,
                               const soren_input *inputs, size_t input_count,
                               const soren_params *params, const soren_run_options *o,
                               soren_result *res, soren_explain *x, char *rule, size_t rule_size,
@@ -318,7 +353,7 @@ static soren_status run_stage(const soren_stage_spec *spec, soren_device_choice 
  * pairs of the one before (packed by soren_input_pairs, its result freed
  * as soon as they are).  The last stage's result is left in res. */
 static soren_status run_stages(const soren_plugin *p, const soren_stage_spec *specs,
-                               size_t stages, soren_device_choice where,
+                               size_t stages, soren_device where,
                                const soren_input *inputs, size_t input_count,
                                const soren_params *params, const soren_run_options *o,
                                soren_result *res, soren_explain *xs,
@@ -343,6 +378,205 @@ static soren_status run_stages(const soren_plugin *p, const soren_stage_spec *sp
         soren_input_close(&pairs);
     }
     return rc;
+}
+
+/* ---- A distributed run (dist.h) ------------------------------------------ */
+
+/* A stage's pairs go to their keys' ranks where some key needs all its
+ * values in one place: to combine them, or to reduce them. */
+static int stage_shuffles(const soren_stage_spec *s)
+{
+    return s->combine != SOREN_COMBINE_NONE || s->reduce != SOREN_REDUCE_NONE;
+}
+
+/* What a rank runs over its share: the stage without its reduce function
+ * (which needs every value of a key) and without an order (the fold after
+ * the shuffle orders), or a map-only stage as it is. */
+static soren_stage_spec local_spec(const soren_stage_spec *s)
+{
+    soren_stage_spec l = *s;
+    if (!stage_shuffles(s))
+        return l;
+    if (l.reduce == SOREN_REDUCE_FUNCTION)
+        l.reduce = l.combine != SOREN_COMBINE_NONE ? SOREN_REDUCE_COMBINE : SOREN_REDUCE_NONE;
+    l.order = SOREN_ORDER_NONE;
+    l.limit = 0;
+    return l;
+}
+
+/* Folds the pairs a rank received with the stage's combine and reduces its
+ * keys on the CPU engine (the GPU engine has no fold), then orders them as
+ * the stage says: by key before a later stage, which numbers them. */
+static soren_status fold_received(const soren_stage_spec *spec, const soren_input *received,
+                                  const soren_params *params, const soren_run_options *o,
+                                  soren_result *res, soren_error *err)
+{
+    soren_stage_spec f = *spec;
+    f.input_format = SOREN_INPUT_PAIRS;
+    f.record_size = 0;
+    soren_cpu_options cpu = {.threads = o->threads, .distinct_keys = received->count, .fold = 1};
+    soren_status rc = soren_cpu_run(&f, received, 1, params, &cpu, res, err);
+    if (rc == SOREN_OK)
+        rc = soren_result_order(res, spec->order, spec->limit, err);
+    return rc;
+}
+
+/* One stage on one rank: map its share (unless prior failed), agree, and
+ * where the stage shuffles, exchange, fold and agree again.  res (its
+ * share of the stage's output, in the stage's order) is initialised here. */
+static soren_status run_stage_dist(const soren_stage_spec *spec, soren_device where,
+                                   const soren_input *inputs, size_t input_count,
+                                   const soren_params *params, const soren_run_options *o,
+                                   soren_status prior, soren_result *res, soren_explain *x,
+                                   char *rule, size_t rule_size, soren_rank_stage *st,
+                                   soren_error *err)
+{
+    const soren_comm *c = o->comm;
+    soren_stage_spec l = local_spec(spec);
+    soren_result_init(res, spec);
+    st->gpu = where == SOREN_DEVICE_GPU;
+    st->shuffled = (uint32_t)stage_shuffles(spec);
+    double t0 = now_ms();
+    soren_status rc = prior;
+    if (rc == SOREN_OK)
+        rc = run_stage(&l, where, inputs, input_count, params, o, res, x, rule, rule_size, err);
+    st->ms_map = now_ms() - t0;
+    st->mapped = st->pairs = res->count;
+    rc = soren_dist_agree(c, rc, err);
+    if (rc != SOREN_OK || !st->shuffled)
+        return rc;
+
+    soren_progress_phase(o->progress, "shuffle", 0);
+    soren_input received;
+    rc = soren_dist_shuffle(c, res, &received, &st->sent_bytes, err);
+    soren_result_destroy(res);
+    double t1 = now_ms();
+    st->ms_exchange = t1 - t0 - st->ms_map;
+    if (rc != SOREN_OK)
+        return rc;
+    st->received = received.count;
+    soren_progress_phase(o->progress, "fold", 0);
+    soren_result_init(res, spec);
+    rc = fold_received(spec, &received, params, o, res, err);
+    soren_input_close(&received);
+    st->pairs = res->count;
+    st->ms_fold = now_ms() - t1;
+    return soren_dist_agree(c, rc, err);
+}
+
+/* run_stages for one rank of a distributed run: each later stage maps this
+ * rank's pairs of the stage before, numbered after those of the ranks
+ * before it.  Its share of the last stage's output is left in res. */
+static soren_status run_stages_dist(const soren_plugin *p, const soren_stage_spec *specs,
+                                    size_t stages, soren_device where,
+                                    const soren_input *inputs, size_t input_count,
+                                    const soren_params *params, const soren_run_options *o,
+                                    soren_result *res, soren_explain *xs, char (*rules)[256],
+                                    soren_rank_stage *stats, soren_error *err)
+{
+    soren_status rc = run_stage_dist(&specs[0], where, inputs, input_count, params, o, SOREN_OK,
+                                     res, &xs[0], rules[0], sizeof rules[0], &stats[0], err);
+    for (size_t i = 1; rc == SOREN_OK && i < stages; i++) {
+        uint64_t first = 0;
+        rc = soren_dist_first(o->comm, res->count, &first, err);
+        if (rc != SOREN_OK)
+            return rc;
+        char name[64];
+        snprintf(name, sizeof name, "(the pairs of stage %zu)", i);
+        soren_input pairs;
+        soren_status packed = soren_input_pairs(&pairs, name, res, err);
+        pairs.base = first;
+        stats[i].begin = first;
+        stats[i].end = first + res->count;
+        soren_result_destroy(res);
+        if (o->verbose)
+            soren_progress_say(o->progress, "soren-host: %s: stage %zu of %zu: %llu pairs on "
+                               "rank 0\n", p->manifest->name, i + 1, stages,
+                               (unsigned long long)pairs.count);
+        rc = run_stage_dist(&specs[i], where, &pairs, 1, params, o, packed, res, &xs[i],
+                            rules[i], sizeof rules[i], &stats[i], err);
+        soren_input_close(&pairs);
+    }
+    return rc;
+}
+
+/* The whole result from every rank's share: on rank 0, or on every rank
+ * with to_all, in the last stage's order. */
+static soren_status gather_whole(const soren_run_options *o, const soren_stage_spec *last,
+                                 const soren_result *share, int to_all, soren_result *whole,
+                                 soren_error *err)
+{
+    soren_result_init(whole, last);
+    soren_status rc = soren_dist_gather(o->comm, share, to_all, whole, err);
+    if (rc != SOREN_OK)
+        return rc;
+    if (to_all || o->comm->rank == 0)
+        rc = soren_result_order(whole, last->order, last->limit, err);
+    return soren_dist_agree(o->comm, rc, err);
+}
+
+/* Rank 0 gets every rank's stats: all[stage * ranks + rank]; all may be
+ * NULL on rank 0 (out of memory: no report), and is unused elsewhere. */
+static soren_status gather_stats(const soren_comm *c, const soren_rank_stage *mine,
+                                 size_t stages, soren_rank_stage *all, soren_error *err)
+{
+    for (size_t s = 0; s < stages; s++) {
+        soren_rank_stage *row = c->rank == 0 && all ? all + s * (size_t)c->size : NULL;
+        soren_status rc = soren_dist_gather_fixed(c, &mine[s], sizeof mine[s], row, err);
+        if (rc != SOREN_OK)
+            return rc;
+    }
+    return SOREN_OK;
+}
+
+/* --verbose on rank 0: what every rank did in every stage. */
+static void say_ranks(const soren_distributed *d, size_t stages)
+{
+    for (size_t s = 0; s < stages; s++)
+        for (int r = 0; r < d->ranks; r++) {
+            const soren_rank_stage *st = &d->stages[s * (size_t)d->ranks + r];
+            fprintf(stderr, "soren-host: rank %d of %d: stage %zu: %s engine, %s [%llu, %llu), "
+                    "%llu pairs mapped", r, d->ranks, s + 1, st->gpu ? "gpu" : "cpu",
+                    s ? "pairs" : "input", (unsigned long long)st->begin,
+                    (unsigned long long)st->end, (unsigned long long)st->mapped);
+            if (st->shuffled)
+                fprintf(stderr, ", %llu bytes sent, %llu pairs received",
+                        (unsigned long long)st->sent_bytes, (unsigned long long)st->received);
+            fprintf(stderr, ", %llu pairs out; ms: map %.3f, exchange %.3f, fold %.3f\n",
+                    (unsigned long long)st->pairs, st->ms_map, st->ms_exchange, st->ms_fold);
+        }
+}
+
+/* OUTPUT.part-R-of-N, R with as many digits as N - 1 so that the parts
+ * list in rank order (malloc'd; NULL when out of memory). */
+static char *part_path(const char *output, int rank, int ranks)
+{
+    int width = snprintf(NULL, 0, "%d", ranks - 1);
+    size_t size = strlen(output) + 2 * 12 + 16;
+    char *path = malloc(size);
+    if (path)
+        snprintf(path, size, "%s.part-%0*d-of-%d", output, width, rank, ranks);
+    return path;
+}
+
+/* --output-parts needs a file name to add to, and no limit: a limit cuts
+ * the whole result, which no rank holds. */
+static soren_status check_parts(const soren_manifest *m, const soren_stage_spec *last,
+                                const soren_run_options *o, soren_error *err)
+{
+    if (!o->output_parts)
+        return SOREN_OK;
+    if (!o->output || strcmp(o->output, "-") == 0)
+        return soren_error_set(err, SOREN_EUSAGE, "--output-parts writes OUTPUT.part-R-of-N, one "
+                               "file per rank: give -o OUTPUT");
+    if (last->limit)
+        return soren_error_set(err, SOREN_EUSAGE, "--output-parts: %s keeps the first %llu pairs "
+                               "(%s), a cut of the whole result that no rank holds: run it "
+                               "without --output-parts%s", m->name,
+                               (unsigned long long)last->limit,
+                               o->top ? "--top" : "its manifest's output.limit",
+                               o->top ? ", or without --top" : "");
+    return SOREN_OK;
 }
 
 /* The parameter --iterate feeds (its index in *param), or why the job
@@ -374,13 +608,17 @@ static void explains_reset(soren_explain *xs, size_t stages)
  * its output is written over the elements of parameter `param` for the
  * next, and after the last only compared with them, so that a run that
  * changes no byte is known to have converged (and ends the loop early).
- * The last run's result is left in res, its reports in xs. */
+ * The last run's result is left in res, its reports in xs.  In a
+ * distributed run res is this rank's share; with --iterate the whole result
+ * is gathered on every rank into whole (which feeds the parameter, the same
+ * bytes everywhere, so every rank decides alike) and left there. */
 static soren_status run_iterations(const soren_plugin *p, const soren_stage_spec *specs,
-                                   size_t stages, soren_device_choice where,
+                                   size_t stages, soren_device where,
                                    const soren_input *inputs, size_t input_count,
                                    soren_param_set *params, int param,
                                    const soren_run_options *o, soren_result *res,
-                                   soren_explain *xs, char (*rules)[256], soren_iterations *it,
+                                   soren_result *whole, soren_explain *xs, char (*rules)[256],
+                                   soren_rank_stage *stats, soren_iterations *it,
                                    soren_error *err)
 {
     const soren_manifest *m = p->manifest;
@@ -391,20 +629,26 @@ static soren_status run_iterations(const soren_plugin *p, const soren_stage_spec
         if (o->verbose && o->iterate)
             soren_progress_say(o->progress, "soren-host: %s: iteration %llu of %llu\n", m->name,
                                (unsigned long long)run, (unsigned long long)o->iterate);
-        soren_status rc = run_stages(p, specs, stages, where, inputs, input_count,
-                                     &params->params, o, res, xs, rules, err);
+        soren_status rc =
+            o->comm ? run_stages_dist(p, specs, stages, where, inputs, input_count,
+                                      &params->params, o, res, xs, rules, stats, err)
+                    : run_stages(p, specs, stages, where, inputs, input_count, &params->params,
+                                 o, res, xs, rules, err);
         if (rc != SOREN_OK || !o->iterate)
+            return rc;
+        if (o->comm && (rc = gather_whole(o, &specs[stages - 1], res, 1, whole, err)) != SOREN_OK)
             return rc;
         it->runs = run;
         int last = run == o->iterate, changed = 0;
-        rc = soren_iterate_feed(res, params->owned[param], params->params.size[param], what,
-                                !last, &changed, err);
+        rc = soren_iterate_feed(o->comm ? whole : res, params->owned[param],
+                                params->params.size[param], what, !last, &changed, err);
         if (rc != SOREN_OK)
             return rc;
         it->converged = !changed;
         if (!changed || last)
             return SOREN_OK;
         soren_result_destroy(res);
+        soren_result_destroy(whole);
         explains_reset(xs, stages);
     }
 }
@@ -422,15 +666,66 @@ static void say_iterations(const soren_manifest *m, const soren_iterations *it)
                 (unsigned long long)it->limit, m->iterate_param);
 }
 
-soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, soren_error *err)
+/* Writes r to path (standard output for NULL or "-") through a temporary
+ * file; in a distributed run every rank agrees before any renames its file
+ * into place, and a rank whose rename failed fails them all, each removing
+ * what it committed, so a failed run leaves no part behind. */
+static soren_status write_output(const soren_run_options *o, const char *path, int writes,
+                                 const soren_result *r, soren_error *err)
+{
+    soren_output out = {0};
+    soren_status rc = SOREN_OK;
+    if (writes)
+        rc = soren_output_open(&out, path, err);
+    if (writes && rc == SOREN_OK)
+        rc = soren_output_write(&out, r, o->format, err);
+    if (o->comm)
+        rc = soren_dist_agree(o->comm, rc, err);
+    int committed = 0;
+    if (writes && rc == SOREN_OK)
+        committed = (rc = soren_output_commit(&out, err)) == SOREN_OK;
+    else
+        soren_output_abort(&out);
+    if (!o->comm)
+        return rc;
+    rc = soren_dist_agree(o->comm, rc, err);
+    if (rc != SOREN_OK && committed && path && strcmp(path, "-") != 0)
+        unlink(path);
+    return rc;
+}
+
+/* After a distributed run: rank 0 reports every rank's part (--verbose,
+ * --explain); every rank takes part in gathering the numbers. */
+static soren_status report_ranks(const soren_run_options *o, const soren_rank_stage *stats,
+                                 size_t stages, soren_rank_stage **all, soren_error *err)
+{
+    const soren_comm *c = o->comm;
+    *all = c->rank == 0 ? calloc(stages * (size_t)c->size, sizeof **all) : NULL;
+    soren_status rc = gather_stats(c, stats, stages, *all, err);
+    if (rc == SOREN_OK && *all && o->verbose)
+        say_ranks(&(soren_distributed){.ranks = c->size, .stages = *all}, stages);
+    return rc;
+}
+
+void soren_run_outcome_destroy(soren_run_outcome *out)
+{
+    for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
+        soren_explain_destroy(&out->stages[i]);
+    soren_result_destroy(&out->result);
+    memset(out, 0, sizeof *out);
+}
+
+soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *opt,
+                              soren_param_set *params, const soren_input *inputs,
+                              size_t input_count, soren_run_outcome *out, soren_error *err)
 {
     const soren_manifest *m = p->manifest;
-    soren_param_set params;
-    soren_status rc = soren_param_set_build(&params, m, o->params, o->param_count, err);
-    if (rc != SOREN_OK)
-        return rc;
-
+    const soren_comm *comm = opt->comm;
+    soren_run_options ro = *opt; /* choose_device sets the GPU a rank runs on */
+    const soren_run_options *o = &ro;
+    memset(out, 0, sizeof *out);
     size_t stages = soren_manifest_stages(m);
+    out->stage_count = stages;
     soren_stage_spec specs[SOREN_MAX_STAGES];
     for (size_t i = 0; i < stages; i++)
         soren_stage_spec_init_at(&specs[i], m, &p->table->stages[i], i);
@@ -441,58 +736,114 @@ soren_status soren_job_run(const soren_plugin *p, const soren_run_options *o, so
         last->order = (soren_order)o->order;
     if (o->top)
         last->limit = o->top;
+    soren_result_init(&out->result, last);
     int param = -1;
-    rc = iterate_param(m, o, &param, err);
-    soren_device_choice where = SOREN_DEVICE_CPU;
+    soren_status rc = iterate_param(m, o, &param, err);
     if (rc == SOREN_OK)
-        rc = choose_device(specs, stages, o, &where, err);
+        rc = check_parts(m, last, o, err);
+    soren_device where = SOREN_DEVICE_CPU;
+    if (rc == SOREN_OK)
+        rc = choose_device(specs, stages, o, &where, &ro.gpu.device, err);
+    soren_input tasks = {0};
+    const soren_input *use = NULL;
+    size_t use_count = 0;
+    if (rc == SOREN_OK)
+        rc = stage_inputs(m, &specs[0], o, &params->params, inputs, input_count, &tasks, &use,
+                          &use_count, err);
+    soren_input *slices = NULL;
+    if (rc == SOREN_OK && comm && !(slices = calloc(use_count ? use_count : 1, sizeof *slices)))
+        rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    if (rc == SOREN_OK && comm)
+        soren_dist_slice(comm, &specs[0], use, use_count, slices, &out->ranks[0].begin,
+                         &out->ranks[0].end);
+    /* Every rank got this far: from here on they fail together. */
+    if (comm)
+        rc = soren_dist_agree(comm, rc, err);
 
-    size_t input_count = o->input_count ? o->input_count : 1;
-    soren_input *inputs = calloc(input_count, sizeof *inputs);
+    /* Both engines leave the result in the stage's order.  A distributed
+     * run leaves this rank's share in out->result, and the whole result in
+     * whole where it is written whole (gathered on rank 0; with --iterate on
+     * every rank). */
+    soren_result whole;
+    soren_result_init(&whole, last);
+    if (rc == SOREN_OK)
+        rc = run_iterations(p, specs, stages, where, comm ? slices : use, use_count, params,
+                            param, o, &out->result, &whole, out->stages, out->rules, out->ranks,
+                            &out->iterations, err);
+    if (rc == SOREN_OK && comm && !o->iterate && !o->output_parts)
+        rc = gather_whole(o, last, &out->result, 0, &whole, err);
+    if (comm && !o->output_parts) {
+        soren_result_destroy(&out->result);
+        out->result = whole;
+    } else {
+        soren_result_destroy(&whole);
+    }
+    for (size_t i = 0; slices && i < use_count; i++)
+        soren_input_close(&slices[i]);
+    free(slices);
+    soren_input_close(&tasks);
+    return rc;
+}
+
+soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, soren_error *err)
+{
+    const soren_manifest *m = p->manifest;
+    const soren_comm *comm = opt->comm;
+    /* Only rank 0 of a distributed run speaks. */
+    int speaks = !comm || comm->rank == 0;
+    soren_run_options ro = *opt;
+    ro.verbose = opt->verbose && speaks;
+    const soren_run_options *o = &ro;
+    soren_param_set params;
+    /* A failed build leaves params empty, so the end frees it either way. */
+    soren_status rc = soren_param_set_build(&params, m, o->params, o->param_count, err);
+
+    size_t input_count = 0;
+    soren_input *inputs = calloc(o->input_count ? o->input_count : 1, sizeof *inputs);
     char *stdin_data = NULL;
     if (rc == SOREN_OK && !inputs)
         rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
     if (rc == SOREN_OK)
-        rc = open_inputs(m, &specs[0], o, &params.params, inputs, &stdin_data, err);
-
-    /* Both engines leave the result in the stage's order. */
-    soren_result res;
-    soren_result_init(&res, last);
-    soren_explain xs[SOREN_MAX_STAGES] = {0};
-    char rules[SOREN_MAX_STAGES][256];
-    soren_iterations it;
+        rc = open_cli_inputs(m, o, inputs, &input_count, &stdin_data, err);
+    /* A rank that could not open its inputs fails every rank. */
+    if (comm)
+        rc = soren_dist_agree(comm, rc, err);
+    soren_run_outcome run;
     if (rc == SOREN_OK)
-        rc = run_iterations(p, specs, stages, where, inputs, input_count, &params, param, o,
-                            &res, xs, rules, &it, err);
+        rc = soren_run_inputs(p, o, &params, inputs, input_count, &run, err);
+    else
+        memset(&run, 0, sizeof run);
     /* Pairs written to a terminal would mix with the progress line, so it
      * ends first; a file shows the writing as its last phase. */
     if (rc != SOREN_OK || !o->output || strcmp(o->output, "-") == 0)
         soren_progress_end(o->progress);
     else
         soren_progress_phase(o->progress, "write", 0);
-    soren_output out = {0};
+    char *part = NULL;
+    if (rc == SOREN_OK && o->output_parts &&
+        !(part = part_path(o->output, comm ? comm->rank : 0, comm ? comm->size : 1)))
+        rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
     if (rc == SOREN_OK)
-        rc = soren_output_open(&out, o->output, err);
-    if (rc == SOREN_OK)
-        rc = soren_output_write(&out, &res, o->format, err);
-    if (rc == SOREN_OK)
-        rc = soren_output_commit(&out, err);
-    else
-        soren_output_abort(&out);
+        rc = write_output(o, part ? part : o->output, o->output_parts || speaks, &run.result, err);
     soren_progress_end(o->progress);
+    size_t stages = run.stage_count;
+    soren_rank_stage *all = NULL;
+    if (rc == SOREN_OK && comm && (opt->explain || opt->verbose))
+        rc = report_ranks(opt, run.ranks, stages, &all, err);
     if (rc == SOREN_OK && o->verbose && o->iterate)
-        say_iterations(m, &it);
+        say_iterations(m, &run.iterations);
     if (rc == SOREN_OK && o->verbose)
-        fprintf(stderr, "soren-host: %s: %llu pairs written\n", m->name,
-                (unsigned long long)res.count);
+        fprintf(stderr, "soren-host: %s: %llu pairs written%s\n", m->name,
+                (unsigned long long)run.result.count, o->output_parts && comm ? " by rank 0" : "");
     /* Only a run that succeeded is explained: a failed one has its error. */
-    if (rc == SOREN_OK && o->explain)
-        soren_explain_print_stages(xs, stages, o->iterate ? &it : NULL, stderr);
+    if (rc == SOREN_OK && o->explain && speaks)
+        soren_explain_print_stages(run.stages, stages, o->iterate ? &run.iterations : NULL,
+                                   all ? &(soren_distributed){comm->size, all} : NULL, stderr);
 
-    for (size_t i = 0; i < stages; i++)
-        soren_explain_destroy(&xs[i]);
-    soren_result_destroy(&res);
-    for (size_t i = 0; inputs && i < input_count; i++)
+    free(all);
+    free(part);
+    soren_run_outcome_destroy(&run);
+    for (size_t i = 0; i < input_count; i++)
         soren_input_close(&inputs[i]);
     free(inputs);
     free(stdin_data);

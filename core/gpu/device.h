@@ -9,12 +9,7 @@
 #define SOREN_DEVICE_H
 
 #include "../error.h"
-
-typedef enum soren_device_choice {
-    SOREN_DEVICE_AUTO = 0, /* a usable GPU, else the CPU */
-    SOREN_DEVICE_CPU,
-    SOREN_DEVICE_GPU
-} soren_device_choice;
+#include <soren/host.h> /* soren_device */
 
 /* Number of usable GPUs.  When there are none, returns 0 and, if why is not
  * NULL, writes the CUDA runtime's reason into why (at most why_size bytes). */

@@ -1007,8 +1007,9 @@ soren_status allocate_fixed(gpu_run *r, uint64_t largest, uint64_t records)
     CUDA_TRY(r, cudaMemcpyAsync(r->counters + KEYS_USED, &first_key, sizeof first_key,
                                 cudaMemcpyHostToDevice, r->stream));
     int sms = 0, per_sm = 0;
-    CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    CUDA_TRY(r, cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, 0));
+    CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->opt->device));
+    CUDA_TRY(r, cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor,
+                                       r->opt->device));
     r->max_threads = (uint64_t)sms * (uint64_t)per_sm;
     ALLOC(r, r->resume, r->max_threads * sizeof(soren_gpu_resume), "the resume points");
     /* Monitoring's registers, here with the rest of the setup so that the
@@ -1588,12 +1589,12 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
     }
     r->phase = "setup";
     r->emitter = "map";
-    CUDA_TRY(r, cudaSetDevice(0));
+    CUDA_TRY(r, cudaSetDevice(r->opt->device));
     CUDA_TRY(r, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
     for (int i = 0; i < MARKS; i++)
         CUDA_TRY(r, cudaEventCreate(&r->mark[i]));
     int sms = 0;
-    CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->opt->device));
     r->grid = sms * 8;
 
     soren_status st = upload_params(r, params);

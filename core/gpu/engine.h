@@ -55,12 +55,13 @@ typedef struct soren_gpu_options {
     uint64_t key_bytes;      /* key space */
     uint64_t pair_slots;     /* direct and sort: pairs */
     soren_progress *progress; /* where the run reports its phases and uploaded bytes (or NULL) */
+    int device;              /* the CUDA device to run on (a rank's: its local rank's) */
 } soren_gpu_options;
 
 /* Why the GPU engine cannot run this stage (NULL if it can). */
 const char *soren_gpu_unsupported(const soren_stage_spec *spec);
 
-/* Runs spec on device 0 over the inputs, leaving the ordered pairs in out
+/* Runs spec on device opt->device over the inputs, leaving the ordered pairs in out
  * (initialised by the caller).  Fills x (zeroed by the caller, which owns
  * it) with the metrics, sizes, variant and rule, overflows and phase times. */
 soren_status soren_gpu_run(const soren_stage_spec *spec, const soren_input *inputs,

@@ -190,6 +190,7 @@ void soren_records_init_input(soren_records *it, const soren_stage_spec *spec,
                               const soren_input *in, uint64_t begin, uint64_t end)
 {
     soren_records_init(it, spec, in->data, in->size, begin, end);
+    it->base = in->base;
     if (spec->input_format == SOREN_INPUT_INDEX) {
         it->pos = begin < it->end ? begin : it->end;
     } else if (spec->input_format == SOREN_INPUT_PAIRS) {
@@ -207,8 +208,8 @@ int soren_records_next(soren_records *it, soren_record *r)
             return 0;
         r->data = it->buf + it->starts[pos];
         r->size = it->starts[pos + 1] - it->starts[pos];
-        r->offset = pos;
-        r->index = pos;
+        r->offset = it->base + pos;
+        r->index = it->base + pos;
         it->pos = pos + 1;
         return 1;
     }
@@ -217,8 +218,8 @@ int soren_records_next(soren_records *it, soren_record *r)
     if (it->format == SOREN_INPUT_INDEX) {
         r->data = NULL;
         r->size = 0;
-        r->offset = pos;
-        r->index = pos;
+        r->offset = it->base + pos;
+        r->index = it->base + pos;
         it->pos = pos + 1;
         return 1;
     }
@@ -228,8 +229,8 @@ int soren_records_next(soren_records *it, soren_record *r)
         uint64_t len = nl ? (uint64_t)(nl - (it->buf + pos)) : left;
         r->data = it->buf + pos;
         r->size = len;
-        r->offset = pos;
-        r->index = pos;
+        r->offset = it->base + pos;
+        r->index = it->base + pos;
         it->pos = pos + len + 1;
         return 1;
     }
@@ -241,8 +242,8 @@ int soren_records_next(soren_records *it, soren_record *r)
         }
         r->data = it->buf + pos;
         r->size = rs;
-        r->offset = pos;
-        r->index = pos / rs;
+        r->offset = it->base + pos;
+        r->index = (it->base + pos) / rs; /* a slice starts on a record */
         it->pos = pos + rs;
         return 1;
     }

@@ -16,6 +16,12 @@
  *  pairs: a previous stage's result packed (soren_input_pairs): pair i is
  *         record i, [key bytes][value bytes] at starts[i], its size the key's
  *         size plus the value's, offset and index i.  Ranges count bytes.
+ *
+ * An input may be a slice of a larger one (a rank's share under MPI, see
+ * engine/dist.h): base is where its first byte (task, pair) lies in the
+ * whole, and records report their offset and index in the whole, so a job
+ * that emits offsets or computes from task numbers gets the same pairs as
+ * over the whole input.  Ranges and positions stay relative to data.
  */
 #ifndef SOREN_INPUT_H
 #define SOREN_INPUT_H
@@ -37,6 +43,8 @@ typedef struct soren_input {
     uint64_t *starts;     /* owned, with data (owned_data) */
     uint64_t count;
     uint8_t *owned_data;
+    /* a slice: the position of data[0] (task 0, pair 0) in the whole input */
+    uint64_t base;
 } soren_input;
 
 /* Maps path read-only.  Directories, FIFOs and unreadable files are input
@@ -68,12 +76,14 @@ typedef struct soren_records {
     uint64_t record_size;
     const uint64_t *starts; /* pairs */
     uint64_t count;         /* pairs */
+    uint64_t base;          /* added to each record's offset and index (a slice's base) */
 } soren_records;
 
 /* Lines and fixed records of a buffer. */
 void soren_records_init(soren_records *it, const soren_stage_spec *spec, const uint8_t *buf,
                         uint64_t buf_size, uint64_t begin, uint64_t end);
-/* Records of any format in [begin, end) of an input (units as above). */
+/* Records of any format in [begin, end) of an input (units as above),
+ * numbered in the whole input where it is a slice (its base). */
 void soren_records_init_input(soren_records *it, const soren_stage_spec *spec,
                               const soren_input *in, uint64_t begin, uint64_t end);
 /* Fills *r with the next record; returns 0 when none is left. */

@@ -161,57 +161,126 @@ static soren_status unknown_param(const soren_manifest *m, const char *name, siz
                            m->name, (int)name_len, name, known);
 }
 
+/* The width of a number parameter's native value (0: not a number). */
+static size_t number_width(soren_param_type t)
+{
+    switch (t) {
+    case SOREN_PARAM_U32:
+    case SOREN_PARAM_F32: return 4;
+    case SOREN_PARAM_U64:
+    case SOREN_PARAM_I64:
+    case SOREN_PARAM_F64: return 8;
+    default: return 0;
+    }
+}
+
+/* Raw bytes as parameter mp's value, checked: a number's exact width, any
+ * string; a pattern only as text (its compiled form is the engine's). */
+static soren_status take_bytes(const char *job, const soren_manifest_param *mp,
+                               const soren_param_value *v, void **out, uint64_t *size,
+                               soren_error *err)
+{
+    size_t width = number_width(mp->type);
+    if (mp->type == SOREN_PARAM_REGEX)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s is a pattern: give it as "
+                               "text (soren_job_param)", job, mp->name);
+    if (width && v->size != width)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s is a %s: it takes %zu "
+                               "bytes, got %zu", job, mp->name, param_type_name(mp->type), width,
+                               v->size);
+    void *copy = malloc(v->size ? v->size : 1);
+    if (!copy)
+        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", job);
+    if (v->size)
+        memcpy(copy, v->bytes, v->size);
+    *out = copy;
+    *size = v->size;
+    return SOREN_OK;
+}
+
+/* Parameter j's value: given (as bytes or text), else its default, else
+ * absent (*out NULL; an error if it is required). */
+static soren_status param_value(const soren_manifest *m, size_t j, const soren_param_value *v,
+                                void **out, uint64_t *size, soren_error *err)
+{
+    const soren_manifest_param *mp = &m->params[j];
+    *out = NULL;
+    *size = 0;
+    if (v && v->bytes)
+        return take_bytes(m->name, mp, v, out, size, err);
+    const char *text = v && v->text ? v->text : mp->default_value;
+    if (!text)
+        return mp->required ? soren_error_set(err, SOREN_EUSAGE, "%s: missing required "
+                                              "parameter %s (give --param %s=VALUE)",
+                                              m->name, mp->name, mp->name)
+                            : SOREN_OK;
+    char *file_text = NULL;
+    size_t text_size = strlen(text);
+    if (v && v->text && text[0] == '@') {
+        soren_status rc = read_value_file(m->name, mp->name, text + 1, &file_text, &text_size,
+                                          err);
+        if (rc != SOREN_OK)
+            return rc;
+        text = file_text;
+    }
+    soren_status rc = convert(m->name, mp, text, text_size, out, size, err);
+    free(file_text);
+    return rc;
+}
+
+soren_status soren_param_set_from(soren_param_set *set, const soren_manifest *m,
+                                  const soren_param_value *values, soren_error *err)
+{
+    memset(set, 0, sizeof *set);
+    set->params.count = (uint32_t)m->param_count;
+    soren_status rc = SOREN_OK;
+    for (size_t j = 0; j < m->param_count && rc == SOREN_OK; j++) {
+        rc = param_value(m, j, &values[j], &set->owned[j], &set->params.size[j], err);
+        set->params.data[j] = set->owned[j];
+    }
+    if (rc != SOREN_OK)
+        soren_param_set_destroy(set);
+    return rc;
+}
+
+soren_status soren_param_check(const soren_manifest *m, size_t j, const soren_param_value *v,
+                               soren_error *err)
+{
+    void *value = NULL;
+    uint64_t size = 0;
+    soren_status rc = param_value(m, j, v, &value, &size, err);
+    free(value);
+    return rc;
+}
+
+int soren_param_find(const soren_manifest *m, const char *name, size_t name_len,
+                     soren_error *err)
+{
+    for (size_t j = 0; j < m->param_count; j++)
+        if (strlen(m->params[j].name) == name_len && memcmp(m->params[j].name, name, name_len) == 0)
+            return (int)j;
+    unknown_param(m, name, name_len, err);
+    return -1;
+}
+
 soren_status soren_param_set_build(soren_param_set *set, const soren_manifest *m,
                                    const char *const *assignments, size_t count,
                                    soren_error *err)
 {
     memset(set, 0, sizeof *set);
-    set->params.count = (uint32_t)m->param_count;
-    const char *given[SOREN_MAX_PARAMS] = {0};
-    soren_status rc = SOREN_OK;
-
+    soren_param_value values[SOREN_MAX_PARAMS] = {{0}};
     for (size_t i = 0; i < count; i++) {
         const char *a = assignments[i];
         const char *eq = strchr(a, '=');
         if (!eq)
             return soren_error_set(err, SOREN_EUSAGE,
                                    "--param %s: expected NAME=VALUE or NAME=@FILE", a);
-        size_t name_len = (size_t)(eq - a);
-        int found = -1;
-        for (size_t j = 0; j < m->param_count; j++)
-            if (strlen(m->params[j].name) == name_len &&
-                memcmp(m->params[j].name, a, name_len) == 0)
-                found = (int)j;
+        int found = soren_param_find(m, a, (size_t)(eq - a), err);
         if (found < 0)
-            return unknown_param(m, a, name_len, err);
-        given[found] = eq + 1; /* a later assignment overrides an earlier one */
+            return SOREN_EUSAGE;
+        values[found].text = eq + 1; /* a later assignment overrides an earlier one */
     }
-
-    for (size_t j = 0; j < m->param_count && rc == SOREN_OK; j++) {
-        const soren_manifest_param *mp = &m->params[j];
-        const char *text = given[j] ? given[j] : mp->default_value;
-        if (!text) {
-            if (mp->required)
-                rc = soren_error_set(err, SOREN_EUSAGE,
-                                     "%s: missing required parameter %s (give --param %s=VALUE)",
-                                     m->name, mp->name, mp->name);
-            continue;
-        }
-        char *file_text = NULL;
-        size_t text_size = strlen(text);
-        if (given[j] && text[0] == '@') {
-            rc = read_value_file(m->name, mp->name, text + 1, &file_text, &text_size, err);
-            if (rc != SOREN_OK)
-                break;
-            text = file_text;
-        }
-        rc = convert(m->name, mp, text, text_size, &set->owned[j], &set->params.size[j], err);
-        set->params.data[j] = set->owned[j];
-        free(file_text);
-    }
-    if (rc != SOREN_OK)
-        soren_param_set_destroy(set);
-    return rc;
+    return soren_param_set_from(set, m, values, err);
 }
 
 void soren_param_set_destroy(soren_param_set *set)

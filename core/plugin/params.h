@@ -28,6 +28,31 @@ typedef struct soren_param_set {
 soren_status soren_param_set_build(soren_param_set *set, const soren_manifest *m,
                                    const char *const *assignments, size_t count,
                                    soren_error *err);
+
+/* One parameter's value as given: text as after `--param NAME=` (a leading
+ * @ names a file whose bytes are the text), or bytes taken as they are (a
+ * string's bytes, a number's native layout at its exact width). */
+typedef struct soren_param_value {
+    const char *text;  /* NULL: not given as text */
+    const void *bytes; /* NULL: not given as bytes; else size of them */
+    size_t size;
+} soren_param_value;
+
+/* Builds the parameters from values[j] for each manifest parameter j; one
+ * given neither way takes its default, and a required one without a
+ * default is a SOREN_EUSAGE error naming it. */
+soren_status soren_param_set_from(soren_param_set *set, const soren_manifest *m,
+                                  const soren_param_value *values, soren_error *err);
+
+/* Checks values[j]'s value as soren_param_set_from would take it. */
+soren_status soren_param_check(const soren_manifest *m, size_t j, const soren_param_value *v,
+                               soren_error *err);
+
+/* The index of the parameter named name[0 .. name_len), or -1 with a
+ * SOREN_EUSAGE error that lists the job's parameters. */
+int soren_param_find(const soren_manifest *m, const char *name, size_t name_len,
+                     soren_error *err);
+
 void soren_param_set_destroy(soren_param_set *set);
 
 #endif /* SOREN_PARAMS_H */

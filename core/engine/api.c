@@ -1,0 +1,367 @@
+/*
+ * api.c - libsoren's API (soren/host.h) over the run path soren-host uses
+ * (job.h): a soren_job keeps the plugin, the options, one value per
+ * parameter and the inputs, builds them into a run each time it runs, and
+ * keeps the last run's outcome for the caller to read.
+ */
+#include <soren/host.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../io/input.h"
+#include "../io/output.h"
+#include "../plugin/loader.h"
+#include "../plugin/params.h"
+#include "../plugin/search.h"
+#include "job.h"
+
+/* An input as the caller gave it; opened or wrapped when a run starts. */
+typedef struct api_input {
+    char *path;        /* a file, or NULL */
+    const void *data;  /* memory the caller keeps */
+    size_t size;
+} api_input;
+
+struct soren_job {
+    soren_plugin *plugin;
+    soren_job_options options;
+    char *engine;                              /* options.engine's copy */
+    soren_param_value values[SOREN_MAX_PARAMS]; /* text and bytes owned here */
+    api_input *inputs;
+    size_t input_count, input_cap;
+    uint64_t tasks;
+    soren_run_outcome outcome;
+    int has_result;
+    char *explain; /* made from the outcome when first asked for */
+};
+
+soren_status soren_open(const char *name_or_path, soren_plugin **out, soren_error *err)
+{
+    *out = NULL;
+    if (!name_or_path || !*name_or_path)
+        return soren_error_set(err, SOREN_EUSAGE, "soren_open: no plugin name or path given");
+    soren_search_path sp;
+    soren_status rc = soren_search_path_init(&sp, NULL, 0, err);
+    if (rc != SOREN_OK)
+        return rc;
+    char *path = NULL;
+    rc = soren_plugin_resolve(&sp, name_or_path, &path, err);
+    if (rc == SOREN_OK)
+        rc = soren_plugin_open(path, SOREN_TRUST_CHECK, out, err);
+    free(path);
+    soren_search_path_destroy(&sp);
+    return rc;
+}
+
+void soren_close(soren_plugin *p)
+{
+    soren_plugin_close(p);
+}
+
+void soren_job_options_init(soren_job_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->device = SOREN_DEVICE_AUTO;
+    o->engine = "auto";
+    o->sample = SOREN_SAMPLE_DEFAULT;
+}
+
+static soren_status check_options(const soren_job_options *o, soren_error *err)
+{
+    if (o->device != SOREN_DEVICE_AUTO && o->device != SOREN_DEVICE_CPU &&
+        o->device != SOREN_DEVICE_GPU)
+        return soren_error_set(err, SOREN_EUSAGE, "soren_job_new: device %d is none of "
+                               "SOREN_DEVICE_AUTO, SOREN_DEVICE_CPU, SOREN_DEVICE_GPU",
+                               (int)o->device);
+    if (o->engine && !soren_engine_name_valid(o->engine))
+        return soren_error_set(err, SOREN_EUSAGE, "soren_job_new: engine \"%s\" is none of %s",
+                               o->engine, soren_engine_names);
+    if (!(o->sample >= 0 && o->sample <= 1))
+        return soren_error_set(err, SOREN_EUSAGE, "soren_job_new: sample %g is not a fraction "
+                               "from 0 to 1", o->sample);
+    return SOREN_OK;
+}
+
+soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_job **out,
+                           soren_error *err)
+{
+    *out = NULL;
+    if (!p)
+        return soren_error_set(err, SOREN_EUSAGE, "soren_job_new: no plugin (soren_open first)");
+    soren_job_options defaults;
+    soren_job_options_init(&defaults);
+    if (!o)
+        o = &defaults;
+    soren_status rc = check_options(o, err);
+    if (rc != SOREN_OK)
+        return rc;
+    soren_job *job = calloc(1, sizeof *job);
+    char *engine = strdup(o->engine ? o->engine : "auto");
+    if (!job || !engine) {
+        free(job);
+        free(engine);
+        return soren_error_set(err, SOREN_ENOMEM, "soren_job_new: out of memory");
+    }
+    job->plugin = p;
+    job->options = *o;
+    job->engine = engine;
+    job->options.engine = engine;
+    *out = job;
+    return SOREN_OK;
+}
+
+/* Forgets parameter j's value (back to its default). */
+static void value_clear(soren_param_value *v)
+{
+    free((void *)v->text);
+    free((void *)v->bytes);
+    memset(v, 0, sizeof *v);
+}
+
+static void outcome_clear(soren_job *job)
+{
+    soren_run_outcome_destroy(&job->outcome);
+    job->has_result = 0;
+    free(job->explain);
+    job->explain = NULL;
+}
+
+void soren_job_free(soren_job *job)
+{
+    if (!job)
+        return;
+    outcome_clear(job);
+    for (size_t j = 0; j < SOREN_MAX_PARAMS; j++)
+        value_clear(&job->values[j]);
+    soren_job_clear_inputs(job);
+    free(job->inputs);
+    free(job->engine);
+    free(job);
+}
+
+/* Sets parameter name to v (copied here), once it has been checked. */
+static soren_status set_param(soren_job *job, const char *name, const soren_param_value *v,
+                              soren_error *err)
+{
+    const soren_manifest *m = job->plugin->manifest;
+    if (!name)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: no parameter name given", m->name);
+    int j = soren_param_find(m, name, strlen(name), err);
+    if (j < 0)
+        return SOREN_EUSAGE;
+    soren_status rc = soren_param_check(m, (size_t)j, v, err);
+    if (rc != SOREN_OK)
+        return rc;
+    soren_param_value copy = {0};
+    if (v->text && !(copy.text = strdup(v->text)))
+        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", m->name);
+    if (v->bytes) {
+        void *bytes = malloc(v->size ? v->size : 1);
+        if (!bytes)
+            return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", m->name);
+        memcpy(bytes, v->bytes, v->size);
+        copy.bytes = bytes;
+        copy.size = v->size;
+    }
+    value_clear(&job->values[j]);
+    job->values[j] = copy;
+    return SOREN_OK;
+}
+
+soren_status soren_job_param(soren_job *job, const char *name, const char *text,
+                             soren_error *err)
+{
+    if (!text)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s: no text given",
+                               job->plugin->manifest->name, name ? name : "(none)");
+    soren_param_value v = {.text = text};
+    return set_param(job, name, &v, err);
+}
+
+soren_status soren_job_param_bytes(soren_job *job, const char *name, const void *data,
+                                   size_t size, soren_error *err)
+{
+    /* Empty bytes are still bytes: a string parameter may be empty. */
+    static const uint8_t none = 0;
+    soren_param_value v = {.bytes = data ? data : &none, .size = data ? size : 0};
+    return set_param(job, name, &v, err);
+}
+
+static soren_status add_input(soren_job *job, const api_input *in, soren_error *err)
+{
+    if (job->plugin->manifest->input.format == SOREN_INPUT_INDEX)
+        return soren_error_set(err, SOREN_EUSAGE, "%s reads index input (tasks known by their "
+                               "number, no data): give soren_job_tasks instead of inputs",
+                               job->plugin->manifest->name);
+    if (job->input_count == job->input_cap) {
+        size_t cap = job->input_cap ? 2 * job->input_cap : 4;
+        api_input *grown = realloc(job->inputs, cap * sizeof *grown);
+        if (!grown)
+            return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory",
+                                   job->plugin->manifest->name);
+        job->inputs = grown;
+        job->input_cap = cap;
+    }
+    job->inputs[job->input_count++] = *in;
+    return SOREN_OK;
+}
+
+soren_status soren_job_input_file(soren_job *job, const char *path, soren_error *err)
+{
+    if (!path || !*path)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: no input path given",
+                               job->plugin->manifest->name);
+    api_input in = {.path = strdup(path)};
+    if (!in.path)
+        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory",
+                               job->plugin->manifest->name);
+    soren_status rc = add_input(job, &in, err);
+    if (rc != SOREN_OK)
+        free(in.path);
+    return rc;
+}
+
+soren_status soren_job_input_memory(soren_job *job, const void *data, size_t size,
+                                    soren_error *err)
+{
+    if (!data && size)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: an input of %zu bytes at NULL",
+                               job->plugin->manifest->name, size);
+    api_input in = {.data = data, .size = size};
+    return add_input(job, &in, err);
+}
+
+soren_status soren_job_tasks(soren_job *job, uint64_t count, soren_error *err)
+{
+    const soren_manifest *m = job->plugin->manifest;
+    if (m->input.format != SOREN_INPUT_INDEX)
+        return soren_error_set(err, SOREN_EUSAGE, "%s reads %s, not index input: give it "
+                               "inputs, not a task count", m->name,
+                               m->input.format == SOREN_INPUT_LINES ? "lines" : "fixed records");
+    if (count == 0)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: a task count from 1 up, got 0", m->name);
+    job->tasks = count;
+    return SOREN_OK;
+}
+
+void soren_job_clear_inputs(soren_job *job)
+{
+    for (size_t i = 0; i < job->input_count; i++)
+        free(job->inputs[i].path);
+    job->input_count = 0;
+}
+
+/* The run options soren-host would build from the job's options. */
+static void run_options(const soren_job *job, soren_run_options *o)
+{
+    soren_run_options_init(o);
+    o->device = job->options.device;
+    o->engine = job->options.engine;
+    o->sample = job->options.sample;
+    o->threads = job->options.threads;
+    o->tasks = job->tasks;
+}
+
+soren_status soren_job_run(soren_job *job, soren_error *err)
+{
+    const soren_manifest *m = job->plugin->manifest;
+    outcome_clear(job);
+    soren_param_set params;
+    soren_status rc = soren_param_set_from(&params, m, job->values, err);
+    if (rc != SOREN_OK)
+        return rc;
+    soren_input *inputs = calloc(job->input_count ? job->input_count : 1, sizeof *inputs);
+    if (!inputs) {
+        soren_param_set_destroy(&params);
+        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", m->name);
+    }
+    size_t opened = 0;
+    for (; rc == SOREN_OK && opened < job->input_count; opened++) {
+        const api_input *in = &job->inputs[opened];
+        if (in->path)
+            rc = soren_input_open(&inputs[opened], in->path, err);
+        else
+            soren_input_wrap(&inputs[opened], "(memory input)", in->data, in->size);
+    }
+    soren_run_options o;
+    run_options(job, &o);
+    if (rc == SOREN_OK)
+        rc = soren_run_inputs(job->plugin, &o, &params, inputs, job->input_count, &job->outcome,
+                              err);
+    job->has_result = rc == SOREN_OK;
+    if (rc != SOREN_OK)
+        soren_run_outcome_destroy(&job->outcome);
+    for (size_t i = 0; i < opened; i++)
+        soren_input_close(&inputs[i]);
+    free(inputs);
+    soren_param_set_destroy(&params);
+    return rc;
+}
+
+static soren_status need_result(const soren_job *job, const char *call, soren_error *err)
+{
+    return job->has_result ? SOREN_OK
+                           : soren_error_set(err, SOREN_EUSAGE, "%s: %s: no result: the job "
+                                             "has not run successfully (soren_job_run first)",
+                                             job->plugin->manifest->name, call);
+}
+
+soren_status soren_job_result(soren_job *job, soren_pairs *out, soren_error *err)
+{
+    memset(out, 0, sizeof *out);
+    soren_status rc = need_result(job, "soren_job_result", err);
+    if (rc != SOREN_OK)
+        return rc;
+    const soren_result *r = &job->outcome.result;
+    out->count = r->count;
+    out->key_bytes = r->key_bytes;
+    out->key_offset = r->key_offset;
+    out->values = r->values;
+    out->value_size = r->value_size;
+    out->key_type = r->key_type;
+    out->value_type = r->value_type;
+    return SOREN_OK;
+}
+
+soren_status soren_job_write(soren_job *job, const char *path, const char *format,
+                             soren_error *err)
+{
+    soren_status rc = need_result(job, "soren_job_write", err);
+    if (rc != SOREN_OK)
+        return rc;
+    soren_format f;
+    if (soren_format_parse(format ? format : "tsv", &f) != 0)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_write: format \"%s\" is none "
+                               "of %s", job->plugin->manifest->name, format, soren_format_names);
+    soren_output out = {0};
+    rc = soren_output_open(&out, path, err);
+    if (rc == SOREN_OK)
+        rc = soren_output_write(&out, &job->outcome.result, f, err);
+    if (rc == SOREN_OK)
+        return soren_output_commit(&out, err);
+    soren_output_abort(&out);
+    return rc;
+}
+
+const char *soren_job_explain(soren_job *job)
+{
+    if (!job->has_result || job->explain)
+        return job->explain;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (!f)
+        return NULL;
+    soren_explain_print_stages(job->outcome.stages, job->outcome.stage_count, NULL, NULL, f);
+    if (fclose(f) != 0) {
+        free(text);
+        return NULL;
+    }
+    /* one line, as --explain prints it, without its newline */
+    if (size && text[size - 1] == '\n')
+        text[size - 1] = '\0';
+    job->explain = text;
+    return text;
+}

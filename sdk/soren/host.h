@@ -1,0 +1,160 @@
+/*
+ * host.h - running Soren jobs from a program: libsoren's API.
+ *
+ * A job is a plugin (NAME.so beside NAME.json) opened once, set up with its
+ * parameters and inputs, and run as often as needed: after a run its pairs
+ * are read in place, its parameters may change, and it runs again.
+ *
+ *     #include <soren/host.h>
+ *
+ *     soren_error err;
+ *     soren_plugin *p = NULL;
+ *     soren_job *job = NULL;
+ *     soren_pairs out;
+ *     if (soren_open("wordcount", &p, &err) != SOREN_OK ||
+ *         soren_job_new(p, NULL, &job, &err) != SOREN_OK ||
+ *         soren_job_input_file(job, "book.txt", &err) != SOREN_OK ||
+ *         soren_job_run(job, &err) != SOREN_OK ||
+ *         soren_job_result(job, &out, &err) != SOREN_OK) {
+ *         fprintf(stderr, "%s\n", err.text);
+ *         ...
+ *     }
+ *     for (uint64_t i = 0; i < out.count; i++) ... soren_pairs_key(&out, i, &size) ...
+ *     soren_job_free(job);
+ *     soren_close(p);
+ *
+ * Build with `pkg-config --cflags --libs soren`.  Every call returns a
+ * soren_status and fills the caller's soren_error on failure (soren/error.h);
+ * nothing is printed.  A job is used by one thread at a time; separate jobs
+ * may run in separate threads.
+ */
+#ifndef SOREN_HOST_H
+#define SOREN_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <soren/error.h>
+#include <soren/soren.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Plugins -------------------------------------------------------------- */
+
+typedef struct soren_plugin soren_plugin;
+
+/* Opens a plugin by name (searched for as NAME.json in $SOREN_PLUGIN_PATH,
+ * $XDG_DATA_HOME/soren/plugins and the installed plugin folder, as
+ * soren-host does) or by path (NAME.json, or NAME.so beside it), and checks
+ * it as `soren-host check` does: the manifest, the library's ABI and
+ * agreement with the manifest, and that nobody but its owner can write to
+ * it. */
+soren_status soren_open(const char *name_or_path, soren_plugin **out, soren_error *err);
+/* Unloads the plugin; its jobs must be freed first.  NULL is fine. */
+void soren_close(soren_plugin *p);
+
+/* ---- Jobs ----------------------------------------------------------------- */
+
+typedef struct soren_job soren_job;
+
+/* Where a job runs. */
+typedef enum soren_device {
+    SOREN_DEVICE_AUTO = 0, /* a usable GPU, else the CPU engine */
+    SOREN_DEVICE_CPU,
+    SOREN_DEVICE_GPU       /* fails, saying why, where no GPU can run the job */
+} soren_device;
+
+typedef struct soren_job_options {
+    soren_device device;
+    const char *engine;   /* "auto" or a GPU variant: "hash", "block", "direct", "dense",
+                             "sort" (soren-host run --engine); copied */
+    double sample;        /* monitoring: the fraction of records mapped first (0: none) */
+    unsigned threads;     /* CPU engine threads; 0: every CPU */
+} soren_job_options;
+
+/* The defaults: device auto, engine "auto", sample 0.2, every CPU. */
+void soren_job_options_init(soren_job_options *o);
+
+/* A job of plugin p (which must outlive it), with options o (NULL: the
+ * defaults).  Its parameters start at their manifest defaults. */
+soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_job **out,
+                           soren_error *err);
+/* Frees the job and everything it holds.  NULL is fine. */
+void soren_job_free(soren_job *job);
+
+/* Sets parameter name from text, as `--param name=text` does (a number in
+ * decimal or 0x hex, a pattern, a string; "@FILE" takes FILE's bytes).
+ * The text is checked at once. */
+soren_status soren_job_param(soren_job *job, const char *name, const char *text,
+                             soren_error *err);
+/* Sets parameter name to size bytes as map sees them: a string's bytes, a
+ * number in native layout (its exact width).  Copied; a regex parameter
+ * takes text only. */
+soren_status soren_job_param_bytes(soren_job *job, const char *name, const void *data,
+                                   size_t size, soren_error *err);
+
+/* Inputs, used by every run until soren_job_clear_inputs.  Files are mapped
+ * when the next run starts; memory inputs are read where they are, so the
+ * caller keeps them unchanged while a run is under way.  Records never span
+ * two inputs.  A job with index input takes soren_job_tasks instead. */
+soren_status soren_job_input_file(soren_job *job, const char *path, soren_error *err);
+soren_status soren_job_input_memory(soren_job *job, const void *data, size_t size,
+                                    soren_error *err);
+/* The task count of a job with index input (default: its manifest's). */
+soren_status soren_job_tasks(soren_job *job, uint64_t count, soren_error *err);
+void soren_job_clear_inputs(soren_job *job);
+
+/* Runs the job over its inputs with its current parameters.  The previous
+ * run's result is released first. */
+soren_status soren_job_run(soren_job *job, soren_error *err);
+
+/* ---- Results -------------------------------------------------------------- */
+
+/* The pairs of the last run, in the order the manifest (or nothing else)
+ * gives, valid until the next run or soren_job_free.  Pair i's key is
+ * key_bytes[key_offset[i] .. key_offset[i + 1]) (a typed key is its native
+ * bytes), its value the value_size bytes at values + i * value_size. */
+typedef struct soren_pairs {
+    uint64_t count;
+    const uint8_t *key_bytes;
+    const uint64_t *key_offset; /* count + 1 entries; NULL when count is 0 */
+    const uint8_t *values;
+    size_t value_size;
+    soren_type key_type;
+    soren_type value_type;
+} soren_pairs;
+
+soren_status soren_job_result(soren_job *job, soren_pairs *out, soren_error *err);
+
+/* Pair i's key and its size. */
+static inline const uint8_t *soren_pairs_key(const soren_pairs *p, uint64_t i, uint64_t *size)
+{
+    *size = p->key_offset[i + 1] - p->key_offset[i];
+    return p->key_bytes + p->key_offset[i];
+}
+
+/* Pair i's value. */
+static inline const void *soren_pairs_value(const soren_pairs *p, uint64_t i)
+{
+    return p->values + i * p->value_size;
+}
+
+/* Writes the last run's pairs to path ("-": standard output) in format
+ * "tsv", "csv", "json" or "jsonl", as soren-host does; a failed write leaves
+ * no file. */
+soren_status soren_job_write(soren_job *job, const char *path, const char *format,
+                             soren_error *err);
+
+/* The last run's report as one line of JSON (soren-host --explain's, see
+ * share/explain.schema.json): the metrics, the variant and why, the sizes,
+ * every overflow, the phase times in milliseconds.  Owned by the job; NULL
+ * before the first successful run. */
+const char *soren_job_explain(soren_job *job);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOREN_HOST_H */

@@ -1,0 +1,422 @@
+/*
+ * test_api.c - libsoren's API (soren/host.h): opening plugins, jobs and
+ * their options, parameters as text and as bytes, file, memory and index
+ * inputs, runs and re-runs, results read in place and written, the explain
+ * report, and k-means through the API against a plain C loop.  Runs on the
+ * GPU where one is usable (device auto), on the CPU engine elsewhere.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "datagen.h"
+#include "jschema.h"
+#include "kmeans_ref.h"
+#include "testutil.h"
+#include <soren/host.h>
+
+static char *dir;
+
+static void setup(void) { dir = tu_mkdtemp(); }
+
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+}
+
+TestSuite(api, .init = setup, .fini = teardown);
+
+static soren_plugin *open_plugin(const char *name)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    cr_assert_eq(soren_open(name, &p, &err), SOREN_OK, "soren_open %s: %s", name, err.text);
+    cr_assert_not_null(p);
+    return p;
+}
+
+static soren_job *new_job(soren_plugin *p, const soren_job_options *o)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    soren_job *job = NULL;
+    cr_assert_eq(soren_job_new(p, o, &job, &err), SOREN_OK, "soren_job_new: %s", err.text);
+    return job;
+}
+
+/* Runs the job, asserting success. */
+static void run(soren_job *job)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_job_run(job, &err), SOREN_OK, "soren_job_run: %s", err.text);
+}
+
+/* Expects a call's status and a message containing needle. */
+#define EXPECT_FAIL(call, status, needle)                                                  \
+    do {                                                                                   \
+        soren_error err_;                                                                  \
+        soren_error_clear(&err_);                                                          \
+        soren_status st_ = call(&err_);                                                    \
+        cr_expect_eq(st_, status, "%s: status %d (%s)", #call, (int)st_, err_.text);        \
+        cr_expect(strstr(err_.text, needle) != NULL, "%s: \"%s\" not in \"%s\"", #call,    \
+                  needle, err_.text);                                                      \
+    } while (0)
+
+/* The job's result written as TSV, read back. */
+static char *result_text(soren_job *job)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/result.tsv", dir);
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_job_write(job, path, "tsv", &err), SOREN_OK, "%s", err.text);
+    return tu_read(path, NULL);
+}
+
+/* soren-host's output for the same run, for comparison. */
+static char *host_output(const char *args)
+{
+    char *out = NULL, *err = NULL;
+    int rc = tu_runf(&out, &err, "'%s' run %s", tu_host(), args);
+    cr_assert_eq(rc, 0, "soren-host run %s: exit %d: %s", args, rc, err);
+    free(err);
+    return out;
+}
+
+static soren_status open_missing(soren_error *err)
+{
+    soren_plugin *p = (soren_plugin *)1;
+    soren_status st = soren_open("no-such-job", &p, err);
+    cr_expect_null(p, "a failed soren_open leaves *out NULL");
+    return st;
+}
+
+Test(api, open_by_name_and_by_path)
+{
+    soren_close(open_plugin("wordcount"));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stage/plugins/grep.json", tu_builddir());
+    soren_close(open_plugin(path));
+    EXPECT_FAIL(open_missing, SOREN_EPLUGIN, "no-such-job");
+    soren_close(NULL);
+    soren_job_free(NULL);
+}
+
+static soren_plugin *wc;
+static soren_status new_with_engine(soren_error *err)
+{
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.engine = "fastest";
+    soren_job *job = NULL;
+    return soren_job_new(wc, &o, &job, err);
+}
+static soren_status new_with_sample(soren_error *err)
+{
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.sample = 1.5;
+    soren_job *job = NULL;
+    return soren_job_new(wc, &o, &job, err);
+}
+static soren_status new_with_device(soren_error *err)
+{
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.device = (soren_device)7;
+    soren_job *job = NULL;
+    return soren_job_new(wc, &o, &job, err);
+}
+
+Test(api, options_are_checked)
+{
+    wc = open_plugin("wordcount");
+    EXPECT_FAIL(new_with_engine, SOREN_EUSAGE, "\"fastest\"");
+    EXPECT_FAIL(new_with_sample, SOREN_EUSAGE, "1.5");
+    EXPECT_FAIL(new_with_device, SOREN_EUSAGE, "device 7");
+    soren_close(wc);
+}
+
+/* wordcount through the API over a file, over memory, over both: the same
+ * bytes as soren-host over the same input. */
+Test(api, wordcount_equals_soren_host)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/text", dir);
+    dg_text(path, 2 << 20, 71);
+    size_t size = 0;
+    char *text = tu_read(path, &size);
+    char args[4200];
+    snprintf(args, sizeof args, "wordcount '%s'", path);
+    char *want = host_output(args);
+
+    soren_plugin *p = open_plugin("wordcount");
+    soren_job *job = new_job(p, NULL);
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_job_input_file(job, path, &err), SOREN_OK, "%s", err.text);
+    run(job);
+    char *got = result_text(job);
+    cr_expect_str_eq(got, want, "file input");
+    free(got);
+
+    /* The text cut at a newline into two memory inputs. */
+    size_t half = size / 2;
+    while (text[half - 1] != '\n')
+        half++;
+    soren_job_clear_inputs(job);
+    cr_assert_eq(soren_job_input_memory(job, text, half, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_input_memory(job, text + half, size - half, &err), SOREN_OK, "%s",
+                 err.text);
+    run(job);
+    got = result_text(job);
+    cr_expect_str_eq(got, want, "two memory inputs");
+    free(got);
+
+    /* The pairs in place: as many as lines of output, counts that add up. */
+    soren_pairs out;
+    cr_assert_eq(soren_job_result(job, &out, &err), SOREN_OK, "%s", err.text);
+    cr_expect_eq(out.key_type, SOREN_TYPE_STRING);
+    cr_expect_eq(out.value_type, SOREN_TYPE_U32);
+    cr_expect_eq(out.value_size, 4);
+    uint64_t lines = 0, words = 0;
+    for (const char *c = want; *c; c++)
+        lines += *c == '\n';
+    cr_expect_eq(out.count, lines);
+    for (uint64_t i = 0; i < out.count; i++) {
+        uint32_t n;
+        memcpy(&n, soren_pairs_value(&out, i), 4);
+        words += n;
+    }
+    uint64_t want_words = 0;
+    for (size_t i = 0; i < size; i++)
+        want_words += (i == 0 || strchr(" \t\n\v\f\r", text[i - 1])) && !strchr(" \t\n\v\f\r", text[i]);
+    cr_expect_eq(words, want_words);
+    soren_job_free(job);
+    soren_close(p);
+    free(want);
+    free(text);
+}
+
+static soren_job *grep_job;
+static soren_status grep_unknown_param(soren_error *err)
+{
+    return soren_job_param(grep_job, "patern", "x", err);
+}
+static soren_status grep_bad_pattern(soren_error *err)
+{
+    return soren_job_param(grep_job, "pattern", "a(b", err);
+}
+static soren_status grep_pattern_bytes(soren_error *err)
+{
+    return soren_job_param_bytes(grep_job, "pattern", "ab", 2, err);
+}
+static soren_status grep_run(soren_error *err) { return soren_job_run(grep_job, err); }
+static soren_status grep_result(soren_error *err)
+{
+    soren_pairs out;
+    return soren_job_result(grep_job, &out, err);
+}
+static soren_status grep_tasks(soren_error *err) { return soren_job_tasks(grep_job, 5, err); }
+
+/* Parameters change between runs; mistakes are errors that say what the
+ * job takes, and leave the job as it was. */
+Test(api, parameters_between_runs)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/text", dir);
+    dg_text(path, 1 << 20, 72);
+    soren_plugin *p = open_plugin("grep");
+    grep_job = new_job(p, NULL);
+    EXPECT_FAIL(grep_result, SOREN_EUSAGE, "soren_job_run first");
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_job_input_file(grep_job, path, &err), SOREN_OK, "%s", err.text);
+    EXPECT_FAIL(grep_run, SOREN_EUSAGE, "missing required parameter pattern");
+    EXPECT_FAIL(grep_unknown_param, SOREN_EUSAGE, "it takes: pattern");
+    EXPECT_FAIL(grep_bad_pattern, SOREN_EUSAGE, "pattern");
+    EXPECT_FAIL(grep_pattern_bytes, SOREN_EUSAGE, "give it as text");
+    EXPECT_FAIL(grep_tasks, SOREN_EUSAGE, "not index input");
+
+    const char *patterns[] = {"^a", "^th.*ing$", "Q"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(soren_job_param(grep_job, "pattern", patterns[i], &err), SOREN_OK, "%s",
+                     err.text);
+        run(grep_job);
+        char *got = result_text(grep_job), args[4300];
+        snprintf(args, sizeof args, "grep --param 'pattern=%s' '%s'", patterns[i], path);
+        char *want = host_output(args);
+        cr_expect_str_eq(got, want, "pattern %s", patterns[i]);
+        cr_expect(want[0] != '\0', "pattern %s matches something", patterns[i]);
+        free(got);
+        free(want);
+    }
+    soren_job_free(grep_job);
+    soren_close(p);
+}
+
+static soren_job *matmul_job;
+static soren_status matmul_rows_width(soren_error *err)
+{
+    uint64_t eight = 8;
+    return soren_job_param_bytes(matmul_job, "rows", &eight, sizeof eight, err);
+}
+static soren_status matmul_input(soren_error *err)
+{
+    return soren_job_input_memory(matmul_job, "x", 1, err);
+}
+
+/* An index job: its tasks from its parameters (count_from), numbers given
+ * as bytes, the result equal to soren-host's. */
+Test(api, index_job_with_number_bytes)
+{
+    const uint32_t n = 16;
+    float a[16 * 16], b[16 * 16];
+    uint64_t rng = 73;
+    for (int i = 0; i < 256; i++) {
+        a[i] = (float)(tu_rand_below(&rng, 64)) / 8 - 4;
+        b[i] = (float)(tu_rand_below(&rng, 64)) / 8 - 4;
+    }
+    char pa[4096], pb[4096];
+    snprintf(pa, sizeof pa, "%s/a.bin", dir);
+    snprintf(pb, sizeof pb, "%s/b.bin", dir);
+    tu_write(pa, a, sizeof a);
+    tu_write(pb, b, sizeof b);
+    soren_plugin *p = open_plugin("matmul");
+    matmul_job = new_job(p, NULL);
+    soren_error err;
+    soren_error_clear(&err);
+    EXPECT_FAIL(matmul_rows_width, SOREN_EUSAGE, "takes 4 bytes, got 8");
+    EXPECT_FAIL(matmul_input, SOREN_EUSAGE, "soren_job_tasks");
+    cr_assert_eq(soren_job_param_bytes(matmul_job, "a", a, sizeof a, &err), SOREN_OK, "%s",
+                 err.text);
+    cr_assert_eq(soren_job_param_bytes(matmul_job, "b", b, sizeof b, &err), SOREN_OK, "%s",
+                 err.text);
+    const char *dims[] = {"rows", "inner", "cols"};
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(soren_job_param_bytes(matmul_job, dims[i], &n, sizeof n, &err), SOREN_OK,
+                     "%s", err.text);
+    run(matmul_job);
+    char *got = result_text(matmul_job), args[8400];
+    snprintf(args, sizeof args, "matmul --param a=@'%s' --param b=@'%s' --param rows=16 "
+             "--param inner=16 --param cols=16", pa, pb);
+    char *want = host_output(args);
+    cr_expect_str_eq(got, want);
+    soren_pairs out;
+    cr_assert_eq(soren_job_result(matmul_job, &out, &err), SOREN_OK, "%s", err.text);
+    cr_expect_eq(out.count, 256);
+    free(got);
+    free(want);
+    soren_job_free(matmul_job);
+    soren_close(p);
+}
+
+/* The report after a run is one line of JSON that the schema accepts. */
+Test(api, explain_follows_the_schema)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/text", dir);
+    dg_text(path, 1 << 20, 74);
+    soren_plugin *p = open_plugin("wordcount");
+    soren_job *job = new_job(p, NULL);
+    cr_expect_null(soren_job_explain(job), "no report before a run");
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_job_input_file(job, path, &err), SOREN_OK, "%s", err.text);
+    run(job);
+    const char *report = soren_job_explain(job);
+    cr_assert_not_null(report);
+    cr_expect(strchr(report, '\n') == NULL, "one line");
+    json_error_t why;
+    json_t *doc = json_loads(report, 0, &why);
+    cr_assert_not_null(doc, "%s: %s", why.text, report);
+    char schema_path[4096];
+    snprintf(schema_path, sizeof schema_path, "%s/share/explain.schema.json", tu_srcdir());
+    json_t *schema = json_load_file(schema_path, 0, &why);
+    cr_assert_not_null(schema, "%s", why.text);
+    char reason[512];
+    cr_expect(js_validate(schema, doc, reason, sizeof reason), "%s", reason);
+    cr_expect_str_eq(json_string_value(json_object_get(doc, "job")), "wordcount");
+    json_decref(schema);
+    json_decref(doc);
+    soren_job_free(job);
+    soren_close(p);
+}
+
+/* K-means through the API, the program holding the centroids and feeding
+ * each run's sums back as the next run's parameter: 1M points of 3
+ * dimensions, k = 24 (the sizes issue 6 names), until no centroid moves
+ * (at most 30 runs); every centroid equals a plain C loop's to 1e-4 (they
+ * are exact here: the points are on soren-gen's grid). */
+Test(api, kmeans_through_the_api_equals_a_c_loop, .timeout = 600)
+{
+    const size_t n = 1000000, dims = 3, k = 24, stride = dims + 1;
+    char points_path[4096], c0_path[4096];
+    snprintf(points_path, sizeof points_path, "%s/points.bin", dir);
+    snprintf(c0_path, sizeof c0_path, "%s/c0.bin", dir);
+    char *gerr = NULL;
+    cr_assert_eq(tu_runf(NULL, &gerr, "'%s/soren-gen' points --count %zu --dims %zu --clusters "
+                         "24 --seed 75 -o '%s' && '%s/soren-gen' points --dims %zu --centroids "
+                         "%zu --clusters 24 --seed 75 -o '%s'", tu_builddir(), n, dims,
+                         points_path, tu_builddir(), dims, k, c0_path),
+                 0, "soren-gen: %s", gerr);
+    free(gerr);
+    size_t size = 0;
+    float *points = (float *)tu_read(points_path, &size);
+    cr_assert_eq(size, n * dims * sizeof(float));
+    double *want = (double *)tu_read(c0_path, &size);
+    cr_assert_eq(size, k * stride * sizeof(double));
+    double *centroids = malloc(size), *sums = malloc(size);
+    cr_assert(centroids && sums);
+    memcpy(centroids, want, size);
+    int ref_runs = kmeans_ref_run(points, n, dims, want, k, 30, sums);
+
+    soren_plugin *p = open_plugin("kmeans");
+    soren_job *job = new_job(p, NULL);
+    soren_error err;
+    soren_error_clear(&err);
+    uint32_t k32 = (uint32_t)k;
+    cr_assert_eq(soren_job_input_file(job, points_path, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_param_bytes(job, "k", &k32, sizeof k32, &err), SOREN_OK, "%s",
+                 err.text);
+    int runs = 0, changed = 1;
+    while (changed && runs < 30) {
+        cr_assert_eq(soren_job_param_bytes(job, "centroids", centroids, size, &err), SOREN_OK,
+                     "%s", err.text);
+        run(job);
+        runs++;
+        soren_pairs out;
+        cr_assert_eq(soren_job_result(job, &out, &err), SOREN_OK, "%s", err.text);
+        changed = 0;
+        for (uint64_t i = 0; i < out.count; i++) {
+            uint64_t key_size;
+            uint32_t key;
+            memcpy(&key, soren_pairs_key(&out, i, &key_size), sizeof key);
+            cr_assert(key_size == 4 && key < k * stride);
+            double v;
+            memcpy(&v, soren_pairs_value(&out, i), sizeof v);
+            changed |= centroids[key] != v;
+            centroids[key] = v;
+        }
+    }
+    cr_expect_eq(runs, ref_runs, "the API loop ran %d times, the C loop %d", runs, ref_runs);
+    for (size_t c = 0; c < k; c++)
+        for (size_t j = 0; j < dims; j++) {
+            double got = centroids[c * stride + j] / centroids[c * stride + dims];
+            double ref = want[c * stride + j] / want[c * stride + dims];
+            cr_expect(fabs(got - ref) <= 1e-4, "centroid %zu, coordinate %zu: %.9g, want %.9g",
+                      c, j, got, ref);
+        }
+    soren_job_free(job);
+    soren_close(p);
+    free(points);
+    free(want);
+    free(centroids);
+    free(sums);
+}
