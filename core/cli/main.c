@@ -435,11 +435,11 @@ static void print_info(const soren_manifest *m)
         printf(" (records of %llu bytes)", (unsigned long long)m->input.record_size);
     if (m->input.format == SOREN_INPUT_INDEX && m->input.count)
         printf(" (%llu tasks)", (unsigned long long)m->input.count);
-    for (size_t i = 0; i < m->input.count_from_count; i++)
-        printf("%s%s", i ? " x " : " (tasks: ", m->input.count_from[i]);
-    if (m->input.count_from_count)
+    for (size_t i = 0; i < m->input.count_from.count; i++)
+        printf("%s%s", i ? " x " : " (tasks: ", m->input.count_from.names[i]);
+    if (m->input.count_from.count)
         putchar(')');
-    if (m->input.format == SOREN_INPUT_INDEX && !m->input.count && !m->input.count_from_count)
+    if (m->input.format == SOREN_INPUT_INDEX && !m->input.count && !m->input.count_from.count)
         printf(" (tasks: --tasks N)");
     size_t stages = soren_manifest_stages(m);
     for (size_t i = 0; i < stages; i++) {

@@ -239,12 +239,12 @@ static soren_status task_count(const soren_manifest *m, const soren_run_options 
         *out = m->input.count;
         return SOREN_OK;
     }
-    if (m->input.count_from_count == 0)
+    if (m->input.count_from.count == 0)
         return soren_error_set(err, SOREN_EUSAGE, "%s reads index input and its manifest gives "
                                "no task count: give --tasks N", m->name);
     uint64_t n = 1;
-    for (size_t i = 0; i < m->input.count_from_count; i++) {
-        const char *name = m->input.count_from[i];
+    for (size_t i = 0; i < m->input.count_from.count; i++) {
+        const char *name = m->input.count_from.names[i];
         int k = soren_manifest_param_index(m, name);
         uint64_t v = 0;
         if (k < 0 || params->size[k] == 0)
