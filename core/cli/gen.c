@@ -198,8 +198,8 @@ typedef struct svm_preset {
 
 static const svm_preset svm_presets[] = {
     /* name, rows, features, C, gamma, form, lo, prototypes, ink, redraw, jitter, flip */
-    {"adult", 32561, 123, "100", "0.5", SVM_GROUPS, 0, 20, 0, 80, 0, 20},
-    {"web", 49749, 300, "64", "7.8125", SVM_BITS, 0, 50, 40, 10, 0, 20},
+    {"adult", 32561, 123, "100", "0.5", SVM_GROUPS, 0, 20, 0, 300, 0, 20},
+    {"web", 49749, 300, "64", "7.8125", SVM_BITS, 0, 50, 40, 30, 0, 20},
     {"usps", 7291, 256, "10", "0.00390625", SVM_PIXELS, -256, 5, 500, 100, 64, 20},
     {"face", 6977, 381, "10", "0.125", SVM_PIXELS, 0, 5, 1000, 20, 24, 20},
     {"mnist", 60000, 784, "10", "0.125", SVM_PIXELS, 0, 5, 190, 10, 24, 20},
