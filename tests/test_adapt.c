@@ -325,6 +325,13 @@ Test(adapt, every_choice_rule_on_both_devices)
     expect_choice(&indexed, &many, 1, SOREN_VARIANT_DENSE, "index keys");
     expect_choice(&indexed, &none, 1, SOREN_VARIANT_DENSE, "index keys");
     expect_choice(&indexed, &few, 0, SOREN_VARIANT_HASH, "index keys");
+    /* Dense numbers its keys with 32-bit refs: more keys are hashed. */
+    indexed.key_count = SOREN_DENSE_KEYS_MAX;
+    expect_choice(&indexed, &many, 1, SOREN_VARIANT_DENSE, "index keys");
+    indexed.key_count = SOREN_DENSE_KEYS_MAX + 1;
+    expect_choice(&indexed, &none, 1, SOREN_VARIANT_HASH, "--sample 0");
+    expect_choice(&indexed, &few, 1, SOREN_VARIANT_BLOCK, "under --small-keys");
+    expect_choice(&indexed, &many, 0, SOREN_VARIANT_HASH, "index keys");
 
     soren_stage_spec combined = string_spec();
     for (int gpu = 0; gpu <= 1; gpu++) {

@@ -204,6 +204,16 @@ Test(cli, index_jobs_count_their_tasks)
     expect_run(2, "--tasks: expected a number of tasks from 1 up", "run matmul --tasks 0");
     expect_run(0, "input:     index (tasks: rows x cols)", "info matmul");
     expect_run(0, "stage 2:   reads the pairs of the stage before", "info pageviewcount");
+    /* Index keys counted by parameters: their product, in any stage. */
+    char info[4300];
+    snprintf(info, sizeof info, "info '%s/tests/manifests/valid/stage-index-keys-count-from/"
+             "manifest.json'", tu_srcdir());
+    expect_run(0, "key:       index (0 to 7)\n", info);
+    expect_run(0, "key:       index (0 to rows x cols x rows x cols - 1)\n", info);
+    snprintf(info, sizeof info, "info '%s/stage/test-plugins/bucketsum.json'", tu_builddir());
+    expect_run(0, "input:     index (tasks: n)\n", info);
+    expect_run(0, "key:       index (0 to buckets - 1)\n", info);
+    expect_run(0, "key:       index (0 to groups - 1)\n", info);
 }
 
 /* --iterate takes a number of runs from 1 up, and only a job whose

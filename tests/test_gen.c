@@ -3,6 +3,7 @@
  * computes differently, fails), other bytes for another seed, the sizes its
  * options and presets ask for, and usage errors for what does not apply. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,16 @@ Test(gen, same_seed_same_bytes)
     expect_digest("points --count 500 --dims 3 --clusters 5", UINT64_C(0x0e84da38da2fe177));
     expect_digest("points --dims 3 --centroids 40 --clusters 5", UINT64_C(0x25caae498afa983b));
     expect_digest("html --pages 20 --links-per-page 5 --urls 200", UINT64_C(0x26043031a73ac383));
+    expect_digest("svm --preset adult --rows 40", UINT64_C(0xdfc91312a24fe4e8));
+    expect_digest("svm --preset adult --rows 40 --test", UINT64_C(0xd90b523a83c9a2f7));
+    expect_digest("svm --preset web --rows 40", UINT64_C(0xf2db54ad2f95cdcf));
+    expect_digest("svm --preset web --rows 40 --test", UINT64_C(0x9c1de191643de476));
+    expect_digest("svm --preset usps --rows 40", UINT64_C(0x3a71458ceac5f988));
+    expect_digest("svm --preset usps --rows 40 --test", UINT64_C(0x7755f38e7a90d48b));
+    expect_digest("svm --preset face --rows 40", UINT64_C(0x77e2e3212b837531));
+    expect_digest("svm --preset face --rows 40 --test", UINT64_C(0x3cefbd24704592ff));
+    expect_digest("svm --preset mnist --rows 40", UINT64_C(0xc162cb1dc59cdb09));
+    expect_digest("svm --preset mnist --rows 40 --test", UINT64_C(0xa17e09d59d617ed3));
 }
 
 /* The bytes a run writes, by its options or its preset. */
@@ -180,6 +191,227 @@ Test(gen, centroids_are_the_first_points)
     free(centroids);
 }
 
+/* ---- svm ---------------------------------------------------------------------- */
+
+/* The SVM paper's data sets as svm's presets shape them. */
+typedef struct svm_shape {
+    const char *preset;
+    unsigned features;
+    double lo;             /* the least value; the greatest is 1 */
+    int binary;            /* every value is 1 */
+    double set_lo, set_hi; /* features given a row, on average */
+} svm_shape;
+
+static const svm_shape svm_shapes[] = {
+    {"adult", 123, 1.0, 1, 14, 14},
+    {"web", 300, 1.0, 1, 8, 16},
+    {"usps", 256, -1.0, 0, 200, 256},
+    {"face", 381, 0.0, 0, 381, 381},
+    {"mnist", 784, 0.0, 0, 0.15 * 784, 0.24 * 784},
+};
+#define SVM_SHAPES (sizeof svm_shapes / sizeof svm_shapes[0])
+
+/* Adult's one-hot groups (LibSVM's a9a): one feature of each is set. */
+static const unsigned adult_groups[] = {5, 8, 5, 16, 5, 7, 14, 6, 5, 2, 2, 2, 5, 41};
+#define ADULT_GROUPS (sizeof adult_groups / sizeof adult_groups[0])
+
+static unsigned adult_group_of(unsigned long index)
+{
+    unsigned g = 0;
+    for (unsigned long last = adult_groups[0]; index > last; last += adult_groups[++g])
+        ;
+    return g;
+}
+
+/* A value on the 1/256 grid, not 0, within [lo, 1], written exactly with
+ * the fewest digits: as %.8f writes it (exact for the grid), less trailing
+ * zeros. */
+static int svm_value_ok(const char *text, size_t n, double lo)
+{
+    char *end = NULL, canon[32];
+    double v = strtod(text, &end);
+    if (end != text + n || v == 0 || v < lo || v > 1 || v * 256 != floor(v * 256))
+        return 0;
+    int len = snprintf(canon, sizeof canon, "%.8f", v);
+    while (canon[len - 1] == '0')
+        len--;
+    if (canon[len - 1] == '.')
+        len--;
+    return (size_t)len == n && memcmp(canon, text, n) == 0;
+}
+
+typedef struct svm_counts {
+    size_t lines, items, plus;
+} svm_counts;
+
+/* Checks one line "+1|-1 INDEX:VALUE ...": indices increasing from 1 up to
+ * the preset's features, values as svm_value_ok says; for adult, one
+ * feature in each group. */
+static void check_svm_line(const char *what, size_t number, char *line, const svm_shape *sh,
+                           svm_counts *c)
+{
+    unsigned groups[ADULT_GROUPS] = {0};
+    int adult = strcmp(sh->preset, "adult") == 0;
+    cr_assert(strncmp(line, "+1", 2) == 0 || strncmp(line, "-1", 2) == 0,
+              "%s: line %zu: label is not +1 or -1: %.20s", what, number, line);
+    c->plus += line[0] == '+';
+    unsigned long prev = 0;
+    for (char *p = line + 2; *p;) {
+        char *colon = NULL;
+        unsigned long index = *p == ' ' ? strtoul(p + 1, &colon, 10) : 0;
+        cr_assert(colon && *colon == ':' && index > prev && index <= sh->features,
+                  "%s: line %zu: bad or unordered index at \"%.20s\"", what, number, p);
+        char *value = colon + 1;
+        size_t n = strcspn(value, " ");
+        cr_assert(svm_value_ok(value, n, sh->lo) && (!sh->binary || (n == 1 && *value == '1')),
+                  "%s: line %zu, index %lu: bad value \"%.*s\"", what, number, index, (int)n,
+                  value);
+        if (adult)
+            groups[adult_group_of(index)]++;
+        prev = index;
+        c->items++;
+        p = value + n;
+    }
+    for (unsigned g = 0; adult && g < ADULT_GROUPS; g++)
+        cr_assert_eq(groups[g], 1, "%s: line %zu: %u features of group %u set", what, number,
+                     groups[g], g);
+}
+
+static svm_counts check_svm_lines(const char *what, char *text, const svm_shape *sh)
+{
+    svm_counts c = {0, 0, 0};
+    for (char *line = text; *line; c.lines++) {
+        char *eol = strchr(line, '\n');
+        cr_assert(eol, "%s: the last line has no newline", what);
+        *eol = 0;
+        check_svm_line(what, c.lines + 1, line, sh, &c);
+        line = eol + 1;
+    }
+    return c;
+}
+
+/* Every line of every preset, training and test set, is LibSVM's format
+ * with the preset's shape: labels +1 and -1 about as often, indices from 1
+ * increasing up to its features, values on its grid and range, the number
+ * of features given a row as the data set has them. */
+Test(gen, svm_lines_have_the_shape)
+{
+    for (size_t i = 0; i < SVM_SHAPES; i++)
+        for (int test = 0; test <= 1; test++) {
+            const svm_shape *sh = &svm_shapes[i];
+            char args[128];
+            snprintf(args, sizeof args, "svm --preset %s --rows 300%s", sh->preset,
+                     test ? " --test" : "");
+            char *out = generate(args, 3, NULL);
+            svm_counts c = check_svm_lines(args, out, sh);
+            cr_expect_eq(c.lines, 300, "%s: %zu lines", args, c.lines);
+            cr_expect(c.plus > 100 && c.plus < 200, "%s: %zu of 300 labels +1", args, c.plus);
+            double set = (double)c.items / (double)c.lines;
+            cr_expect(set >= sh->set_lo && set <= sh->set_hi, "%s: %.1f features a row", args,
+                      set);
+            free(out);
+        }
+}
+
+static size_t lines_of(const char *args, uint64_t seed)
+{
+    size_t n = 0, lines = 0;
+    char *out = generate(args, seed, &n);
+    for (size_t i = 0; i < n; i++)
+        lines += out[i] == '\n';
+    free(out);
+    return lines;
+}
+
+/* The paper's training rows, a fifth as many test rows; --rows N gives the
+ * first N rows of either, and the test set is not the training set. */
+Test(gen, svm_rows_and_test_set)
+{
+    cr_expect_eq(lines_of("svm --preset adult", 1), 32561);
+    cr_expect_eq(lines_of("svm --preset adult --test", 1), 6512);
+    cr_expect_eq(lines_of("svm --preset face --test", 1), 1395);
+    cr_expect_eq(lines_of("svm --preset mnist --test --rows 7", 1), 7);
+    for (int test = 0; test <= 1; test++) {
+        size_t n_few = 0, n_more = 0;
+        char *few = generate(test ? "svm --preset usps --rows 50 --test"
+                                  : "svm --preset usps --rows 50", 4, &n_few);
+        char *more = generate(test ? "svm --preset usps --rows 120 --test"
+                                   : "svm --preset usps --rows 120", 4, &n_more);
+        cr_expect(n_few < n_more && memcmp(few, more, n_few) == 0,
+                  "usps%s: --rows 50 is not the start of --rows 120", test ? " --test" : "");
+        free(few);
+        free(more);
+    }
+    for (size_t i = 0; i < SVM_SHAPES; i++) {
+        char args[128];
+        size_t n_train = 0, n_test = 0;
+        snprintf(args, sizeof args, "svm --preset %s --rows 30", svm_shapes[i].preset);
+        char *train = generate(args, 5, &n_train);
+        strcat(args, " --test");
+        char *test = generate(args, 5, &n_test);
+        cr_expect(n_train != n_test || memcmp(train, test, n_train) != 0,
+                  "%s: the test set is the training set", args);
+        free(train);
+        free(test);
+    }
+}
+
+/* --print-params: the SVM paper's C and gamma, for scripts. */
+Test(gen, svm_print_params)
+{
+    static const char *const want[][2] = {{"adult", "100 0.5\n"},     {"web", "64 7.8125\n"},
+                                          {"usps", "10 0.00390625\n"}, {"face", "10 0.125\n"},
+                                          {"mnist", "10 0.125\n"}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char *out = NULL;
+        cr_assert_eq(tu_runf(&out, NULL, "'%s/soren-gen' svm --preset %s --print-params",
+                             tu_builddir(), want[i][0]),
+                     0);
+        cr_expect_str_eq(out, want[i][1], "%s", want[i][0]);
+        free(out);
+    }
+}
+
+/* LibSVM reads every preset and learns it: trained with the paper's C and
+ * gamma on 1000 rows, it labels 500 test rows far better than chance (the
+ * classes are equally likely; 2% of the labels are flipped) and keeps some
+ * but not most of the rows as support vectors. */
+Test(gen, svm_libsvm_learns_it)
+{
+    if (tu_run("command -v svm-train && command -v svm-predict", NULL, NULL) != 0)
+        cr_skip_test("svm-train and svm-predict not found (Debian: apt-get install "
+                     "libsvm-tools): LibSVM's check of the svm data is skipped");
+    for (size_t i = 0; i < SVM_SHAPES; i++) {
+        const char *preset = svm_shapes[i].preset;
+        char *out = NULL, *err = NULL;
+        int rc = tu_runf(&out, &err,
+                         "cd '%s' && gen='%s/soren-gen' && "
+                         "$gen svm --preset %s --rows 1000 >train && "
+                         "$gen svm --preset %s --rows 500 --test >test && "
+                         "set -- $($gen svm --preset %s --print-params) && "
+                         "svm-train -q -c $1 -g $2 train model && "
+                         "svm-predict test model predicted && "
+                         "awk '/^total_sv/ { print \"support vectors:\", $2 }' model",
+                         dir, tu_builddir(), preset, preset, preset);
+        cr_assert_eq(rc, 0, "%s: LibSVM failed (%d): %s%s", preset, rc, out, err);
+        unsigned right = 0, total = 0, svs = 0;
+        const char *acc = strstr(out, "Accuracy = ");
+        const char *sv = strstr(out, "support vectors:");
+        cr_assert(acc && strchr(acc, '(') && sv, "%s: no accuracy or model in: %s", preset, out);
+        cr_assert_eq(sscanf(strchr(acc, '('), "(%u/%u)", &right, &total), 2);
+        cr_assert_eq(sscanf(sv, "support vectors: %u", &svs), 1);
+        /* Well above chance, and support vectors from a few percent to most of
+         * the rows: the SVM paper's own data sets keep 9% (USPS) to 73%
+         * (MNIST) of their rows as support vectors. */
+        cr_expect(total == 500 && right >= 350, "%s: LibSVM labels %u of %u test rows right",
+                  preset, right, total);
+        cr_expect(svs >= 50 && svs <= 950, "%s: %u of 1000 rows are support vectors", preset,
+                  svs);
+        free(out);
+        free(err);
+    }
+}
+
 static void expect_usage_error(const char *args, const char *words)
 {
     char *err = NULL;
@@ -204,6 +436,16 @@ Test(gen, usage_errors)
     expect_usage_error("points --count 3 --dims 2 --centroids 4", "give K at most --count");
     expect_usage_error("matrix --rows 2 --cols 2 --centroids 1", "--centroids does not apply");
     expect_usage_error("pictures --size 1K", "unknown kind of data");
+    expect_usage_error("svm --rows 5", "svm needs --preset adult, web, usps, face or mnist");
+    expect_usage_error("svm --preset iris", "svm expects adult, web, usps, face or mnist");
+    expect_usage_error("svm --preset adult --size 1K", "--size does not apply to svm");
+    expect_usage_error("svm --preset usps --rows 0", "expected a positive count");
+    expect_usage_error("svm --preset web --print-params --rows 5", "leave out --rows and --test");
+    expect_usage_error("svm --preset web --test --print-params", "leave out --rows and --test");
+    expect_usage_error("matrix --rows 2 --cols 2 --test", "--test does not apply to matrix");
+    expect_usage_error("text --size 1K --print-params", "--print-params does not apply to text");
+    expect_usage_error("matrix --preset mnist", "mnist is a data set of the SVM paper, for svm");
+    expect_usage_error("svm --preset soren-small", "svm expects adult");
 }
 
 Test(gen, help_names_every_kind_and_option)
@@ -216,7 +458,8 @@ Test(gen, help_names_every_kind_and_option)
         "--docs", "--dims", "--count", "--clusters", "--centroids", "--pages",
         "--links-per-page",
         "--preset", "soren-small", "soren-medium", "soren-big", "mars-small", "mars-medium",
-        "mars-large", "--seed", "--output", "--help", "--version"};
+        "mars-large", "svm", "--test", "--print-params", "adult", "web", "usps", "face",
+        "mnist", "--seed", "--output", "--help", "--version"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         cr_expect(strstr(out, words[i]) != NULL, "--help does not mention %s", words[i]);
     free(out);

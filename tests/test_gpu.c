@@ -16,9 +16,10 @@
 
 static char *dir;
 /* The variants that can run a job: dense only where the keys are index keys
- * (histogram), block only where there is a combine, hash where there is a
- * combine or a reduce (the test jobs of tests/plugins, found by path: docfreq
- * and kvmedian reduce without a combine, kvscale after one). */
+ * (histogram, and bucketsum, whose parameters count them), block only where
+ * there is a combine, hash where there is a combine or a reduce (the test
+ * jobs of tests/plugins, found by path: docfreq and kvmedian reduce without
+ * a combine, kvscale after one). */
 static const char *const all_variants[] = {"hash", "block", "dense", "direct", "sort"};
 
 static int named(const char *job, const char *const *names)
@@ -34,8 +35,9 @@ static int runs_on(const char *job, const char *variant)
     static const char *const map_only[] = {"stringmatch", "invertedindex", "matmul", "simscore",
                                            "pageviewrank", NULL};
     static const char *const reduce_only[] = {"docfreq", "kvmedian", NULL};
+    static const char *const index_keys[] = {"histogram", "bucketsum", NULL};
     if (strcmp(variant, "dense") == 0)
-        return strcmp(job, "histogram") == 0;
+        return named(job, index_keys);
     if (strcmp(variant, "block") == 0)
         return !named(job, map_only) && !named(job, reduce_only);
     if (strcmp(variant, "hash") == 0)
@@ -319,6 +321,71 @@ static json_t *explain_of(const char *err)
     return x;
 }
 
+/* Index keys counted by parameters (bucketsum: n tasks, stage 1's keys
+ * counted by buckets, stage 2's by groups), a few keys to a million; a count
+ * over what dense numbers (SOREN_DENSE_KEYS_MAX) runs hash or block under
+ * auto and is refused by --engine dense; keys past the count are the CPU
+ * engine's error on every variant. */
+Test(gpu, index_keys_counted_by_parameters)
+{
+    char *bucketsum = test_job("bucketsum"), *out = in_dir("out");
+    static const struct { uint64_t n, buckets, groups; } cases[] = {
+        {1 << 20, 1, 1}, {1 << 24, 768, 768}, {1 << 24, 1 << 20, 1000}, {1000, 5000, 300}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char params[256], label[96];
+        snprintf(params, sizeof params, "--param n=%llu --param buckets=%llu --param groups=%llu",
+                 (unsigned long long)cases[i].n, (unsigned long long)cases[i].buckets,
+                 (unsigned long long)cases[i].groups);
+        snprintf(label, sizeof label, "n %llu, %llu buckets, %llu groups",
+                 (unsigned long long)cases[i].n, (unsigned long long)cases[i].buckets,
+                 (unsigned long long)cases[i].groups);
+        compare_variants(bucketsum, params, "", label);
+    }
+
+    /* 2^31 + 1 keys: the CPU engine's output, auto's (not dense), and
+     * dense refused. */
+    const char *huge = "--param n=100000 --param buckets=2147483649 --param groups=7";
+    char *want = in_dir("cpu.out"), args[256], *err = NULL;
+    snprintf(args, sizeof args, "%s --device cpu", huge);
+    cr_assert_eq(run(bucketsum, args, "", want, &err), 0, "2^31 + 1 keys on the CPU: %s", err);
+    free(err);
+    snprintf(args, sizeof args, "%s --device gpu --explain", huge);
+    err = NULL;
+    int rc = run(bucketsum, args, "", out, &err);
+    cr_expect_eq(rc, 0, "auto with 2^31 + 1 keys: exit %d: %s", rc, err);
+    if (rc == 0) {
+        json_t *x = explain_of(err);
+        const char *variant = json_string_value(json_object_get(x, "variant"));
+        cr_expect(variant && strcmp(variant, "dense") != 0, "auto ran %s for 2^31 + 1 keys",
+                  variant);
+        json_decref(x);
+        expect_same(out, want, "bucketsum with 2^31 + 1 keys, auto");
+    }
+    free(err);
+    snprintf(args, sizeof args, "%s --device gpu --engine dense", huge);
+    err = NULL;
+    cr_expect_eq(run(bucketsum, args, "", out, &err), 2, "--engine dense, 2^31 + 1 keys: %s", err);
+    cr_expect(strstr(err, "--engine dense: bucketsum has 2147483649 index keys, more than the "
+                          "dense variant numbers (2147483648: its key refs are 32 bits); use "
+                          "hash or block") != NULL, "%s", err);
+    free(err);
+    free(want);
+
+    for (size_t v = 0; v < VARIANT_COUNT; v++) {
+        if (!runs_on(bucketsum, all_variants[v]))
+            continue;
+        snprintf(args, sizeof args, "--param n=1000 --param buckets=100 --param groups=1 "
+                 "--param modulus=150 --device gpu --engine %s", all_variants[v]);
+        err = NULL;
+        cr_expect_eq(run(bucketsum, args, "", out, &err), 1, "%s", all_variants[v]);
+        cr_expect(strstr(err, "; the manifest allows 0 to 99 (key.count 100)") != NULL, "%s: %s",
+                  all_variants[v], err);
+        free(err);
+    }
+    free(bucketsum);
+    free(out);
+}
+
 /* Regions so small that map overflows again and again: each overflow grows
  * a region and the launch resumes where it stopped, and the output is still
  * the CPU engine's.  hash, block and direct grow while they map; sort and
@@ -376,13 +443,17 @@ Test(gpu, overflows_resume_without_losing_a_pair)
         overflow_case(job, "", i == 0 ? text : kv);
         free(job);
     }
+    char *bucketsum = test_job("bucketsum");
+    overflow_case(bucketsum, "--param n=100000 --param buckets=3000 --param groups=3000", "");
+    free(bucketsum);
     free(kv);
     free(text);
     free(pixels);
 }
 
 /* --engine auto reads the metrics: many distinct keys, hash; few (a rare
- * pattern), block; index keys, dense; no combine, direct; a reduce without
+ * pattern), block; index keys (counted by the manifest or by parameters),
+ * dense; no combine, direct; a reduce without
  * a combine, hash where keys repeat or are strings, sort where typed keys
  * are mostly distinct. */
 Test(gpu, auto_picks_the_variant_the_metrics_call_for)
@@ -390,6 +461,7 @@ Test(gpu, auto_picks_the_variant_the_metrics_call_for)
     char *text = in_dir("text"), *pixels = in_dir("pixels"), *out = in_dir("out");
     char *few = in_dir("few"), *distinct = in_dir("distinct");
     char *docfreq = test_job("docfreq"), *kvmedian = test_job("kvmedian");
+    char *bucketsum = test_job("bucketsum");
     dg_text(text, 8 << 20, 9);
     dg_rgb(pixels, (8 << 20) / 3, 10);
     dg_kv32(few, 1 << 20, 1000, 13);
@@ -402,6 +474,7 @@ Test(gpu, auto_picks_the_variant_the_metrics_call_for)
         {docfreq, "", text, "hash"},
         {kvmedian, "", few, "hash"},
         {kvmedian, "", distinct, "sort"},
+        {bucketsum, "--param n=1000000 --param buckets=768 --param groups=10", "", "dense"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[256], *err = NULL;
@@ -420,6 +493,7 @@ Test(gpu, auto_picks_the_variant_the_metrics_call_for)
     }
     free(docfreq);
     free(kvmedian);
+    free(bucketsum);
     free(few);
     free(distinct);
     free(text);

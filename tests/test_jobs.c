@@ -2,13 +2,16 @@
  * independent references: coreutils pipelines for wordcount, grep,
  * pageviewcount, pageviewrank, invertedindex and the test job docfreq, plain
  * C loops for histogram, matmul, simscore, kmeans (one step and --iterate)
- * and the test jobs kvmedian and kvscale (reduce functions, tests/plugins).  Inputs are seeded random data of
- * $SOREN_TEST_MB megabytes (default 100), run with 1, 2 and 7 threads. */
+ * and the test jobs kvmedian and kvscale (reduce functions, tests/plugins)
+ * and bucketsum (index keys counted by parameters).  Inputs are seeded
+ * random data of $SOREN_TEST_MB megabytes (default 100), run with 1, 2 and 7
+ * threads. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "datagen.h"
 #include "kmeans_ref.h"
@@ -204,6 +207,94 @@ static void kv_case(const char *job, uint32_t keys, uint64_t seed)
 Test(jobs, kvmedian_equals_c_loop_few_keys) { kv_case("kvmedian", 1000, 51); }
 Test(jobs, kvmedian_equals_c_loop_distinct_keys) { kv_case("kvmedian", 1u << 30, 52); }
 Test(jobs, kvscale_equals_c_loop) { kv_case("kvscale", 5000, 53); }
+
+/* bucketsum's answer by a plain loop: the sum of the task numbers i < n
+ * whose bucket i % buckets falls in each group (bucket % groups); groups
+ * no task reaches are not output. */
+static void bucketsum_reference(uint64_t n, uint64_t buckets, uint32_t groups, const char *want)
+{
+    uint64_t *sums = calloc(groups, sizeof *sums);
+    uint8_t *seen = calloc(groups, 1);
+    cr_assert(sums && seen);
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t g = (uint32_t)(i % buckets % groups);
+        sums[g] += i;
+        seen[g] = 1;
+    }
+    FILE *f = fopen(want, "w");
+    cr_assert_not_null(f);
+    for (uint32_t g = 0; g < groups; g++)
+        if (seen[g])
+            fprintf(f, "%u\t%llu\n", g, (unsigned long long)sums[g]);
+    cr_assert_eq(fclose(f), 0);
+    free(sums);
+    free(seen);
+}
+
+static void bucketsum_case(uint64_t n, uint64_t buckets, uint32_t groups)
+{
+    char want[4096], args[256];
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    bucketsum_reference(n, buckets, groups, want);
+    snprintf(args, sizeof args, "--param n=%llu --param buckets=%llu --param groups=%u",
+             (unsigned long long)n, (unsigned long long)buckets, groups);
+    run_threads(test_job("bucketsum"), args, "", want);
+}
+
+/* Index keys counted by parameters, in stage 1 (buckets) and stage 2
+ * (groups): one key, keys with many values each, groups of buckets, more
+ * buckets than tasks, and a count that a u64 parameter brings to the most
+ * that u32 keys can number. */
+Test(jobs, bucketsum_equals_c_loop)
+{
+    uint64_t n = test_bytes() / 64;
+    bucketsum_case(n, 1, 1);
+    bucketsum_case(n, 1000, 1000);
+    bucketsum_case(n, 768, 10);
+    bucketsum_case(1000, 5000, 300);
+    bucketsum_case(1000, UINT32_MAX, 7);
+}
+
+/* A bucketsum run refused with exit code rc_want and a message containing
+ * want (and also, unless NULL, also), leaving no output. */
+static void bucketsum_refused(const char *args, int rc_want, const char *want, const char *also)
+{
+    char out[4096];
+    snprintf(out, sizeof out, "%s/refused.tsv", dir);
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s' run '%s' %s --device cpu -o '%s'", tu_host(),
+                     test_job("bucketsum"), args, out);
+    cr_expect_eq(rc, rc_want, "bucketsum %s: exit %d, expected %d: %s", args, rc, rc_want, err);
+    cr_expect(strstr(err, want) != NULL, "bucketsum %s: \"%s\" lacks \"%s\"", args, err, want);
+    cr_expect(!also || strstr(err, also) != NULL, "bucketsum %s: \"%s\" lacks \"%s\"", args, err,
+              also);
+    cr_expect_neq(access(out, F_OK), 0, "bucketsum %s left an output", args);
+    free(err);
+}
+
+/* Parameters that make no key count, or one that keys break: a modulus
+ * over the bucket count emits keys past it, which the engine refuses as it
+ * refuses any index key past its count. */
+Test(jobs, bucketsum_refuses_bad_counts)
+{
+    bucketsum_refused("--param n=1000 --param buckets=100 --param groups=1 --param modulus=150",
+                      1, "bucketsum: map emitted the index key 1",
+                      "; the manifest allows 0 to 99 (key.count 100)");
+    bucketsum_refused("--param n=1000 --param buckets=0 --param groups=1", 2,
+                      "bucketsum: the key count (the product of key.count_from) is 0, for "
+                      "parameter buckets is 0; index keys need at least one: give --param "
+                      "buckets=N, N from 1 up", NULL);
+    bucketsum_refused("--param n=1000 --param buckets=4294967296 --param groups=1", 2,
+                      "bucketsum: the key count (the product of key.count_from) is over "
+                      "4294967295, the most that index keys (u32) can number: give smaller "
+                      "parameters", NULL);
+    bucketsum_refused("--param n=1000 --param buckets=10", 2,
+                      "bucketsum: the key count is the product of parameters of "
+                      "stages[0].key.count_from: give --param groups=N", NULL);
+    bucketsum_refused("--param n=1000 --param buckets=10 --param groups=0", 2,
+                      "bucketsum: the key count (the product of stages[0].key.count_from) is 0",
+                      NULL);
+}
 
 /* Small hand-made inputs whose answers are known exactly. */
 static void expect_output(const char *job, const char *args, const char *input,

@@ -298,8 +298,8 @@ Test(manifest, defaults)
     m = load_case("index-from-param");
     cr_expect_eq(m->input.format, SOREN_INPUT_INDEX);
     cr_expect_eq(m->input.count, 0, "count 0: given by a parameter");
-    cr_assert_eq(m->input.count_from_count, 1);
-    cr_expect_str_eq(m->input.count_from[0], "tasks");
+    cr_assert_eq(m->input.count_from.count, 1);
+    cr_expect_str_eq(m->input.count_from.names[0], "tasks");
     cr_expect_eq(m->output.order, SOREN_ORDER_KEY);
     cr_expect_eq(m->output.limit, 0);
     soren_manifest_free(m);
@@ -327,12 +327,37 @@ Test(manifest, fields_stages)
     soren_manifest_free(m);
 
     m = load_case("index-count-from");
-    cr_assert_eq(m->input.count_from_count, 3);
-    cr_expect_str_eq(m->input.count_from[0], "rows");
-    cr_expect_str_eq(m->input.count_from[1], "cols");
-    cr_expect_str_eq(m->input.count_from[2], "rows");
+    cr_assert_eq(m->input.count_from.count, 3);
+    cr_expect_str_eq(m->input.count_from.names[0], "rows");
+    cr_expect_str_eq(m->input.count_from.names[1], "cols");
+    cr_expect_str_eq(m->input.count_from.names[2], "rows");
     cr_expect_eq(soren_manifest_stages(m), 1);
     cr_expect_null(m->stages);
+    soren_manifest_free(m);
+}
+
+Test(manifest, fields_key_count_from)
+{
+    soren_manifest *m = load_case("index-keys-count-from");
+    cr_expect_eq(m->key.type, SOREN_TYPE_INDEX);
+    cr_expect_eq(m->key.count, 0, "count 0: the product of the parameters");
+    cr_assert_eq(m->key.count_from.count, 2);
+    cr_expect_str_eq(m->key.count_from.names[0], "rows");
+    cr_expect_str_eq(m->key.count_from.names[1], "cols");
+    cr_expect_eq(m->input.count_from.count, 0);
+    soren_manifest_free(m);
+
+    m = load_case("stage-index-keys-count-from");
+    cr_expect_eq(m->key.count, 8);
+    cr_expect_eq(m->key.count_from.count, 0);
+    cr_assert_eq(m->stage_count, 2);
+    cr_expect_eq(m->stages[0].key.count_from.count, 0);
+    soren_manifest_stage last = soren_manifest_stage_at(m, 2);
+    cr_expect_eq(last.key.type, SOREN_TYPE_INDEX);
+    cr_expect_eq(last.key.count, 0);
+    cr_assert_eq(last.key.count_from.count, SOREN_MAX_COUNT_FROM);
+    cr_expect_str_eq(last.key.count_from.names[0], "rows");
+    cr_expect_str_eq(last.key.count_from.names[3], "cols");
     soren_manifest_free(m);
 }
 

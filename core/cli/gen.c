@@ -12,11 +12,15 @@
  *   points    float32 points around seeded centres (k-means), or the
  *             first of them as k-means centroids (float64 sums and counts).
  *   html      HTML pages with <a href="..."> links (Inverted Index).
+ *   svm       two-class examples in LibSVM's text format with the shapes of
+ *             the SVM paper's data sets, from a seeded model per data set
+ *             (SVM training and classification, against LibSVM).
  *
  * Every generator but text draws from splitmix64 with integer arithmetic
  * only, and writes floats as the little-endian bits of values built exactly
  * from integers (multiples of 1/8), so no libm or rounding mode can change a
- * byte.  The small grid also keeps the jobs' float arithmetic exact where it
+ * byte; svm's values are multiples of 1/256, written in decimal from their
+ * integers, exactly.  The small grid also keeps the jobs' float arithmetic exact where it
  * matters: a matrix product of these values sums exactly in float32 for inner
  * dimensions up to 16384, in any order, so its reference is exact too.
  * (text's Zipf table uses pow(); glibc's is the same everywhere we run.)
@@ -58,6 +62,12 @@ static const char usage_text[] =
     "  html      HTML pages, --links-per-page (default 8) <a href=\"URL\"> links\n"
     "            each to one of --urls targets (default 10000): --pages N pages,\n"
     "            or whole pages up to --size bytes\n"
+    "  svm       two-class examples in LibSVM's text format (\"+1 3:1 8:0.5 ...\")\n"
+    "            with the shape of a data set of the SVM paper, --preset adult,\n"
+    "            web, usps, face or mnist: its training set (or the first --rows\n"
+    "            of it), or with --test a test set from the same model (a fifth\n"
+    "            as many rows, or --rows); --print-params prints the paper's C\n"
+    "            and gamma for it instead, as \"C GAMMA\"\n"
     "\n"
     "Options:\n"
     "  -s, --size SIZE      bytes to write (text, rgb, weblog, html); K, M, G\n"
@@ -70,7 +80,9 @@ static const char usage_text[] =
     "      --dup-rate R     fraction of lines that repeat a recent line, 0 to 1\n"
     "                       (weblog)\n"
     "      --rows N, --cols N\n"
-    "                       matrix shape (matrix)\n"
+    "                       matrix shape (matrix); --rows: examples (svm)\n"
+    "      --test           write the test set instead of the training set (svm)\n"
+    "      --print-params   print the preset's C and gamma, nothing else (svm)\n"
     "      --docs N         documents (features)\n"
     "      --dims N         features per document (features), coordinates per\n"
     "                       point (points)\n"
@@ -90,7 +102,10 @@ static const char usage_text[] =
     "                       128M; html 16M, 32M, 64M; features 512, 1024, 2048\n"
     "                       documents of 128 dimensions; matrix 512, 1024, 2048\n"
     "                       square; weblog 32M, 64M, 96M).  A preset without a\n"
-    "                       size for KIND is an error.\n"
+    "                       size for KIND is an error.  adult, web, usps, face,\n"
+    "                       mnist: the SVM paper's Table 2 (svm, which needs\n"
+    "                       one: adult 32561 x 123, web 49749 x 300, usps 7291\n"
+    "                       x 256, face 6977 x 381, mnist 60000 x 784).\n"
     "      --seed N         random seed (default 1)\n"
     "  -o, --output FILE    write to FILE instead of standard output\n"
     "  -h, --help           show this help\n"
@@ -100,17 +115,19 @@ static const char usage_text[] =
 
 /* ---- Options ------------------------------------------------------------- */
 
-typedef enum kind { TEXT, RGB, WEBLOG, MATRIX, FEATURES, POINTS, HTML, KIND_COUNT } kind;
+typedef enum kind { TEXT, RGB, WEBLOG, MATRIX, FEATURES, POINTS, HTML, SVM, KIND_COUNT } kind;
 
 static const char *const kind_names[KIND_COUNT] = {"text",     "rgb",    "weblog", "matrix",
-                                                   "features", "points", "html"};
+                                                   "features", "points", "html",   "svm"};
 
-/* The options that take a value, as bits: each kind accepts some of them. */
+/* The options but --preset, --seed, --output, --help and --version, as bits:
+ * each kind accepts some of them. */
 enum {
     O_SIZE = 1 << 0, O_VOCAB = 1 << 1, O_EXPONENT = 1 << 2, O_COLOURS = 1 << 3,
     O_URLS = 1 << 4, O_IPS = 1 << 5, O_DUP_RATE = 1 << 6, O_ROWS = 1 << 7, O_COLS = 1 << 8,
     O_DOCS = 1 << 9, O_DIMS = 1 << 10, O_COUNT = 1 << 11, O_CLUSTERS = 1 << 12,
-    O_PAGES = 1 << 13, O_LINKS = 1 << 14, O_CENTROIDS = 1 << 15
+    O_PAGES = 1 << 13, O_LINKS = 1 << 14, O_CENTROIDS = 1 << 15, O_TEST = 1 << 16,
+    O_PARAMS = 1 << 17
 };
 
 static const unsigned kind_options[KIND_COUNT] = {
@@ -121,6 +138,7 @@ static const unsigned kind_options[KIND_COUNT] = {
     [FEATURES] = O_DOCS | O_DIMS,
     [POINTS] = O_COUNT | O_DIMS | O_CLUSTERS | O_CENTROIDS,
     [HTML] = O_SIZE | O_URLS | O_PAGES | O_LINKS,
+    [SVM] = O_ROWS | O_TEST | O_PARAMS,
 };
 
 typedef struct gen_options {
@@ -130,6 +148,7 @@ typedef struct gen_options {
     uint64_t urls, ips;
     uint32_t dup_ppm; /* --dup-rate in parts per million */
     uint64_t rows, cols, docs, dims, count, clusters, pages, links, centroids;
+    const struct svm_preset *svm; /* svm's --preset */
     const char *output;
 } gen_options;
 
@@ -151,6 +170,39 @@ static const preset presets[] = {
     {"mars-small", 32 * MIB, 0, 32 * MIB, 16 * MIB, 512, 512, 128},
     {"mars-medium", 64 * MIB, 0, 64 * MIB, 32 * MIB, 1024, 1024, 128},
     {"mars-large", 128 * MIB, 0, 96 * MIB, 64 * MIB, 2048, 2048, 128},
+};
+
+/* How an svm preset's examples are made (see "svm" below). */
+typedef enum svm_form {
+    SVM_GROUPS, /* one-hot groups: one feature set in each (Adult's encoding) */
+    SVM_BITS,   /* binary features */
+    SVM_PIXELS  /* grey levels, multiples of 1/256 */
+} svm_form;
+
+/* The SVM paper's data sets (Catanzaro, Sundaram and Keutzer 2008, Table 2):
+ * their shapes, the C and gamma the paper trained them with, and the
+ * parameters of the seeded model that stands in for each. */
+typedef struct svm_preset {
+    const char *name;
+    uint64_t rows;         /* training rows; --test writes a fifth as many */
+    unsigned features;
+    const char *c, *gamma; /* as --print-params writes them */
+    svm_form form;
+    int lo;                /* the least value, in 1/256; the greatest is 1 */
+    unsigned prototypes;   /* per class */
+    unsigned ink;          /* per mille: bits set, pixels not at lo */
+    unsigned redraw;       /* per mille: features (groups) an example redraws */
+    unsigned jitter;       /* pixels: noise amplitude, in 1/256 */
+    unsigned flip;         /* per mille: labels flipped */
+} svm_preset;
+
+static const svm_preset svm_presets[] = {
+    /* name, rows, features, C, gamma, form, lo, prototypes, ink, redraw, jitter, flip */
+    {"adult", 32561, 123, "100", "0.5", SVM_GROUPS, 0, 20, 0, 300, 0, 20},
+    {"web", 49749, 300, "64", "7.8125", SVM_BITS, 0, 50, 40, 30, 0, 20},
+    {"usps", 7291, 256, "10", "0.00390625", SVM_PIXELS, -256, 5, 500, 100, 64, 20},
+    {"face", 6977, 381, "10", "0.125", SVM_PIXELS, 0, 5, 1000, 20, 24, 20},
+    {"mnist", 60000, 784, "10", "0.125", SVM_PIXELS, 0, 5, 190, 10, 24, 20},
 };
 
 static int usage_error(const char *what, const char *arg)
@@ -221,13 +273,33 @@ static void set_preset(gen_options *o, unsigned bit, uint64_t *field, uint64_t v
     o->given |= bit;
 }
 
+/* svm's presets are the SVM paper's data sets; --rows, where given, wins. */
+static int apply_svm_preset(const char *name, gen_options *o)
+{
+    for (size_t i = 0; i < sizeof svm_presets / sizeof svm_presets[0]; i++)
+        if (strcmp(svm_presets[i].name, name) == 0)
+            o->svm = &svm_presets[i];
+    if (!o->svm)
+        return usage_error("--preset: svm expects adult, web, usps, face or mnist, got \"", name);
+    return -1;
+}
+
 /* Fills the kind's sizes from the preset where the command line left them. */
 static int apply_preset(const char *name, kind k, gen_options *o)
 {
+    if (k == SVM)
+        return apply_svm_preset(name, o);
     const preset *ps = NULL;
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         if (strcmp(presets[i].name, name) == 0)
             ps = &presets[i];
+    for (size_t i = 0; i < sizeof svm_presets / sizeof svm_presets[0]; i++)
+        if (strcmp(svm_presets[i].name, name) == 0) {
+            fprintf(stderr, "soren-gen: --preset %s is a data set of the SVM paper, for svm; "
+                    "%s takes soren-small, soren-medium, soren-big, mars-small, mars-medium "
+                    "or mars-large\nTry 'soren-gen --help'.\n", name, kind_names[k]);
+            return 2;
+        }
     if (!ps)
         return usage_error("--preset: expected soren-small, soren-medium, soren-big, "
                            "mars-small, mars-medium or mars-large, got \"", name);
@@ -602,6 +674,179 @@ static int gen_html(const gen_options *o, sink *s)
     return 0;
 }
 
+/* ---- svm -------------------------------------------------------------------------- */
+
+/* Adult's 123 features as LibSVM's a9a encodes them: 14 attributes one-hot
+ * (the continuous ones in bins), one feature set in each. */
+static const unsigned adult_groups[] = {5, 8, 5, 16, 5, 7, 14, 6, 5, 2, 2, 2, 5, 41};
+#define ADULT_GROUPS (sizeof adult_groups / sizeof adult_groups[0])
+
+/* One preset's seeded model, shared by its training and test rows: the
+ * background distribution of every feature, and the prototypes of each
+ * class, drawn from it.  Values are in 1/256. */
+typedef struct svm_model {
+    const svm_preset *p;
+    uint32_t *odds;  /* groups: the weight of each value; bits: the chance of
+                        being set, in 1/65536 */
+    int16_t *protos; /* class c's prototype j at (c * prototypes + j) * features */
+} svm_model;
+
+/* A value of feature k from its background distribution (bits, pixels). */
+static int16_t svm_background(const svm_model *m, uint64_t *rng, unsigned k)
+{
+    const svm_preset *p = m->p;
+    if (p->form == SVM_BITS)
+        return below(rng, 65536) < m->odds[k] ? 256 : 0;
+    if (below(rng, 1000) >= p->ink)
+        return (int16_t)p->lo;
+    return (int16_t)(p->lo + 1 + (int)below(rng, (uint64_t)(256 - p->lo)));
+}
+
+/* Sets one value of the group at features [first, first + n), by weight. */
+static void svm_group(const svm_model *m, uint64_t *rng, unsigned first, unsigned n,
+                      int16_t *x)
+{
+    uint64_t total = 0;
+    for (unsigned v = 0; v < n; v++)
+        total += m->odds[first + v];
+    uint64_t u = below(rng, total);
+    unsigned v = 0;
+    while (u >= m->odds[first + v])
+        u -= m->odds[first + v++];
+    memset(x + first, 0, n * sizeof *x);
+    x[first + v] = 256;
+}
+
+/* Redraws each feature (group) of x from the background with probability
+ * per mille; with per_mille 1000, draws x afresh. */
+static void svm_redraw(const svm_model *m, uint64_t *rng, unsigned per_mille, int16_t *x)
+{
+    if (m->p->form == SVM_GROUPS) {
+        for (unsigned g = 0, first = 0; g < ADULT_GROUPS; first += adult_groups[g++])
+            if (below(rng, 1000) < per_mille)
+                svm_group(m, rng, first, adult_groups[g], x);
+        return;
+    }
+    for (unsigned k = 0; k < m->p->features; k++)
+        if (below(rng, 1000) < per_mille)
+            x[k] = svm_background(m, rng, k);
+}
+
+static void svm_model_free(svm_model *m)
+{
+    free(m->odds);
+    free(m->protos);
+}
+
+/* Draws the model from the seed itself (rows come from streams of it). */
+static int svm_model_init(svm_model *m, const svm_preset *p, uint64_t seed)
+{
+    uint64_t rng = seed;
+    size_t protos = 2 * (size_t)p->prototypes;
+    m->p = p;
+    m->odds = calloc(p->features, sizeof *m->odds);
+    m->protos = calloc(protos * p->features, sizeof *m->protos);
+    if (!m->odds || !m->protos) {
+        svm_model_free(m);
+        return 0;
+    }
+    /* Group values weigh 1 to 128 (a few of each group are common, as in
+     * Adult); bits are set with chances spread evenly from 0 to 2 * ink. */
+    for (unsigned k = 0; k < p->features; k++)
+        m->odds[k] = p->form == SVM_GROUPS ? 1u << below(&rng, 8)
+                                           : (uint32_t)below(&rng, 2 * p->ink * 65536 / 1000 + 1);
+    for (size_t j = 0; j < protos; j++)
+        svm_redraw(m, &rng, 1000, m->protos + j * p->features);
+    return 1;
+}
+
+/* Triangular noise of up to jitter either way on every pixel not at lo,
+ * kept within (lo, 1]. */
+static void svm_jitter(const svm_preset *p, uint64_t *rng, int16_t *x)
+{
+    int a = (int)p->jitter;
+    for (unsigned k = 0; k < p->features; k++) {
+        if (x[k] == p->lo)
+            continue;
+        int v = x[k] + (int)below(rng, (uint64_t)a + 1) + (int)below(rng, (uint64_t)a + 1) - a;
+        x[k] = (int16_t)(v <= p->lo ? p->lo + 1 : v > 256 ? 256 : v);
+    }
+}
+
+/* One example: a class, one of its prototypes, some features redrawn,
+ * pixels jittered; its label flipped with probability flip per mille. */
+static int svm_example(const svm_model *m, uint64_t *rng, int16_t *x)
+{
+    const svm_preset *p = m->p;
+    uint64_t c = below(rng, 2), j = below(rng, p->prototypes);
+    memcpy(x, m->protos + (c * p->prototypes + j) * p->features, p->features * sizeof *x);
+    svm_redraw(m, rng, p->redraw, x);
+    if (p->form == SVM_PIXELS)
+        svm_jitter(p, rng, x);
+    int plus = c == 1, flipped = below(rng, 1000) < p->flip;
+    return plus != flipped ? 1 : -1;
+}
+
+/* v/256 in decimal, exactly and with the fewest digits (1/256 is
+ * 0.00390625, so eight places always do). */
+static int format_256ths(int v, char *out)
+{
+    unsigned a = (unsigned)(v < 0 ? -v : v), frac = a % 256 * 390625u, places = 8;
+    int n = sprintf(out, "%s%u", v < 0 ? "-" : "", a / 256);
+    if (!frac)
+        return n;
+    for (; frac % 10 == 0; frac /= 10)
+        places--;
+    return n + sprintf(out + n, ".%0*u", (int)places, frac);
+}
+
+/* LABEL INDEX:VALUE ..., indices from 1, zeros left out. */
+static void svm_line(sink *s, int label, const int16_t *x, unsigned features)
+{
+    char item[32];
+    sink_put(s, label > 0 ? "+1" : "-1", 2);
+    for (unsigned k = 0; k < features; k++)
+        if (x[k]) {
+            int n = sprintf(item, " %u:", k + 1);
+            n += format_256ths(x[k], item + n);
+            sink_put(s, item, (size_t)n);
+        }
+    sink_put(s, "\n", 1);
+}
+
+/* Stream n of the seed: the training rows are stream 1, the test rows 2. */
+static uint64_t svm_stream(uint64_t seed, uint64_t n)
+{
+    uint64_t state = seed ^ n * 0xd6e8feb86659fd93ull;
+    return next_random(&state);
+}
+
+static int gen_svm(const gen_options *o, sink *s)
+{
+    const svm_preset *p = o->svm;
+    if (o->given & O_PARAMS) {
+        char line[64];
+        sink_put(s, line, (size_t)snprintf(line, sizeof line, "%s %s\n", p->c, p->gamma));
+        return 0;
+    }
+    int test = (o->given & O_TEST) != 0;
+    uint64_t rows = o->given & O_ROWS ? o->rows : test ? p->rows / 5 : p->rows;
+    uint64_t rng = svm_stream(o->seed, test ? 2 : 1);
+    svm_model m;
+    int16_t *x = malloc(p->features * sizeof *x);
+    if (!x || !svm_model_init(&m, p, o->seed)) {
+        free(x);
+        return out_of_memory("the model");
+    }
+    for (uint64_t r = 0; r < rows; r++) {
+        int label = svm_example(&m, &rng, x);
+        svm_line(s, label, x, p->features);
+    }
+    svm_model_free(&m);
+    free(x);
+    return 0;
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 /* The sizes a kind needs, and the defaults of the others. */
@@ -632,6 +877,11 @@ static int check_sizes(kind k, gen_options *o)
         return usage_error("html needs --pages or --size (or --preset)", NULL);
     if (k == HTML && (o->given & O_SIZE) && (o->given & O_PAGES))
         return usage_error("html takes --pages or --size, not both", NULL);
+    if (k == SVM && !o->svm)
+        return usage_error("svm needs --preset adult, web, usps, face or mnist", NULL);
+    if (k == SVM && (o->given & O_PARAMS) && (o->given & (O_ROWS | O_TEST)))
+        return usage_error("--print-params prints the preset's C and gamma only: leave out "
+                           "--rows and --test", NULL);
     return -1;
 }
 
@@ -645,6 +895,7 @@ static const struct option long_options[] = {
     {"clusters", required_argument, 0, 'k'},  {"pages", required_argument, 0, 'p'},
     {"centroids", required_argument, 0, 'K'},
     {"links-per-page", required_argument, 0, 'L'},
+    {"test", no_argument, 0, 't'},            {"print-params", no_argument, 0, 'P'},
     {"preset", required_argument, 0, 'T'},    {"seed", required_argument, 0, 'r'},
     {"output", required_argument, 0, 'o'},    {"help", no_argument, 0, 'h'},
     {"version", no_argument, 0, 'V'},         {0, 0, 0, 0}};
@@ -689,7 +940,8 @@ static const char *option_name(unsigned bit)
     static const char *const names[] = {"--size", "--vocab", "--exponent", "--colours",
                                         "--urls", "--ips", "--dup-rate", "--rows", "--cols",
                                         "--docs", "--dims", "--count", "--clusters", "--pages",
-                                        "--links-per-page", "--centroids"};
+                                        "--links-per-page", "--centroids", "--test",
+                                        "--print-params"};
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
         if (bit == 1u << i)
             return names[i];
@@ -731,6 +983,8 @@ static int parse_options(int argc, char **argv, gen_options *o, const char **pre
             o->given |= O_DUP_RATE;
             break;
         case 'T': *preset_name = optarg; break;
+        case 't': o->given |= O_TEST; break;
+        case 'P': o->given |= O_PARAMS; break;
         case 'r':
             if (!parse_count(optarg, &o->seed, 0))
                 return usage_error("--seed: expected a number, got \"", optarg);
@@ -755,14 +1009,14 @@ int main(int argc, char **argv)
         return rc;
     if (optind != argc - 1)
         return usage_error("expected one kind of data: text, rgb, weblog, matrix, features, "
-                           "points or html", NULL);
+                           "points, html or svm", NULL);
     kind k = KIND_COUNT;
     for (int i = 0; i < KIND_COUNT; i++)
         if (strcmp(argv[optind], kind_names[i]) == 0)
             k = (kind)i;
     if (k == KIND_COUNT)
-        return usage_error("unknown kind of data (text, rgb, weblog, matrix, features, points "
-                           "or html): \"", argv[optind]);
+        return usage_error("unknown kind of data (text, rgb, weblog, matrix, features, points, "
+                           "html or svm): \"", argv[optind]);
     unsigned stray = o.given & ~kind_options[k];
     if (stray) {
         fprintf(stderr, "soren-gen: %s does not apply to %s\nTry 'soren-gen --help'.\n",
@@ -775,7 +1029,7 @@ int main(int argc, char **argv)
         return rc;
 
     static int (*const generators[KIND_COUNT])(const gen_options *, sink *) = {
-        gen_text, gen_rgb, gen_weblog, gen_matrix, gen_features, gen_points, gen_html};
+        gen_text, gen_rgb, gen_weblog, gen_matrix, gen_features, gen_points, gen_html, gen_svm};
     static sink s;
     s.f = o.output ? fopen(o.output, "wb") : stdout;
     if (!s.f) {

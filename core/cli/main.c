@@ -422,6 +422,13 @@ static const char *order_name(soren_order o)
     return names[o];
 }
 
+/* "rows x cols": the parameters whose product a count_from says. */
+static void print_product(const soren_count_from *cf)
+{
+    for (size_t i = 0; i < cf->count; i++)
+        printf("%s%s", i ? " x " : "", cf->names[i]);
+}
+
 static void print_info(const soren_manifest *m)
 {
     static const char *const combines[] = {"none", "sum", "min", "max", "count", "function"};
@@ -435,11 +442,12 @@ static void print_info(const soren_manifest *m)
         printf(" (records of %llu bytes)", (unsigned long long)m->input.record_size);
     if (m->input.format == SOREN_INPUT_INDEX && m->input.count)
         printf(" (%llu tasks)", (unsigned long long)m->input.count);
-    for (size_t i = 0; i < m->input.count_from_count; i++)
-        printf("%s%s", i ? " x " : " (tasks: ", m->input.count_from[i]);
-    if (m->input.count_from_count)
+    if (m->input.count_from.count) {
+        printf(" (tasks: ");
+        print_product(&m->input.count_from);
         putchar(')');
-    if (m->input.format == SOREN_INPUT_INDEX && !m->input.count && !m->input.count_from_count)
+    }
+    if (m->input.format == SOREN_INPUT_INDEX && !m->input.count && !m->input.count_from.count)
         printf(" (tasks: --tasks N)");
     size_t stages = soren_manifest_stages(m);
     for (size_t i = 0; i < stages; i++) {
@@ -450,8 +458,13 @@ static void print_info(const soren_manifest *m)
         printf("\nkey:       %s", soren_type_name(st.key.type));
         if (st.key.type == SOREN_TYPE_STRING)
             printf(" (at most %u bytes)", st.key.max_size);
-        if (st.key.type == SOREN_TYPE_INDEX)
+        if (st.key.type == SOREN_TYPE_INDEX && st.key.count)
             printf(" (0 to %llu)", (unsigned long long)st.key.count - 1);
+        if (st.key.count_from.count) {
+            printf(" (0 to ");
+            print_product(&st.key.count_from);
+            printf(" - 1)");
+        }
         printf("\nvalue:     %s\ncombine:   %s\nreduce:    %s", soren_type_name(st.value.type),
                combines[st.combine], reduces[st.reduce]);
     }

@@ -196,7 +196,9 @@ const char *soren_choose(const soren_stage_spec *spec, const soren_metrics *m,
     }
     if (spec->combine == SOREN_COMBINE_NONE)
         return choose_grouping(m, on_gpu, spec->key_type, out);
-    if (spec->key_type == SOREN_TYPE_INDEX) {
+    /* More index keys than dense can number are hashed like any others. */
+    int dense_fits = spec->key_count <= SOREN_DENSE_KEYS_MAX;
+    if (spec->key_type == SOREN_TYPE_INDEX && (!on_gpu || dense_fits)) {
         *out = on_gpu ? SOREN_VARIANT_DENSE : SOREN_VARIANT_HASH;
         return on_gpu ? "index keys bounded by the manifest: dense"
                       : "index keys bounded by the manifest: hash (the CPU engine has no dense "

@@ -41,6 +41,10 @@ int soren_variant_parse(const char *name, soren_variant *out);
  * part of the run whatever the input's size. */
 #define SOREN_SAMPLE_BYTES_MAX (32ull << 20)
 #define SOREN_SMALL_KEYS_DEFAULT 1000
+/* The most index keys the GPU's dense variant numbers: it refers to key i
+ * by the 32-bit ref 1 + 2i (4-byte units of its key space), which must not
+ * wrap.  More keys run hash or block. */
+#define SOREN_DENSE_KEYS_MAX (UINT64_C(1) << 31)
 
 /* What map emitted over the sample. */
 typedef struct soren_metrics {

@@ -25,7 +25,9 @@ typedef struct soren_stage_spec {
 
     soren_type key_type;
     uint32_t key_max_size; /* largest key in bytes (the type's size for typed keys) */
-    uint64_t key_count;    /* SOREN_TYPE_INDEX: keys are 0 .. key_count-1 */
+    /* SOREN_TYPE_INDEX: keys are 0 .. key_count-1; key.count, or 0 where
+     * key.count_from counts them: the run sets it from the parameters */
+    uint64_t key_count;
 
     soren_type value_type;
     size_t value_size;

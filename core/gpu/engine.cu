@@ -1258,10 +1258,12 @@ soren_status monitor(gpu_run *r, uint64_t size, uint64_t records, uint64_t total
     m->fraction = r->opt->sample;
     m->total_bytes = total;
     m->total_records = size ? (uint64_t)((double)records * ((double)total / (double)size)) : 0;
-    /* Index keys with a combine run dense, sized by key.count: the manifest
-     * decides all that the metrics would, so there is nothing to sample. */
+    /* Index keys with a combine run dense, sized by the key count: the
+     * manifest decides all that the metrics would, so there is nothing to
+     * sample (unless there are more keys than dense numbers). */
     soren_variant v = r->opt->variant;
     bool dense = r->spec->key_type == SOREN_TYPE_INDEX && r->spec->combine != SOREN_COMBINE_NONE &&
+                 r->spec->key_count <= SOREN_DENSE_KEYS_MAX &&
                  (v == SOREN_VARIANT_AUTO || v == SOREN_VARIANT_DENSE);
     r->sample_count = dense ? 0 : soren_sample_size(records, size, r->opt->sample);
     if (r->sample_count == 0)
@@ -1311,6 +1313,12 @@ soren_status configure(gpu_run *r)
     if (r->variant == SOREN_VARIANT_DENSE && s->key_type != SOREN_TYPE_INDEX)
         return soren_error_set(r->err, SOREN_EUSAGE, "--engine dense: %s's keys are not index "
                                "keys (the manifest's key.type index with a count)", s->job_name);
+    if (r->variant == SOREN_VARIANT_DENSE && s->key_count > SOREN_DENSE_KEYS_MAX)
+        return soren_error_set(r->err, SOREN_EUSAGE, "--engine dense: %s has %llu index keys, "
+                               "more than the dense variant numbers (%llu: its key refs are 32 "
+                               "bits); use hash or block", s->job_name,
+                               (unsigned long long)s->key_count,
+                               (unsigned long long)SOREN_DENSE_KEYS_MAX);
     x->variant = r->variant;
     soren_project(s, &x->metrics, &x->projection);
     return SOREN_OK;

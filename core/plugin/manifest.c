@@ -43,8 +43,8 @@
  * grow each byte to "\u00XX". */
 #define SHOW_BYTES 64
 #define SHOW_SIZE (SHOW_BYTES * 6 + 8)
-/* Paths are at most four levels deep ($.stages[6].key.max_size); only an
- * unknown key's name is unbounded, and it is quoted (so cut) too. */
+/* Paths are at most five levels deep ($.stages[2].key.count_from[3]); only
+ * an unknown key's name is unbounded, and it is quoted (so cut) too. */
 #define PATH_SIZE (SHOW_SIZE + 64)
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -120,7 +120,7 @@ static const char *const top_keys[] = {
 };
 static const char *const input_keys[] = {"format", "record_size", "count", "count_from"};
 static const char *const stage_keys[] = {"key", "value", "combine", "reduce"};
-static const char *const key_keys[] = {"type", "max_size", "count"};
+static const char *const key_keys[] = {"type", "max_size", "count", "count_from"};
 static const char *const value_keys[] = {"type"};
 static const char *const output_keys[] = {"order", "limit"};
 static const char *const param_keys[] = {"name", "type", "required", "default", "help"};
@@ -295,6 +295,13 @@ static void path_key(char dst[PATH_SIZE], const char *parent, const char *key)
         char q[SHOW_SIZE];
         snprintf(dst, PATH_SIZE, "%s[%s]", parent, quote(key, strlen(key), q));
     }
+}
+
+/* parent[i], an array's item.  parent is a path built here, a few levels
+ * deep: the precision only tells the compiler that the index fits. */
+static void path_item(char dst[PATH_SIZE], const char *parent, size_t i)
+{
+    snprintf(dst, PATH_SIZE, "%.*s[%zu]", PATH_SIZE - 32, parent, i);
 }
 
 /* ---- Typed members ------------------------------------------------------ */
@@ -611,19 +618,23 @@ static soren_status section(parser *p, const json_t *parent, const char *path, c
     return check_keys(p, f->value, f->path, keys, n);
 }
 
-/* input.count_from: 1 to SOREN_MAX_COUNT_FROM parameter names, whose
- * values multiply to the task count (checked against $.params once they
- * are read: check_count_from). */
-static soren_status parse_count_from(parser *p, const field *in, soren_manifest *m)
+/* section.count_from (section at sec->path: $.input, or a key): 1 to
+ * SOREN_MAX_COUNT_FROM parameter names whose values multiply to the count,
+ * into out; checked against $.params once they are read (check_count_from).
+ * allowed: whether the section's format or type takes a count (else the
+ * message says "allowed only when " + when); has_count: whether the section
+ * gives count itself, which count_from would contradict. */
+static soren_status parse_count_from(parser *p, const field *sec, bool allowed, const char *when,
+                                     bool has_count, soren_count_from *out)
 {
     field f;
     char buf[SHOW_SIZE];
-    TRY(field_get(p, in->value, in->path, "count_from", false, &f));
+    TRY(field_get(p, sec->value, sec->path, "count_from", false, &f));
     if (!f.value)
         return SOREN_OK;
-    if (m->input.format != SOREN_INPUT_INDEX)
-        return fail(p, f.path, "allowed only when format is \"index\"");
-    if (m->input.count)
+    if (!allowed)
+        return fail(p, f.path, "allowed only when %s", when);
+    if (has_count)
         return fail(p, f.path, "not allowed together with \"count\": give one or the other");
     size_t n = json_is_array(f.value) ? json_array_size(f.value) : 0;
     if (n == 0 || n > SOREN_MAX_COUNT_FROM)
@@ -632,29 +643,31 @@ static soren_status parse_count_from(parser *p, const field *in, soren_manifest 
     for (size_t i = 0; i < n; i++) {
         field item = {json_array_get(f.value, i), ""};
         const char *name = NULL;
-        snprintf(item.path, sizeof item.path, "$.input.count_from[%zu]", i);
+        path_item(item.path, f.path, i);
         TRY(field_string(p, &item, &name, NULL));
-        TRY(dup_string(p, name, &m->input.count_from[i]));
-        m->input.count_from_count = i + 1;
+        TRY(dup_string(p, name, &out->names[i]));
+        out->count = i + 1; /* set now: soren_manifest_free frees what was filled */
     }
     return SOREN_OK;
 }
 
-/* Every name of input.count_from is an integer parameter. */
-static soren_status check_count_from(parser *p, const soren_manifest *m)
+/* Every name of the count_from at list_path (what: what it counts, for the
+ * message) is an integer parameter. */
+static soren_status check_count_from(parser *p, const soren_manifest *m, const char *list_path,
+                                     const soren_count_from *cf, const char *what)
 {
     char buf[SHOW_SIZE];
-    for (size_t i = 0; i < m->input.count_from_count; i++) {
-        const char *name = m->input.count_from[i];
+    for (size_t i = 0; i < cf->count; i++) {
+        const char *name = cf->names[i];
         char path[PATH_SIZE];
-        snprintf(path, sizeof path, "$.input.count_from[%zu]", i);
+        path_item(path, list_path, i);
         int k = soren_manifest_param_index(m, name);
         if (k < 0)
             return fail(p, path, "%s is not a parameter of the job ($.params)",
                         quote(name, strlen(name), buf));
         if (m->params[k].type != SOREN_PARAM_U32 && m->params[k].type != SOREN_PARAM_U64)
-            return fail(p, path, "parameter %s counts tasks, so it must be of type u32 or u64",
-                        quote(name, strlen(name), buf));
+            return fail(p, path, "parameter %s counts %s, so it must be of type u32 or u64",
+                        quote(name, strlen(name), buf), what);
     }
     return SOREN_OK;
 }
@@ -687,7 +700,8 @@ static soren_status parse_input(parser *p, const json_t *root, soren_manifest *m
         return fail(p, f.path, "allowed only when format is \"index\"");
     if (f.value)
         TRY(field_integer(p, &f, 1, INTEGER_MAX, &m->input.count));
-    return parse_count_from(p, &in, m);
+    return parse_count_from(p, &in, format == SOREN_INPUT_INDEX, "format is \"index\"",
+                            m->input.count != 0, &m->input.count_from);
 }
 
 static soren_status parse_key(parser *p, const json_t *obj, const char *path,
@@ -715,13 +729,18 @@ static soren_status parse_key(parser *p, const json_t *obj, const char *path,
         }
     }
 
+    /* Index keys are counted by the manifest (count) or, where the count
+     * depends on the job's input, by parameters (count_from). */
     TRY(field_get(p, key.value, key.path, "count", false, &f));
     if (f.value && type != SOREN_TYPE_INDEX)
         return fail(p, f.path, "allowed only when type is \"index\"");
-    if (!f.value && type == SOREN_TYPE_INDEX)
-        return fail(p, key.path, "missing required key \"count\" for type \"index\"");
     if (f.value)
         TRY(field_integer(p, &f, 1, KEY_COUNT_MAX, &out->count));
+    TRY(parse_count_from(p, &key, type == SOREN_TYPE_INDEX, "type is \"index\"", f.value != NULL,
+                         &out->count_from));
+    if (type == SOREN_TYPE_INDEX && !f.value && out->count_from.count == 0)
+        return fail(p, key.path, "missing required key \"count\" or \"count_from\" for type "
+                    "\"index\"");
     return SOREN_OK;
 }
 
@@ -785,6 +804,9 @@ static soren_status parse_stages(parser *p, const json_t *root, soren_manifest *
         TRY(expect_object(p, obj, path));
         TRY(check_keys(p, obj, path, stage_keys, COUNT_OF(stage_keys)));
         TRY(parse_key(p, obj, path, &st->key));
+        char count_from[PATH_SIZE];
+        snprintf(count_from, sizeof count_from, "$.stages[%zu].key.count_from", i);
+        TRY(check_count_from(p, m, count_from, &st->key.count_from, "keys"));
         TRY(parse_value(p, obj, path, &st->value));
         TRY(parse_combine_reduce(p, obj, path, &st->combine, &st->reduce));
     }
@@ -963,7 +985,10 @@ static soren_status parse_root(parser *p, const json_t *root, soren_manifest *m)
     TRY(parse_combine_reduce(p, root, "$", &m->combine, &m->reduce));
     TRY(parse_output(p, root, m));
     TRY(parse_params(p, root, m));
-    TRY(check_count_from(p, m));
+    /* The count_from names of stage 1 against the parameters, now read;
+     * parse_stages checks those of the later stages as it goes. */
+    TRY(check_count_from(p, m, "$.input.count_from", &m->input.count_from, "tasks"));
+    TRY(check_count_from(p, m, "$.key.count_from", &m->key.count_from, "keys"));
     TRY(parse_stages(p, root, m));
     return parse_iterate(p, root, m);
 }
@@ -1112,6 +1137,12 @@ soren_status soren_manifest_parse(const char *text, size_t size, const char *sou
     return SOREN_OK;
 }
 
+static void count_from_destroy(soren_count_from *cf)
+{
+    for (size_t i = 0; i < cf->count; i++)
+        free(cf->names[i]);
+}
+
 void soren_manifest_free(soren_manifest *m)
 {
     if (!m)
@@ -1122,8 +1153,10 @@ void soren_manifest_free(soren_manifest *m)
         free(m->params[i].help);
     }
     free(m->params);
-    for (size_t i = 0; i < m->input.count_from_count; i++)
-        free(m->input.count_from[i]);
+    count_from_destroy(&m->input.count_from);
+    count_from_destroy(&m->key.count_from);
+    for (size_t i = 0; i < m->stage_count; i++)
+        count_from_destroy(&m->stages[i].key.count_from);
     free(m->stages);
     free(m->iterate_param);
     free(m->path);

@@ -21,7 +21,7 @@
 #define SOREN_MANIFEST_VERSION 1
 #define SOREN_KEY_MAX_SIZE_DEFAULT 256u
 #define SOREN_KEY_MAX_SIZE_LIMIT 65536u
-#define SOREN_MAX_COUNT_FROM 4  /* parameters whose product counts index tasks */
+#define SOREN_MAX_COUNT_FROM 4  /* parameters whose product is a count (see soren_count_from) */
 
 typedef enum soren_input_format {
     SOREN_INPUT_LINES = 1, /* records end at '\n'; a last line without one counts */
@@ -61,10 +61,21 @@ typedef struct soren_manifest_param {
     char *help;          /* NULL if none */
 } soren_manifest_param;
 
+/* count_from: the names of 1 to SOREN_MAX_COUNT_FROM parameters of type u32
+ * or u64 whose values multiply to a count known only at run time (index
+ * input's tasks, index keys); count 0 where the manifest gives none. */
+typedef struct soren_count_from {
+    char *names[SOREN_MAX_COUNT_FROM];
+    size_t count;
+} soren_count_from;
+
 typedef struct soren_manifest_key {
     soren_type type;   /* STRING, U32, U64, I64, F32, F64 or INDEX */
     uint32_t max_size; /* STRING: bytes, default SOREN_KEY_MAX_SIZE_DEFAULT; else the type's size */
-    uint64_t count;    /* INDEX: keys are 0 .. count-1 (required) */
+    /* INDEX: keys are 0 .. count-1, count from 1 to UINT32_MAX; or count 0
+     * and the product of count_from's parameters (exactly one of the two) */
+    uint64_t count;
+    soren_count_from count_from;
 } soren_manifest_key;
 
 typedef struct soren_manifest_value {
@@ -99,8 +110,7 @@ typedef struct soren_manifest {
         /* index: the number of tasks, or 0: the product of the parameters
          * named by count_from (u32 or u64), or else `run --tasks N` */
         uint64_t count;
-        char *count_from[SOREN_MAX_COUNT_FROM];
-        size_t count_from_count;
+        soren_count_from count_from;
     } input;
 
     /* Stage 1 (the top-level key, value, combine and reduce). */
@@ -149,7 +159,7 @@ const char *soren_type_name(soren_type t);
 /* The job's number of stages: 1 + stage_count. */
 size_t soren_manifest_stages(const soren_manifest *m);
 /* Stage i (0-based) of the job as a soren_manifest_stage (stage 0 from the
- * top-level fields). */
+ * top-level fields); its strings (key.count_from) still belong to m. */
 soren_manifest_stage soren_manifest_stage_at(const soren_manifest *m, size_t i);
 
 /* Index of the parameter called name, or -1. */

@@ -12,28 +12,17 @@
  * each j and (c * (dims + 1) + dims, 1); the sum combine turns them into the
  * next centroids' sums and counts.
  *
- * Each distance is summed j = 0, 1, ... in double with every division,
- * difference, product and sum rounded on its own: nvcc fuses a product and
- * a sum into one FMA on the device, which the host does not, and a centroid
- * chosen differently would change the output.  soren-gen's coordinates are
+ * Each distance is summed j = 0, 1, ... in double, each product rounded on
+ * its own (soren/exact.h): nvcc would fuse a product and a sum into one FMA
+ * on the device, which the host does not, and a centroid chosen
+ * differently would change the output.  soren-gen's coordinates are
  * multiples of 1/8, so the sums are exact whatever order the engines add
  * them in, and every engine writes the same bytes. */
+#include <soren/exact.h>
 #include <soren/soren.h>
 #include <string.h>
 
 enum { KMEANS_K, KMEANS_CENTROIDS };
-
-#ifdef __CUDA_ARCH__
-#define KMEANS_DIV(a, b) __ddiv_rn(a, b)
-#define KMEANS_SUB(a, b) __dsub_rn(a, b)
-#define KMEANS_MUL(a, b) __dmul_rn(a, b)
-#define KMEANS_ADD(a, b) __dadd_rn(a, b)
-#else
-#define KMEANS_DIV(a, b) ((a) / (b))
-#define KMEANS_SUB(a, b) ((a) - (b))
-#define KMEANS_MUL(a, b) ((a) * (b))
-#define KMEANS_ADD(a, b) ((a) + (b))
-#endif
 
 /* Coordinate j of the point (records need not be 4-byte aligned). */
 SOREN_FN double kmeans_coordinate(const soren_record *r, uint32_t j)
@@ -67,8 +56,8 @@ SOREN_FN void kmeans_map(soren_emitter *e, const soren_record *r, const soren_pa
             continue;
         double distance = 0;
         for (uint32_t j = 0; j < dims; j++) {
-            double d = KMEANS_SUB(kmeans_coordinate(r, j), KMEANS_DIV(m[j], count));
-            distance = KMEANS_ADD(distance, KMEANS_MUL(d, d));
+            double d = kmeans_coordinate(r, j) - m[j] / count;
+            distance = distance + soren_mul(d, d);
         }
         if (best == k || distance < best_distance) {
             best = c;

@@ -1,0 +1,729 @@
+/*
+ * soren-svm - two-class SVM training and classification on Soren, with
+ * LibSVM's file formats, written against libsoren's API alone
+ * (soren/host.h): each SMO step is one run of the svmstep job, a
+ * classification one run of svmclassify.
+ *
+ *   soren-svm train [OPTIONS] TRAIN MODEL     like svm-train -s 0 -t 2
+ *   soren-svm predict [OPTIONS] TEST MODEL [OUTPUT]   like svm-predict
+ *
+ * Training is SMO with Keerthi's first-order working set selection, as the
+ * MapReduce code-generation paper runs it: alpha = 0, f = -y; then, step by
+ * step, the job updates f after the last pair moved and finds the most
+ * violating pair (b_high, i_high over I_up; b_low, i_low over I_low); the
+ * pair moves as SMO moves it (clipped to [0, C]); training ends when
+ * b_low <= b_high + eps (LibSVM's stopping rule, eps its -e, default
+ * 0.001).  rho = (b_high + b_low) / 2.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <soren/exact.h>
+#include <soren/host.h>
+
+#define EXIT_USAGE 2
+
+static const char usage_text[] =
+    "Usage: soren-svm train [OPTIONS] TRAIN MODEL\n"
+    "       soren-svm predict [OPTIONS] TEST MODEL [OUTPUT]\n"
+    "\n"
+    "Train a two-class soft-margin SVM with an RBF kernel, exp(-gamma |u - v|^2),\n"
+    "or classify with one, on a GPU where one is usable and on the CPU elsewhere.\n"
+    "TRAIN and TEST are in LibSVM's format (LABEL INDEX:VALUE ...; two labels);\n"
+    "MODEL is LibSVM's model format, so svm-predict reads soren-svm's models and\n"
+    "soren-svm predict reads svm-train's (RBF, two classes).  predict prints the\n"
+    "accuracy as svm-predict does and writes each point's label to OUTPUT.\n"
+    "\n"
+    "Options:\n"
+    "  -c C              train: the soft margin's cost (default 1)\n"
+    "  -g GAMMA          train: the kernel's gamma (default 1 / the number of\n"
+    "                    features)\n"
+    "  -e EPS            train: stop once b_low <= b_high + EPS (default 0.001)\n"
+    "      --max-steps N train: give up after N steps (default 10000000)\n"
+    "      --device auto|cpu|gpu\n"
+    "                    where the jobs run (default auto)\n"
+    "      --engine auto|hash|block|direct|dense|sort\n"
+    "                    force the jobs' GPU engine variant (default auto: dense)\n"
+    "  -v, --verbose     say how training went on standard error\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "Exit status: 0 success, 1 an error, 2 a usage error.\n";
+
+static int usage_error(const char *what)
+{
+    fprintf(stderr, "soren-svm: %s\nTry 'soren-svm --help'.\n", what);
+    return EXIT_USAGE;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- Points ------------------------------------------------------------- */
+
+/* Points as the jobs read them: n rows of d float32, row-major, and a
+ * float32 label per row (+1 for labels[0], -1 for labels[1]). */
+typedef struct points {
+    size_t n, d;
+    float *x;
+    float *y;
+    double labels[2];
+    int label_count;
+} points;
+
+static void points_free(points *p)
+{
+    free(p->x);
+    free(p->y);
+    memset(p, 0, sizeof *p);
+}
+
+/* One line of LibSVM's format: the label, then INDEX:VALUE pairs with
+ * increasing indices from 1.  Fills row (d entries, zeroed first) where
+ * row is not NULL; returns the line's largest index, or -1 with a message
+ * in why. */
+static long parse_line(char *line, double *label, float *row, size_t d, char *why, size_t size)
+{
+    char *end = NULL;
+    errno = 0;
+    *label = strtod(line, &end);
+    if (end == line || errno) {
+        snprintf(why, size, "expected a label at the start of the line");
+        return -1;
+    }
+    if (row)
+        memset(row, 0, d * sizeof *row);
+    long last = 0;
+    for (char *s = end;;) {
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '\0' || *s == '\n' || *s == '\r')
+            return last;
+        long index = strtol(s, &end, 10);
+        if (end == s || *end != ':' || index <= last) {
+            snprintf(why, size, "expected INDEX:VALUE with indices from 1 and increasing, at "
+                     "\"%.20s\"", s);
+            return -1;
+        }
+        s = end + 1;
+        errno = 0;
+        double value = strtod(s, &end);
+        if (end == s || errno) {
+            snprintf(why, size, "expected a number after %ld:", index);
+            return -1;
+        }
+        s = end;
+        if (row && (size_t)index <= d)
+            row[index - 1] = (float)value;
+        last = index;
+    }
+}
+
+/* Reads a LibSVM file into dense points of at least d features (its own
+ * largest index where larger).  labels gives the two labels in their order
+ * (from a model) or, when label_count is 0, they are taken in the order the
+ * file first names them (+1 before -1, as LibSVM does). */
+static int points_read(const char *path, points *p, size_t min_d)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "soren-svm: cannot read %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL, why[160];
+    size_t cap = 0, lineno = 0, n = 0, d = min_d;
+    double label;
+    const int labels_from_file = p->label_count == 0;
+    /* First pass: count the rows and find the dimension. */
+    while (getline(&line, &cap, f) > 0) {
+        lineno++;
+        long last = parse_line(line, &label, NULL, 0, why, sizeof why);
+        if (last < 0) {
+            fprintf(stderr, "soren-svm: %s:%zu: %s\n", path, lineno, why);
+            goto fail;
+        }
+        n++;
+        if ((size_t)last > d)
+            d = (size_t)last;
+    }
+    if (n == 0 || d == 0) {
+        fprintf(stderr, "soren-svm: %s: no points\n", path);
+        goto fail;
+    }
+    p->n = n;
+    p->d = d;
+    p->x = malloc(n * d * sizeof *p->x);
+    p->y = malloc(n * sizeof *p->y);
+    if (!p->x || !p->y) {
+        fprintf(stderr, "soren-svm: %s: out of memory for %zu points of %zu features\n", path, n,
+                d);
+        goto fail;
+    }
+    rewind(f);
+    for (size_t i = 0; i < n && getline(&line, &cap, f) > 0; i++) {
+        parse_line(line, &label, p->x + i * d, d, why, sizeof why);
+        int which = p->label_count;
+        for (int l = 0; l < p->label_count; l++)
+            if (p->labels[l] == label)
+                which = l;
+        if (which == p->label_count) {
+            if (p->label_count == 2) {
+                fprintf(stderr, "soren-svm: %s:%zu: a third label, %g (the first two: %g, %g): "
+                        "soren-svm trains two classes\n", path, i + 1, label, p->labels[0],
+                        p->labels[1]);
+                goto fail;
+            }
+            p->labels[p->label_count++] = label;
+        }
+        p->y[i] = which == 0 ? 1.0f : -1.0f;
+    }
+    /* Labels -1 and +1 found in that order become +1 and -1, as LibSVM
+     * takes them, so that +1's points are the positive side and the two
+     * tools' models have the same rho. */
+    if (labels_from_file && p->label_count == 2 && p->labels[0] == -1 && p->labels[1] == 1) {
+        p->labels[0] = 1;
+        p->labels[1] = -1;
+        for (size_t i = 0; i < n; i++)
+            p->y[i] = -p->y[i];
+    }
+    free(line);
+    fclose(f);
+    return 0;
+fail:
+    free(line);
+    fclose(f);
+    points_free(p);
+    return -1;
+}
+
+/* ---- Models (LibSVM's format) -------------------------------------------- */
+
+typedef struct model {
+    double gamma, rho;
+    double labels[2];
+    size_t svs, d;
+    float *sv;    /* svs x d */
+    double *coef; /* alpha_i y_i, y = +1 for labels[0] */
+} model;
+
+static void model_free(model *m)
+{
+    free(m->sv);
+    free(m->coef);
+    memset(m, 0, sizeof *m);
+}
+
+/* Prints a float the shortest way that reads back to the same float. */
+static void put_float(FILE *f, float v)
+{
+    char text[32];
+    for (int digits = 6; digits <= 9; digits++) {
+        snprintf(text, sizeof text, "%.*g", digits, (double)v);
+        if (strtof(text, NULL) == v)
+            break;
+    }
+    fputs(text, f);
+}
+
+/* Writes the model to path through path.tmp, renamed at the end, so that
+ * a failed write leaves nothing behind. */
+static int model_write(const char *path, const model *m, const points *p, const double *alpha)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        fprintf(stderr, "soren-svm: %s: the path is too long\n", path);
+        return -1;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "soren-svm: cannot write %s: %s\n", tmp, strerror(errno));
+        return -1;
+    }
+    size_t per_label[2] = {0, 0};
+    for (size_t i = 0; i < p->n; i++)
+        if (alpha[i] > 0)
+            per_label[p->y[i] > 0 ? 0 : 1]++;
+    fprintf(f, "svm_type c_svc\nkernel_type rbf\ngamma %.17g\nnr_class 2\ntotal_sv %zu\n"
+            "rho %.17g\nlabel %.17g %.17g\nnr_sv %zu %zu\nSV\n", m->gamma,
+            per_label[0] + per_label[1], m->rho, p->labels[0], p->labels[1], per_label[0],
+            per_label[1]);
+    /* LibSVM lists the support vectors of labels[0] first. */
+    for (int side = 0; side < 2; side++)
+        for (size_t i = 0; i < p->n; i++) {
+            if (!(alpha[i] > 0) || (p->y[i] > 0) != (side == 0))
+                continue;
+            fprintf(f, "%.17g", alpha[i] * p->y[i]);
+            for (size_t k = 0; k < p->d; k++) {
+                float v = p->x[i * p->d + k];
+                if (v != 0) {
+                    fprintf(f, " %zu:", k + 1);
+                    put_float(f, v);
+                }
+            }
+            fputc('\n', f);
+        }
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "soren-svm: writing %s: %s\n", path, strerror(errno));
+        remove(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+static int model_read(const char *path, model *m)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "soren-svm: cannot read %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL, key[64], why[160];
+    size_t cap = 0, lineno = 0;
+    int rbf = 0, two = 0, sv_section = 0, have_labels = 0;
+    memset(m, 0, sizeof *m);
+    while (!sv_section && getline(&line, &cap, f) > 0) {
+        lineno++;
+        if (sscanf(line, "%63s", key) != 1)
+            continue;
+        if (strcmp(key, "kernel_type") == 0)
+            rbf = strstr(line, " rbf") != NULL;
+        else if (strcmp(key, "nr_class") == 0)
+            two = strstr(line, " 2") != NULL;
+        else if (strcmp(key, "gamma") == 0)
+            m->gamma = strtod(line + 5, NULL);
+        else if (strcmp(key, "rho") == 0)
+            m->rho = strtod(line + 3, NULL);
+        else if (strcmp(key, "total_sv") == 0)
+            m->svs = strtoul(line + 8, NULL, 10);
+        else if (strcmp(key, "label") == 0)
+            have_labels = sscanf(line + 5, "%lf %lf", &m->labels[0], &m->labels[1]) == 2;
+        else if (strcmp(key, "SV") == 0)
+            sv_section = 1;
+    }
+    if (!sv_section || !rbf || !two || !have_labels || m->svs == 0) {
+        fprintf(stderr, "soren-svm: %s is not a two-class RBF model in LibSVM's format (it "
+                "needs kernel_type rbf, nr_class 2, label, total_sv and SV)\n", path);
+        goto fail;
+    }
+    /* The support vectors: their dimension first. */
+    long header_end = ftell(f);
+    size_t rows = 0;
+    double coef;
+    while (getline(&line, &cap, f) > 0) {
+        lineno++;
+        long last = parse_line(line, &coef, NULL, 0, why, sizeof why);
+        if (last < 0) {
+            fprintf(stderr, "soren-svm: %s:%zu: %s\n", path, lineno, why);
+            goto fail;
+        }
+        if ((size_t)last > m->d)
+            m->d = (size_t)last;
+        rows++;
+    }
+    if (rows != m->svs) {
+        fprintf(stderr, "soren-svm: %s: total_sv says %zu support vectors, it lists %zu\n", path,
+                m->svs, rows);
+        goto fail;
+    }
+    if (m->d == 0)
+        m->d = 1;
+    m->sv = malloc(m->svs * m->d * sizeof *m->sv);
+    m->coef = malloc(m->svs * sizeof *m->coef);
+    if (!m->sv || !m->coef) {
+        fprintf(stderr, "soren-svm: %s: out of memory\n", path);
+        goto fail;
+    }
+    fseek(f, header_end, SEEK_SET);
+    for (size_t i = 0; i < m->svs && getline(&line, &cap, f) > 0; i++)
+        parse_line(line, &m->coef[i], m->sv + i * m->d, m->d, why, sizeof why);
+    free(line);
+    fclose(f);
+    return 0;
+fail:
+    free(line);
+    fclose(f);
+    model_free(m);
+    return -1;
+}
+
+/* ---- Jobs --------------------------------------------------------------- */
+
+typedef struct svm_cli {
+    double c, gamma, eps;
+    unsigned long long max_steps;
+    soren_device device;
+    const char *engine; /* the jobs' GPU variant, or "auto" */
+    int verbose;
+    char **args;
+    int arg_count;
+} svm_cli;
+
+static int fail(soren_error *err)
+{
+    fprintf(stderr, "soren-svm: %s\n", err->text);
+    return 1;
+}
+
+/* A job of the named plugin, on the device asked for, unmonitored: each
+ * step is a small run whose variant the manifest decides (index keys). */
+static int open_job(const char *name, const svm_cli *o, soren_plugin **p, soren_job **job,
+                    soren_error *err)
+{
+    soren_job_options opt;
+    soren_job_options_init(&opt);
+    opt.device = o->device;
+    opt.engine = o->engine;
+    opt.sample = 0;
+    return soren_open(name, p, err) == SOREN_OK && soren_job_new(*p, &opt, job, err) == SOREN_OK
+               ? 0
+               : -1;
+}
+
+#define SET(job, name, ptr, size)                                                          \
+    (soren_job_param_bytes(job, name, ptr, size, &err) == SOREN_OK)
+
+/* K(x_a, x_b) as svmstep computes it. */
+static double rbf(const points *p, size_t a, size_t b, double gamma)
+{
+    const float *xa = p->x + a * p->d, *xb = p->x + b * p->d;
+    double distance = 0;
+    for (size_t k = 0; k < p->d; k++) {
+        double diff = (double)xa[k] - (double)xb[k];
+        distance = distance + soren_mul(diff, diff);
+    }
+    return soren_exp(soren_mul(-gamma, distance));
+}
+
+static double clamp(double v, double lo, double hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* A weight clipped to a bound lies on it: what the arithmetic leaves within
+ * rounding of 0 or C is 0 or C (a residue of 1e-17 would keep a point in
+ * I_up or I_low that has no room to move, and stall the solver). */
+static double snap(double alpha, double c)
+{
+    double tiny = 1e-12 * c;
+    return alpha <= tiny ? 0 : alpha >= c - tiny ? c : alpha;
+}
+
+static int train(const svm_cli *o)
+{
+    if (o->arg_count != 2)
+        return usage_error("train takes TRAIN and MODEL");
+    points p = {0};
+    if (points_read(o->args[0], &p, 0) != 0)
+        return 1;
+    if (p.n > 0xffffff) {
+        fprintf(stderr, "soren-svm: %s has %zu points; svmstep takes at most 16777215\n",
+                o->args[0], p.n);
+        points_free(&p);
+        return 1;
+    }
+    if (p.label_count < 2) {
+        fprintf(stderr, "soren-svm: %s has one label only (%g): there is nothing to separate\n",
+                o->args[0], p.labels[0]);
+        points_free(&p);
+        return 1;
+    }
+    double gamma = o->gamma > 0 ? o->gamma : 1.0 / (double)p.d, c = o->c;
+    double *alpha = calloc(p.n, sizeof *alpha), *f = malloc(p.n * sizeof *f);
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *plugin = NULL;
+    soren_job *job = NULL;
+    int status = 1;
+    if (!alpha || !f) {
+        fprintf(stderr, "soren-svm: out of memory\n");
+        goto done;
+    }
+    for (size_t i = 0; i < p.n; i++)
+        f[i] = -(double)p.y[i];
+    uint32_t n = (uint32_t)p.n, d = (uint32_t)p.d, slots = n + 2, high = 0, low = 0;
+    double d_high = 0, d_low = 0, b_high = 0, b_low = 0;
+    if (open_job("svmstep", o, &plugin, &job, &err) != 0 ||
+        !SET(job, "x", p.x, p.n * p.d * sizeof *p.x) || !SET(job, "y", p.y, p.n * sizeof *p.y) ||
+        !SET(job, "n", &n, 4) || !SET(job, "d", &d, 4) || !SET(job, "slots", &slots, 4) ||
+        !SET(job, "c", &c, 8) || !SET(job, "gamma", &gamma, 8)) {
+        status = fail(&err);
+        goto done;
+    }
+    double t0 = now_s();
+    unsigned long long steps = 0;
+    int converged = 0;
+    char stopped[96] = "--max-steps reached";
+    for (; steps < o->max_steps; steps++) {
+        if (!SET(job, "alpha", alpha, p.n * 8) || !SET(job, "f", f, p.n * 8) ||
+            !SET(job, "i_high", &high, 4) || !SET(job, "i_low", &low, 4) ||
+            !SET(job, "d_high", &d_high, 8) || !SET(job, "d_low", &d_low, 8) ||
+            soren_job_run(job, &err) != SOREN_OK) {
+            status = fail(&err);
+            goto done;
+        }
+        soren_pairs out;
+        soren_job_result(job, &out, &err);
+        int have_up = 0, have_low = 0;
+        for (uint64_t k = 0; k < out.count; k++) {
+            uint64_t key_size, v;
+            uint32_t key;
+            memcpy(&key, soren_pairs_key(&out, k, &key_size), sizeof key);
+            memcpy(&v, soren_pairs_value(&out, k), sizeof v);
+            if (key >= 2)
+                memcpy(&f[key - 2], &v, sizeof v);
+            else if (key == 0)
+                have_up = 1, high = (uint32_t)(0xffffff - (v & 0xffffff));
+            else
+                have_low = 1, low = (uint32_t)(0xffffff - (v & 0xffffff));
+        }
+        if (!have_up || !have_low) {
+            converged = 1;
+            break;
+        }
+        b_high = f[high];
+        b_low = f[low];
+        if (b_low <= b_high + o->eps) {
+            converged = 1;
+            break;
+        }
+        /* Move the pair: alpha_low by y_low (b_high - b_low) / eta, clipped
+         * to keep both in [0, C] and their weighted sum, then alpha_high. */
+        double eta = 2.0 - 2.0 * rbf(&p, high, low, gamma);
+        if (eta < 1e-12)
+            eta = 1e-12;
+        double s = (double)p.y[high] * (double)p.y[low];
+        double a_high = alpha[high], a_low = alpha[low];
+        double lo_bound = s < 0 ? fmax(0, a_low - a_high) : fmax(0, a_low + a_high - c);
+        double hi_bound = s < 0 ? fmin(c, c + a_low - a_high) : fmin(c, a_low + a_high);
+        double new_low = clamp(a_low + (double)p.y[low] * (b_high - b_low) / eta, lo_bound,
+                               hi_bound);
+        new_low = snap(new_low, c);
+        double new_high = snap(clamp(a_high + s * (a_low - new_low), 0, c), c);
+        d_high = (new_high - a_high) * (double)p.y[high];
+        d_low = (new_low - a_low) * (double)p.y[low];
+        alpha[high] = new_high;
+        alpha[low] = new_low;
+        if (d_high == 0 && d_low == 0) {
+            snprintf(stopped, sizeof stopped, "the pair (%u, %u) could not move", high, low);
+            break;
+        }
+    }
+    double seconds = now_s() - t0;
+    /* The dual objective, 1/2 a'Qa - sum a, from f (f_i + y_i is row i of
+     * Qa divided by y_i), as svm-train prints it. */
+    size_t svs = 0, bounded = 0;
+    double objective = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        svs += alpha[i] > 0;
+        bounded += alpha[i] >= c;
+        objective += alpha[i] * ((double)p.y[i] * (f[i] + (double)p.y[i]) / 2 - 1);
+    }
+    model m = {.gamma = gamma, .rho = (b_high + b_low) / 2};
+    if (model_write(o->args[1], &m, &p, alpha) != 0)
+        goto done;
+    printf("optimization finished, #iter = %llu%s%s%s\nobj = %f, rho = %f\n"
+           "nSV = %zu, nBSV = %zu\nTotal nSV = %zu\n", steps,
+           converged ? "" : " (not converged: ", converged ? "" : stopped, converged ? "" : ")",
+           objective, m.rho, svs, bounded, svs);
+    if (o->verbose)
+        fprintf(stderr, "soren-svm: %zu points of %zu features, C %g, gamma %g: %llu steps in "
+                "%.3f s (%.1f us a step), b_high %.6g, b_low %.6g\n", p.n, p.d, c, gamma, steps,
+                seconds, steps ? seconds * 1e6 / (double)steps : 0.0, b_high, b_low);
+    status = converged ? 0 : 1;
+done:
+    soren_job_free(job);
+    soren_close(plugin);
+    free(alpha);
+    free(f);
+    points_free(&p);
+    return status;
+}
+
+static int predict(const svm_cli *o)
+{
+    if (o->arg_count < 2 || o->arg_count > 3)
+        return usage_error("predict takes TEST, MODEL and optionally OUTPUT");
+    model m;
+    if (model_read(o->args[1], &m) != 0)
+        return 1;
+    points t = {.labels = {m.labels[0], m.labels[1]}, .label_count = 2};
+    if (points_read(o->args[0], &t, m.d) != 0) {
+        model_free(&m);
+        return 1;
+    }
+    /* The support vectors at the test points' dimension. */
+    float *sv = calloc(m.svs * t.d, sizeof *sv);
+    int64_t *decision = NULL;
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *plugin = NULL;
+    soren_job *job = NULL;
+    int status = 1;
+    if (!sv) {
+        fprintf(stderr, "soren-svm: out of memory\n");
+        goto done;
+    }
+    for (size_t i = 0; i < m.svs; i++)
+        memcpy(sv + i * t.d, m.sv + i * m.d, m.d * sizeof *sv);
+    /* The largest power of two that keeps every sum within 2^62. */
+    double total = 0;
+    for (size_t i = 0; i < m.svs; i++)
+        total += fabs(m.coef[i]);
+    double scale = ldexp(1.0, 62 - (int)ceil(log2(total > 1 ? total : 1)) - 1);
+    uint32_t d = (uint32_t)t.d, tests = (uint32_t)t.n, svs = (uint32_t)m.svs;
+    double t0 = now_s();
+    if (open_job("svmclassify", o, &plugin, &job, &err) != 0 ||
+        !SET(job, "sv", sv, m.svs * t.d * sizeof *sv) ||
+        !SET(job, "coef", m.coef, m.svs * sizeof *m.coef) ||
+        !SET(job, "z", t.x, t.n * t.d * sizeof *t.x) || !SET(job, "d", &d, 4) ||
+        !SET(job, "tests", &tests, 4) || !SET(job, "svs", &svs, 4) ||
+        !SET(job, "gamma", &m.gamma, 8) || !SET(job, "scale", &scale, 8) ||
+        soren_job_run(job, &err) != SOREN_OK) {
+        status = fail(&err);
+        goto done;
+    }
+    double seconds = now_s() - t0;
+    soren_pairs out;
+    soren_job_result(job, &out, &err);
+    decision = calloc(t.n, sizeof *decision);
+    if (!decision) {
+        fprintf(stderr, "soren-svm: out of memory\n");
+        goto done;
+    }
+    for (uint64_t k = 0; k < out.count; k++) {
+        uint64_t key_size;
+        uint32_t key;
+        memcpy(&key, soren_pairs_key(&out, k, &key_size), sizeof key);
+        memcpy(&decision[key], soren_pairs_value(&out, k), sizeof decision[key]);
+    }
+    FILE *f = o->arg_count == 3 ? fopen(o->args[2], "w") : NULL;
+    if (o->arg_count == 3 && !f) {
+        fprintf(stderr, "soren-svm: cannot write %s: %s\n", o->args[2], strerror(errno));
+        goto done;
+    }
+    size_t right = 0;
+    for (size_t j = 0; j < t.n; j++) {
+        int first = (double)decision[j] / scale - m.rho > 0;
+        right += first == (t.y[j] > 0);
+        if (f)
+            fprintf(f, "%g\n", first ? m.labels[0] : m.labels[1]);
+    }
+    if (f && fclose(f) != 0) {
+        fprintf(stderr, "soren-svm: writing %s: %s\n", o->args[2], strerror(errno));
+        goto done;
+    }
+    printf("Accuracy = %g%% (%zu/%zu) (classification)\n", 100.0 * (double)right / (double)t.n,
+           right, t.n);
+    if (o->verbose)
+        fprintf(stderr, "soren-svm: %zu test points, %zu support vectors of %zu features: %.3f "
+                "s\n", t.n, m.svs, t.d, seconds);
+    status = 0;
+done:
+    soren_job_free(job);
+    soren_close(plugin);
+    free(sv);
+    free(decision);
+    points_free(&t);
+    model_free(&m);
+    return status;
+}
+
+/* Parses a number option's value; returns 0 when it is not a positive number. */
+static int positive(const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno || !(v > 0) || isinf(v))
+        return 0;
+    *out = v;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    svm_cli o = {.c = 1, .gamma = 0, .eps = 1e-3, .max_steps = 10000000ull,
+                 .device = SOREN_DEVICE_AUTO, .engine = "auto"};
+    char **args = calloc((size_t)argc, sizeof *args);
+    const char *command = NULL;
+    int count = 0, status = EXIT_USAGE;
+    if (!args) {
+        fprintf(stderr, "soren-svm: out of memory\n");
+        return 1;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            status = 0;
+            goto done;
+        } else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            o.verbose = 1;
+        } else if (strcmp(a, "-c") == 0 || strcmp(a, "-g") == 0 || strcmp(a, "-e") == 0) {
+            double *dst = a[1] == 'c' ? &o.c : a[1] == 'g' ? &o.gamma : &o.eps;
+            if (!v || !positive(v, dst)) {
+                status = usage_error(a[1] == 'c'   ? "-c takes a cost above 0, e.g. -c 10"
+                                     : a[1] == 'g' ? "-g takes a gamma above 0, e.g. -g 0.5"
+                                                   : "-e takes a tolerance above 0, e.g. -e 0.001");
+                goto done;
+            }
+            i++;
+        } else if (strcmp(a, "--max-steps") == 0) {
+            char *end = NULL;
+            o.max_steps = v ? strtoull(v, &end, 10) : 0;
+            if (!v || *end || o.max_steps == 0) {
+                status = usage_error("--max-steps takes a number of steps from 1 up");
+                goto done;
+            }
+            i++;
+        } else if (strcmp(a, "--engine") == 0) {
+            if (!v) {
+                status = usage_error("--engine takes auto, hash, block, direct, dense or sort");
+                goto done;
+            }
+            o.engine = v; /* soren_job_new checks it */
+            i++;
+        } else if (strcmp(a, "--device") == 0) {
+            if (v && strcmp(v, "auto") == 0)
+                o.device = SOREN_DEVICE_AUTO;
+            else if (v && strcmp(v, "cpu") == 0)
+                o.device = SOREN_DEVICE_CPU;
+            else if (v && strcmp(v, "gpu") == 0)
+                o.device = SOREN_DEVICE_GPU;
+            else {
+                status = usage_error("--device takes auto, cpu or gpu");
+                goto done;
+            }
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            char what[300];
+            snprintf(what, sizeof what, "unknown option %s", a);
+            status = usage_error(what);
+            goto done;
+        } else if (!command) {
+            command = a;
+        } else {
+            args[count++] = argv[i];
+        }
+    }
+    o.args = args;
+    o.arg_count = count;
+    if (!command)
+        status = usage_error("no command given (train or predict)");
+    else if (strcmp(command, "train") == 0)
+        status = train(&o);
+    else if (strcmp(command, "predict") == 0)
+        status = predict(&o);
+    else
+        status = usage_error("unknown command (train or predict)");
+done:
+    free(args);
+    return status;
+}

@@ -1,0 +1,207 @@
+/*
+ * test_svm.c - soren-svm against LibSVM (svm-train, svm-predict) on
+ * soren-gen's svm data: the same C and gamma give the same number of
+ * support vectors (within 1%) and the same test accuracy (within half a
+ * point); each tool's predictor reads the other's models and agrees with
+ * its own; on a GPU every variant trains the CPU engine's model, byte for
+ * byte.  Skips, saying why, where LibSVM's tools are not installed.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char *dir;
+
+static void setup(void) { dir = tu_mkdtemp(); }
+
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+}
+
+TestSuite(svm, .init = setup, .fini = teardown, .timeout = 600);
+
+static int have_libsvm(void)
+{
+    return tu_run("command -v svm-train && command -v svm-predict", NULL, NULL) == 0;
+}
+
+/* soren-gen svm ARGS -o dir/NAME; returns the path (static buffer). */
+static const char *gen(const char *name, const char *args)
+{
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s/soren-gen' svm %s -o '%s'", tu_builddir(), args, path);
+    cr_assert_eq(rc, 0, "soren-gen svm %s: exit %d: %s", args, rc, err);
+    free(err);
+    return path;
+}
+
+/* Runs a command, asserting exit 0; returns its standard output. */
+static char *run(const char *what, const char *cmd)
+{
+    char *out = NULL, *err = NULL;
+    int rc = tu_run(cmd, &out, &err);
+    cr_assert_eq(rc, 0, "%s: exit %d: %s\n%s", what, rc, cmd, err);
+    free(err);
+    return out;
+}
+
+static long total_nsv(const char *what, const char *out)
+{
+    const char *at = strstr(out, "Total nSV = ");
+    cr_assert_not_null(at, "%s printed no \"Total nSV = \": %s", what, out);
+    return strtol(at + 12, NULL, 10);
+}
+
+/* "Accuracy = 97.5% (975/1000)": the number right. */
+static long right(const char *what, const char *out)
+{
+    const char *at = strstr(out, "% (");
+    cr_assert_not_null(at, "%s printed no accuracy: %s", what, out);
+    return strtol(at + 3, NULL, 10);
+}
+
+/* Trains and tests one preset with both tools on the CPU engine. */
+static void compare(const char *preset, int rows, int test_rows)
+{
+    char args[256], cmd[16384], train[4096], test[4096];
+    snprintf(args, sizeof args, "--preset %s --rows %d --seed 3", preset, rows);
+    snprintf(train, sizeof train, "%s", gen("train", args));
+    snprintf(args, sizeof args, "--preset %s --test --rows %d --seed 3", preset, test_rows);
+    snprintf(test, sizeof test, "%s", gen("test", args));
+    snprintf(cmd, sizeof cmd, "'%s/soren-gen' svm --preset %s --print-params", tu_builddir(),
+             preset);
+    char *params = run("soren-gen --print-params", cmd);
+    double c = 0, gamma = 0;
+    cr_assert_eq(sscanf(params, "%lf %lf", &c, &gamma), 2, "%s", params);
+    free(params);
+
+    snprintf(cmd, sizeof cmd, "svm-train -q -c %.17g -g %.17g -e 0.001 '%s' '%s/libsvm.model' "
+             "&& awk '/^total_sv/ {print \"Total nSV = \" $2}' '%s/libsvm.model'", c, gamma, train,
+             dir, dir);
+    char *theirs = run("svm-train", cmd);
+    snprintf(cmd, sizeof cmd, "'%s/soren-svm' train --device cpu -c %.17g -g %.17g '%s' "
+             "'%s/soren.model'", tu_builddir(), c, gamma, train, dir);
+    char *ours = run("soren-svm train", cmd);
+    long n_theirs = total_nsv("svm-train", theirs), n_ours = total_nsv("soren-svm", ours);
+    cr_expect(labs(n_ours - n_theirs) <= (long)ceil(0.01 * (double)n_theirs),
+              "%s: %ld support vectors, LibSVM %ld (more than 1%% apart)", preset, n_ours,
+              n_theirs);
+    cr_expect(n_theirs > rows / 50, "%s: %ld support vectors of %d points: a problem too easy "
+              "to tell the solvers apart", preset, n_theirs, rows);
+
+    /* Each predictor on each model. */
+    long acc[2][2];
+    const char *models[] = {"libsvm.model", "soren.model"};
+    for (int m = 0; m < 2; m++) {
+        snprintf(cmd, sizeof cmd, "svm-predict '%s' '%s/%s' '%s/p-libsvm-%d'", test, dir,
+                 models[m], dir, m);
+        char *out = run("svm-predict", cmd);
+        acc[m][0] = right("svm-predict", out);
+        free(out);
+        snprintf(cmd, sizeof cmd, "'%s/soren-svm' predict --device cpu '%s' '%s/%s' "
+                 "'%s/p-soren-%d'", tu_builddir(), test, dir, models[m], dir, m);
+        out = run("soren-svm predict", cmd);
+        acc[m][1] = right("soren-svm predict", out);
+        free(out);
+        /* The same model, two predictors: the same labels but where a
+         * decision value lies within rounding of zero. */
+        cr_expect(labs(acc[m][0] - acc[m][1]) <= 1, "%s, %s: svm-predict %ld right, soren-svm "
+                  "%ld", preset, models[m], acc[m][0], acc[m][1]);
+    }
+    cr_expect(fabs((double)(acc[1][1] - acc[0][0])) / test_rows <= 0.005,
+              "%s: soren-svm's model %ld right of %d, LibSVM's %ld (more than half a point "
+              "apart)", preset, acc[1][1], test_rows, acc[0][0]);
+    cr_expect(acc[0][0] > test_rows * 6 / 10, "%s: LibSVM's %ld right of %d: near chance",
+              preset, acc[0][0], test_rows);
+    free(theirs);
+    free(ours);
+}
+
+Test(svm, adult_like_equals_libsvm)
+{
+    if (!have_libsvm())
+        cr_skip_test("svm-train and svm-predict not found: apt-get install libsvm-tools");
+    compare("adult", 1500, 600);
+}
+
+Test(svm, usps_like_equals_libsvm)
+{
+    if (!have_libsvm())
+        cr_skip_test("svm-train and svm-predict not found: apt-get install libsvm-tools");
+    compare("usps", 1000, 500);
+}
+
+/* On a GPU: every variant of both jobs gives the CPU engine's model and
+ * labels, byte for byte (soren/exact.h; integer sums). */
+Test(svm, every_gpu_variant_equals_the_cpu_engine)
+{
+    char cmd[16384];
+    snprintf(cmd, sizeof cmd, "'%s' devices >/dev/null 2>&1", tu_host());
+    if (tu_run(cmd, NULL, NULL) != 0)
+        cr_skip_test("no usable GPU: this compares the GPU's variants with the CPU engine");
+    char train[4096], test[4096];
+    snprintf(train, sizeof train, "%s", gen("train", "--preset web --rows 1200 --seed 5"));
+    snprintf(test, sizeof test, "%s", gen("test", "--preset web --test --rows 400 --seed 5"));
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s/soren-svm' train --device cpu -c 64 -g 7.8125 "
+             "'%s' cpu.model && '%s/soren-svm' predict --device cpu '%s' cpu.model cpu.labels",
+             dir, tu_builddir(), train, tu_builddir(), test);
+    free(run("soren-svm on the CPU engine", cmd));
+    const char *variants[] = {"auto", "dense", "hash", "block", "direct", "sort"};
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s/soren-svm' train --device gpu --engine %s -c "
+                 "64 -g 7.8125 '%s' gpu.model && cmp cpu.model gpu.model && '%s/soren-svm' "
+                 "predict --device gpu --engine %s '%s' cpu.model gpu.labels && cmp cpu.labels "
+                 "gpu.labels", dir, tu_builddir(), variants[v], train, tu_builddir(),
+                 variants[v], test);
+        char *out = NULL, *err = NULL;
+        int rc = tu_run(cmd, &out, &err);
+        cr_expect_eq(rc, 0, "--engine %s: exit %d: %s", variants[v], rc, err);
+        free(out);
+        free(err);
+    }
+}
+
+/* Mistakes are errors that say what to do, and write nothing. */
+Test(svm, usage_and_input_errors)
+{
+    char path[4096], cmd[8192];
+    struct { const char *args, *file, *text; int status; const char *said; } cases[] = {
+        {"train", NULL, NULL, 2, "train takes TRAIN and MODEL"},
+        {"fly", NULL, NULL, 2, "unknown command"},
+        {"train -c 0 a b", NULL, NULL, 2, "-c takes a cost above 0"},
+        {"train --engine fastest %s m", "t", "+1 1:1\n-1 1:2\n", 1, "\"fastest\""},
+        {"train %s m", "t", "+1 1:1\n-1 2:2\n+2 1:1\n", 1, "a third label"},
+        {"train %s m", "t", "+1 1:1\n+1 2:2\n", 1, "one label only"},
+        {"train %s m", "t", "+1 2:1 1:2\n", 1, "indices from 1 and increasing"},
+        {"train %s m", "t", "", 1, "no points"},
+        {"predict %s %s", "t", "+1 1:1\n", 1, "is not a two-class RBF model"},
+        {"train /no/such/file m", NULL, NULL, 1, "cannot read /no/such/file"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(path, sizeof path, "%s/t", dir);
+        if (cases[i].file)
+            tu_write(path, cases[i].text, strlen(cases[i].text));
+        char args[512];
+        snprintf(args, sizeof args, cases[i].args, path, path);
+        snprintf(cmd, sizeof cmd, "cd '%s' && '%s/soren-svm' %s --device cpu", dir,
+                 tu_builddir(), args);
+        char *err = NULL;
+        int rc = tu_run(cmd, NULL, &err);
+        cr_expect_eq(rc, cases[i].status, "soren-svm %s: exit %d, want %d: %s", args, rc,
+                     cases[i].status, err);
+        cr_expect(strstr(err, cases[i].said) != NULL, "soren-svm %s: \"%s\" not in: %s", args,
+                  cases[i].said, err);
+        free(err);
+        snprintf(path, sizeof path, "%s/m", dir);
+        cr_expect_eq(access(path, F_OK), -1, "soren-svm %s left a model behind", args);
+    }
+}
