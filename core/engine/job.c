@@ -11,21 +11,6 @@
 #include "result.h"
 #include "stage.h"
 
-const char soren_engine_names[] = "auto hash block direct dense sort";
-
-int soren_engine_name_valid(const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = soren_engine_names; *p;) {
-        const char *space = strchr(p, ' ');
-        size_t len = space ? (size_t)(space - p) : strlen(p);
-        if (len == n && memcmp(p, name, n) == 0)
-            return 1;
-        p += len + (space != NULL);
-    }
-    return 0;
-}
-
 /* Standard input is read whole: it cannot be mapped, and records may span
  * any two reads. */
 static soren_status slurp_stdin(soren_progress *progress, char **out, size_t *size,
@@ -211,15 +196,6 @@ static soren_status run_cpu(const soren_stage_spec *spec, const soren_input *inp
     rc = soren_result_order(res, spec->order, spec->limit, err);
     x->ms.sort = now_ms() - t0;
     return rc;
-}
-
-void soren_run_options_init(soren_run_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->engine = "auto";
-    o->order = -1;
-    o->sample = SOREN_SAMPLE_DEFAULT;
-    o->small_keys = SOREN_SMALL_KEYS_DEFAULT;
 }
 
 /* The number of tasks of an index job: --tasks, else the manifest's count,
