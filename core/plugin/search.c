@@ -1,6 +1,7 @@
 #include "search.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,11 +75,14 @@ void soren_search_path_destroy(soren_search_path *sp)
     sp->count = 0;
 }
 
-static int is_file(const char *path)
+/* 1 if path opens for reading, 0 if nothing is there; -1 (errno set) if
+ * something is there that does not open, which must not be passed over for
+ * a plugin of the same name in a later folder. */
+static int probe_file(const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f)
-        return 0;
+        return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
     fclose(f);
     return 1;
 }
@@ -105,7 +109,15 @@ soren_status soren_plugin_resolve(const soren_search_path *sp, const char *job,
         char *path = NULL;
         if (asprintf(&path, "%s/%s.json", sp->dirs[i], job) < 0)
             return soren_error_set(err, SOREN_ENOMEM, "out of memory");
-        if (is_file(path)) {
+        int found = probe_file(path);
+        if (found < 0) {
+            int e = errno;
+            soren_status rc = soren_error_errno(err, e == ENOMEM ? SOREN_ENOMEM : SOREN_EPLUGIN,
+                                                e, "cannot read %s", path);
+            free(path);
+            return rc;
+        }
+        if (found) {
             *manifest_path = path;
             return SOREN_OK;
         }
