@@ -163,6 +163,13 @@ static int parse_fraction(const char *text, double *out)
     return 1;
 }
 
+/* Not a usage error: nothing the user typed was wrong. */
+static int out_of_memory(void)
+{
+    fputs("soren-host: out of memory reading the command line\n", stderr);
+    return 1;
+}
+
 static int push(const char ***list, size_t *count, const char *value)
 {
     const char **grown = realloc(*list, (*count + 1) * sizeof *grown);
@@ -210,7 +217,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         case 'o': c->run.output = optarg; break;
         case 'p':
             if (!push(&c->params, &c->param_count, optarg))
-                return soren__cli_usage_error("%s", "out of memory");
+                return out_of_memory();
             break;
         case OPT_DEVICE:
             if (strcmp(optarg, "auto") == 0)
@@ -262,7 +269,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         case OPT_DIR: c->new_dir = optarg; break;
         case 'P':
             if (!push(&c->plugin_paths, &c->plugin_path_count, optarg))
-                return soren__cli_usage_error("%s", "out of memory");
+                return out_of_memory();
             break;
         case OPT_TABLE_SLOTS:
         case OPT_KEY_BYTES:

@@ -6,7 +6,8 @@
  * (argv is permuted, as getopt does; args points into it).  It returns -1
  * to go on with the command, or the process's exit code: 0 after --help or
  * --version (printed on standard output), 2 after a usage error (said on
- * standard error by soren__cli_usage_error).  Either way the lists it grew
+ * standard error by soren__cli_usage_error), 1 when memory ran out (said
+ * there too).  Either way the lists it grew
  * are freed by soren__cli_args_destroy.  Apart from main.c so that the
  * parser can be fuzzed on its own (tests/fuzz/fuzz_cli.c).
  */

@@ -1,8 +1,9 @@
 /* libFuzzer harness: soren-host's command line parser (core/cli/args.c).
  * The input is the arguments after the program's name, separated by NUL
  * bytes.  Every parse either goes on with a command among the arguments or
- * ends with exit code 0 (--help, --version) or 2 (a usage error, with its
- * message), and soren__cli_args_destroy frees all it took.  What the parser
+ * ends with exit code 0 (--help, --version), 2 (a usage error, with its
+ * message) or 1 (out of memory, which ASan's allocator does not give here),
+ * and soren__cli_args_destroy frees all it took.  What the parser
  * prints goes to /dev/null: libFuzzer and ASan report through handles of
  * their own (libFuzzer keeps the FILE it found at start-up, ASan writes to
  * file descriptor 2). */
@@ -49,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!c.command || c.arg_count < 0 || c.args + c.arg_count != argv + argc ||
             c.args[-1] != c.command)
             abort();
-    } else if (rc != 0 && rc != SOREN_EXIT_USAGE) {
+    } else if (rc != 0 && rc != 1 && rc != SOREN_EXIT_USAGE) {
         abort();
     }
     soren__cli_args_destroy(&c);
