@@ -13,7 +13,7 @@
  *               NULL with errno ENOMEM.  glibc allocates through these
  *               symbols, so strdup, asprintf, fopen's buffer, jansson and
  *               dlopen's own allocations are counted too.
- *   file        open, openat, fopen (EIO), read, fread (EIO), fstat (EIO),
+ *   file        open, openat, fopen (EIO), read, pread, fread (EIO), fstat (EIO),
  *               mmap (ENOMEM), opendir (EIO), readdir (NULL, errno EIO):
  *               the calls that read files, as soren-host makes them.
  *               (glibc's own functions call their internal aliases, so
@@ -309,6 +309,16 @@ ssize_t read(int fd, void *buf, size_t size)
         return fail_file(EIO);
     return NEXT(ssize_t(*)(int, void *, size_t), "read")(fd, buf, size);
 }
+
+#define DEFINE_PREAD(name, off_type)                                                       \
+    ssize_t name(int fd, void *buf, size_t size, off_type off)                             \
+    {                                                                                      \
+        if (should_fail(FAULT_FILE))                                                       \
+            return fail_file(EIO);                                                         \
+        return NEXT(ssize_t(*)(int, void *, size_t, off_type), #name)(fd, buf, size, off); \
+    }
+DEFINE_PREAD(pread, off_t)
+DEFINE_PREAD(pread64, off64_t)
 
 /* A failed fread reads nothing and sets the stream's error flag, as a
  * failed read(2) under it would. */
