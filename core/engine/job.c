@@ -1,5 +1,6 @@
 #include "job.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,8 +34,9 @@ static soren_status slurp_stdin(soren_progress *progress, char **out, size_t *si
         buf = bigger;
     }
     if (ferror(stdin)) {
+        int e = errno;
         free(buf);
-        return soren_error_set(err, SOREN_EINPUT, "error reading standard input");
+        return soren_error_errno(err, SOREN_EINPUT, e, "cannot read standard input");
     }
     *out = buf;
     *size = n;
