@@ -1005,7 +1005,8 @@ static char *dir_of(const char *path)
 static soren_status read_file(const char *path, char **out, size_t *out_size, soren_error *err)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return soren_error_errno(err, SOREN_EIO, errno, "cannot read %s", path);
     if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
@@ -1015,6 +1016,12 @@ static soren_status read_file(const char *path, char **out, size_t *out_size, so
             e = EISDIR;
         close(fd);
         return soren_error_errno(err, SOREN_EIO, e, "cannot read %s", path);
+    }
+    /* A device such as /dev/zero would be read until memory runs out. */
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return soren_error_set(err, SOREN_EIO, "%s is not a regular file (a FIFO, socket or "
+                               "device): a manifest is a file, NAME.json", path);
     }
     /* st_size is a hint only (the file may change while we read). */
     size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;

@@ -2,9 +2,11 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -77,13 +79,14 @@ void soren_search_path_destroy(soren_search_path *sp)
 
 /* 1 if path opens for reading, 0 if nothing is there; -1 (errno set) if
  * something is there that does not open, which must not be passed over for
- * a plugin of the same name in a later folder. */
+ * a plugin of the same name in a later folder.  O_NONBLOCK: a FIFO is
+ * found (and refused by the manifest's reader), not waited on. */
 static int probe_file(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
-    fclose(f);
+    close(fd);
     return 1;
 }
 
