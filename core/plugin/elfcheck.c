@@ -68,7 +68,9 @@ static soren_status check_header(const char *path, const Elf64_Ehdr *h, soren_er
         return soren_error_set(err, SOREN_EPLUGIN,
                                "%s is a %s %s-endian ELF file, this soren-host loads 64-bit "
                                "%s-endian ones: rebuild the plugin on this machine", path,
-                               h->e_ident[EI_CLASS] == ELFCLASS32 ? "32-bit" : "non-64-bit",
+                               h->e_ident[EI_CLASS] == ELFCLASS32   ? "32-bit"
+                               : h->e_ident[EI_CLASS] == ELFCLASS64 ? "64-bit"
+                                                                    : "unknown-class",
                                h->e_ident[EI_DATA] == ELFDATA2MSB ? "big" : "little",
                                HOST_DATA == ELFDATA2LSB ? "little" : "big");
     if (h->e_type != ET_DYN)
