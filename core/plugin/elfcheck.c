@@ -124,7 +124,8 @@ static soren_status check_segments(const char *path, int fd, const Elf64_Ehdr *h
 
 soren_status soren__elf_check(const char *path, soren_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         int e = errno;
         return soren_error_errno(err, e == ENOMEM ? SOREN_ENOMEM : SOREN_EPLUGIN, e,

@@ -205,10 +205,12 @@ soren_status soren_plugin_open(const char *manifest_path, soren_trust trust, sor
         rc = resolve_library(p->manifest, &p->library_path, err);
     if (rc == SOREN_OK)
         rc = soren_trust_plugin(manifest_path, p->library_path, trust, err);
-    if (rc == SOREN_OK)
-        rc = verify_digest(p->manifest, p->library_path, err);
+    /* The ELF check first: it refuses a FIFO, which the digest would wait
+     * on. */
     if (rc == SOREN_OK)
         rc = soren__elf_check(p->library_path, err);
+    if (rc == SOREN_OK)
+        rc = verify_digest(p->manifest, p->library_path, err);
     if (rc == SOREN_OK) {
         dlerror();
         p->handle = dlopen(p->library_path, RTLD_NOW | RTLD_LOCAL);
