@@ -44,7 +44,11 @@ soren_status soren_input_open(soren_input *in, const char *path, soren_error *er
     if (fd < 0) {
         int e = errno;
         soren_input_close(in);
-        return soren_error_errno(err, SOREN_EINPUT, e, "cannot read input %s", path);
+        /* Many tools read standard input for "-"; soren-host does when no
+         * INPUT is given. */
+        return soren_error_errno(err, SOREN_EINPUT, e, "cannot read input %s%s", path,
+                                 strcmp(path, "-") == 0 ? " (standard input is read when no "
+                                                          "INPUT is given)" : "");
     }
     struct stat st;
     soren_status rc = SOREN_OK;
