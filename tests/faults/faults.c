@@ -11,10 +11,11 @@
  * Classes, and how a call of each fails:
  *   malloc      malloc, calloc, realloc (not realloc to 0 bytes, a free):
  *               NULL with errno ENOMEM.  glibc allocates through these
- *               symbols, so strdup, asprintf, fopen's buffer, jansson and
- *               dlopen's own allocations are counted too.
- *   file        open, openat, fopen (EIO), read, pread, fread (EIO), fstat (EIO),
- *               mmap (ENOMEM), opendir (EIO), readdir (NULL, errno EIO):
+ *               symbols, so strdup, asprintf, fopen's buffer and jansson's
+ *               allocations are counted too.
+ *   file        open, openat, fopen (EIO), read, pread, fread (EIO),
+ *               fstat (EIO), mmap (ENOMEM), opendir (EIO), readdir (NULL,
+ *               errno EIO):
  *               the calls that read files, as soren-host makes them.
  *               (glibc's own functions call their internal aliases, so
  *               only direct calls count: fopen once, not fopen and open.)
@@ -22,10 +23,10 @@
  *               cudaErrorMemoryAllocation.
  *   cuda-copy   cudaMemcpy, cudaMemcpyAsync: cudaErrorUnknown.
  *
- * Only calls made while main runs count: the C library's start-up, the
- * loader's and the libraries' constructors allocate before main, and a
- * failure there is not soren-host's to handle.  __libc_start_main is
- * interposed to wrap main.  Calls from several threads are counted
+ * Only calls made while main runs count, and none inside dlopen (see
+ * there): the C library's start-up, the loader's and the libraries'
+ * constructors allocate before main, and a failure there is not
+ * soren-host's to handle.  __libc_start_main is interposed to wrap main.  Calls from several threads are counted
  * atomically (the tests run one CPU thread, so that N means the same call
  * in every run).
  *
@@ -163,6 +164,9 @@ int __libc_start_main(main_fn *main, int argc, char **argv, void (*init)(void),
 
 static _Alignas(16) char arena[4096];
 static size_t arena_used;
+/* volatile: dlsym calls back into malloc and free, which must see it set;
+ * without it the compiler kept the store from dlsym's view, and free
+ * recursed into dlsym for ever. */
 static volatile int resolving;
 
 static void *arena_alloc(size_t size)
