@@ -1,5 +1,5 @@
 #!/bin/sh
-# bad-input.sh - the bad-input catalog: tests/bad-input/KIND/NAME/, one
+# check-bad-input.sh - the bad-input catalog: tests/bad-input/KIND/NAME/, one
 # folder a case (KIND: manifest, plugin, input, cli), run by make check.
 # Prints TAP.
 #
