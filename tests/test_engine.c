@@ -1577,6 +1577,7 @@ Test(engine, cpu_engine_reports_its_bytes)
     cr_assert(strstr(text, " of 3.0 MiB") != NULL, "%s", text);
     free(text);
     soren_result_destroy(&res);
+    soren_input_close(&in);
     free(data);
 }
 

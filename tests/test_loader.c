@@ -170,7 +170,8 @@ Test(loader, not_a_shared_object)
 {
     write_text("garbage.so", "this is not an ELF file\n");
     write_manifest("garbage", "garbage.so", "");
-    expect_error("garbage", SOREN_EPLUGIN, "cannot load", "garbage.so");
+    expect_error("garbage", SOREN_EPLUGIN, "garbage.so is not a shared library (no ELF header)",
+                 "rebuild the plugin");
 }
 
 Test(loader, symlink_leaving_the_folder)

@@ -1,5 +1,6 @@
 #include "job.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,21 +13,6 @@
 #include "iterate.h"
 #include "result.h"
 #include "stage.h"
-
-const char soren_engine_names[] = "auto hash block direct dense sort";
-
-int soren_engine_name_valid(const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = soren_engine_names; *p;) {
-        const char *space = strchr(p, ' ');
-        size_t len = space ? (size_t)(space - p) : strlen(p);
-        if (len == n && memcmp(p, name, n) == 0)
-            return 1;
-        p += len + (space != NULL);
-    }
-    return 0;
-}
 
 /* Standard input is read whole: it cannot be mapped, and records may span
  * any two reads. */
@@ -50,8 +36,9 @@ static soren_status slurp_stdin(soren_progress *progress, char **out, size_t *si
         buf = bigger;
     }
     if (ferror(stdin)) {
+        int e = errno;
         free(buf);
-        return soren_error_set(err, SOREN_EINPUT, "error reading standard input");
+        return soren_error_errno(err, SOREN_EINPUT, e, "cannot read standard input");
     }
     *out = buf;
     *size = n;
@@ -231,15 +218,6 @@ static soren_status run_cpu(const soren_stage_spec *spec, const soren_input *inp
     rc = soren_result_order(res, spec->order, spec->limit, err);
     x->ms.sort = now_ms() - t0;
     return rc;
-}
-
-void soren_run_options_init(soren_run_options *o)
-{
-    memset(o, 0, sizeof *o);
-    o->engine = "auto";
-    o->order = -1;
-    o->sample = SOREN_SAMPLE_DEFAULT;
-    o->small_keys = SOREN_SMALL_KEYS_DEFAULT;
 }
 
 /* What param_product found. */

@@ -14,6 +14,23 @@ static const char *input_name(const soren_input *in)
     return in->path ? in->path : "(input)";
 }
 
+/* A file that says it has 0 bytes maps to an empty input; /proc and /sys
+ * files say so and have bytes, which must not give an empty result
+ * presented as whole.  One read tells them apart. */
+static soren_status check_empty(int fd, const char *path, soren_error *err)
+{
+    char byte;
+    ssize_t n = read(fd, &byte, 1);
+    if (n < 0)
+        return soren_error_errno(err, SOREN_EINPUT, errno, "cannot read input %s", path);
+    if (n > 0)
+        return soren_error_set(err, SOREN_EINPUT,
+                               "input %s says it has 0 bytes but has some (a /proc or /sys "
+                               "file), so it cannot be mapped; redirect it to standard input "
+                               "instead", path);
+    return SOREN_OK;
+}
+
 soren_status soren_input_open(soren_input *in, const char *path, soren_error *err)
 {
     memset(in, 0, sizeof *in);
@@ -27,7 +44,11 @@ soren_status soren_input_open(soren_input *in, const char *path, soren_error *er
     if (fd < 0) {
         int e = errno;
         soren_input_close(in);
-        return soren_error_errno(err, SOREN_EINPUT, e, "cannot read input %s", path);
+        /* Many tools read standard input for "-"; soren-host does when no
+         * INPUT is given. */
+        return soren_error_errno(err, SOREN_EINPUT, e, "cannot read input %s%s", path,
+                                 strcmp(path, "-") == 0 ? " (standard input is read when no "
+                                                          "INPUT is given)" : "");
     }
     struct stat st;
     soren_status rc = SOREN_OK;
@@ -41,7 +62,9 @@ soren_status soren_input_open(soren_input *in, const char *path, soren_error *er
                              "input %s is not a regular file (pipes, sockets and devices "
                              "cannot be mapped; redirect it to standard input instead)",
                              path);
-    } else if (st.st_size > 0) {
+    } else if (st.st_size == 0) {
+        rc = check_empty(fd, path, err);
+    } else {
         uint64_t size = (uint64_t)st.st_size;
         void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (map == MAP_FAILED) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elfcheck.h"
 #include "sha256.h"
 
 /* The library's real path, refused if it is missing or leaves the manifest's
@@ -204,6 +205,10 @@ soren_status soren_plugin_open(const char *manifest_path, soren_trust trust, sor
         rc = resolve_library(p->manifest, &p->library_path, err);
     if (rc == SOREN_OK)
         rc = soren_trust_plugin(manifest_path, p->library_path, trust, err);
+    /* The ELF check first: it refuses a FIFO, which the digest would wait
+     * on. */
+    if (rc == SOREN_OK)
+        rc = soren__elf_check(p->library_path, err);
     if (rc == SOREN_OK)
         rc = verify_digest(p->manifest, p->library_path, err);
     if (rc == SOREN_OK) {

@@ -995,10 +995,38 @@ static soren_status parse_root(parser *p, const json_t *root, soren_manifest *m)
 
 /* ---- Loading ------------------------------------------------------------ */
 
+/* Three texts jansson calls a syntax error at line 1 in words that do not
+ * say what is wrong: nothing at all, and the byte order marks an editor
+ * may put first. */
+static soren_status check_start(const char *text, size_t size, const char *source,
+                                soren_error *err)
+{
+    const unsigned char *t = (const unsigned char *)text;
+    size_t blank = 0;
+    while (blank < size && (text[blank] == ' ' || text[blank] == '\t' || text[blank] == '\r' ||
+                            text[blank] == '\n'))
+        blank++;
+    if (blank == size)
+        return soren_error_set(err, SOREN_EMANIFEST, "%s is empty: a manifest is one JSON "
+                               "object (`soren-host new NAME` writes one to start from)",
+                               source);
+    if (size >= 3 && t[0] == 0xEF && t[1] == 0xBB && t[2] == 0xBF)
+        return soren_error_set(err, SOREN_EMANIFEST, "%s starts with a byte order mark (EF BB "
+                               "BF): save it as UTF-8 without one", source);
+    if (size >= 2 && ((t[0] == 0xFF && t[1] == 0xFE) || (t[0] == 0xFE && t[1] == 0xFF)))
+        return soren_error_set(err, SOREN_EMANIFEST, "%s is UTF-16 or UTF-32 (it starts with "
+                               "the byte order mark %02X %02X): save it as UTF-8", source, t[0],
+                               t[1]);
+    return SOREN_OK;
+}
+
 /* Parses m->text into m's fields. */
 static soren_status manifest_parse_text(soren_manifest *m, const char *source, soren_error *err)
 {
     parser p = {source, err};
+    soren_status rc = check_start(m->text, m->text_size, source, err);
+    if (rc != SOREN_OK)
+        return rc;
     json_error_t jerr;
     /* DECODE_ANY: a top-level array or string is reported as "$: expected
      * an object", not as a JSON syntax error. */
@@ -1039,7 +1067,8 @@ static char *dir_of(const char *path)
 static soren_status read_file(const char *path, char **out, size_t *out_size, soren_error *err)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
         return soren_error_errno(err, SOREN_EIO, errno, "cannot read %s", path);
     if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
@@ -1049,6 +1078,12 @@ static soren_status read_file(const char *path, char **out, size_t *out_size, so
             e = EISDIR;
         close(fd);
         return soren_error_errno(err, SOREN_EIO, e, "cannot read %s", path);
+    }
+    /* A device such as /dev/zero would be read until memory runs out. */
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return soren_error_set(err, SOREN_EIO, "%s is not a regular file (a FIFO, socket or "
+                               "device): a manifest is a file, NAME.json", path);
     }
     /* st_size is a hint only (the file may change while we read). */
     size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;

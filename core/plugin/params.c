@@ -22,14 +22,28 @@ static const char *param_type_name(soren_param_type t)
     return "?";
 }
 
+/* A file named on the command line that is not there or not the user's to
+ * read is a usage error; the system failing to read one is not. */
+static soren_status open_error_code(int e)
+{
+    if (e == ENOMEM)
+        return SOREN_ENOMEM;
+    if (e == ENOENT || e == ENOTDIR || e == EACCES || e == EISDIR || e == ELOOP ||
+        e == ENAMETOOLONG)
+        return SOREN_EUSAGE;
+    return SOREN_EIO;
+}
+
 /* Reads a whole file for "name=@file". */
 static soren_status read_value_file(const char *job, const char *name, const char *path,
                                     char **out, size_t *size, soren_error *err)
 {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return soren_error_errno(err, SOREN_EUSAGE, errno, "%s: --param %s=@%s: cannot read %s",
+    if (!f) {
+        int e = errno;
+        return soren_error_errno(err, open_error_code(e), e, "%s: --param %s=@%s: cannot read %s",
                                  job, name, path, path);
+    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     while (buf) {
@@ -45,14 +59,14 @@ static soren_status read_value_file(const char *job, const char *name, const cha
         buf = bigger;
         cap *= 2;
     }
-    int failed = ferror(f);
+    int failed = ferror(f), e = errno;
     fclose(f);
     if (!buf)
         return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading %s", job, path);
     if (failed) {
         free(buf);
-        return soren_error_set(err, SOREN_EUSAGE, "%s: --param %s=@%s: read error", job, name,
-                               path);
+        return soren_error_errno(err, SOREN_EIO, e, "%s: --param %s=@%s: cannot read %s", job,
+                                 name, path, path);
     }
     buf[n] = '\0';
     *out = buf;

@@ -1,9 +1,12 @@
 #include "search.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -74,12 +77,16 @@ void soren_search_path_destroy(soren_search_path *sp)
     sp->count = 0;
 }
 
-static int is_file(const char *path)
+/* 1 if path opens for reading, 0 if nothing is there; -1 (errno set) if
+ * something is there that does not open, which must not be passed over for
+ * a plugin of the same name in a later folder.  O_NONBLOCK: a FIFO is
+ * found (and refused by the manifest's reader), not waited on. */
+static int probe_file(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    fclose(f);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+    close(fd);
     return 1;
 }
 
@@ -105,7 +112,15 @@ soren_status soren_plugin_resolve(const soren_search_path *sp, const char *job,
         char *path = NULL;
         if (asprintf(&path, "%s/%s.json", sp->dirs[i], job) < 0)
             return soren_error_set(err, SOREN_ENOMEM, "out of memory");
-        if (is_file(path)) {
+        int found = probe_file(path);
+        if (found < 0) {
+            int e = errno;
+            soren_status rc = soren_error_errno(err, e == ENOMEM ? SOREN_ENOMEM : SOREN_EPLUGIN,
+                                                e, "cannot read %s", path);
+            free(path);
+            return rc;
+        }
+        if (found) {
             *manifest_path = path;
             return SOREN_OK;
         }

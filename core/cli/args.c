@@ -1,0 +1,348 @@
+/* args.c - soren-host's options and command (see args.h). */
+#include "cli/args.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "engine/result.h"
+#include "io/output.h"
+#include <soren/soren.h>
+
+static const char usage_text[] =
+    "Usage: soren-host [OPTIONS] COMMAND [ARGS]\n"
+    "\n"
+    "Run MapReduce jobs written as Soren plugins, on a GPU where one is usable\n"
+    "and on the CPU elsewhere.\n"
+    "\n"
+    "Commands:\n"
+    "  list                 list the plugins in the plugin path (loads none)\n"
+    "  info NAME|PATH       describe a plugin from its manifest\n"
+    "  check NAME|PATH      validate a manifest and load its library, reporting\n"
+    "                       every disagreement between them\n"
+    "  run NAME|PATH [INPUT...]\n"
+    "                       run a job over the INPUT files (standard input if none)\n"
+    "  new NAME             write a folder NAME/ to start a plugin from: NAME.cu,\n"
+    "                       NAME.json, a Makefile (make builds NAME.so against the\n"
+    "                       installed SDK) and a README; never overwrites\n"
+    "  devices              list the GPUs the CUDA runtime can use, with their\n"
+    "                       memory and compute capability (exit status 1: none)\n"
+    "\n"
+    "Options:\n"
+    "  -o, --output FILE    write the result to FILE (default: standard output);\n"
+    "                       FILE appears only when the run succeeds\n"
+    "      --output-parts   write the result as FILE.part-R-of-N, one file per rank\n"
+    "                       of an mpirun run (FILE.part-0-of-1 without one)\n"
+    "  -p, --param NAME=VALUE, --param NAME=@FILE\n"
+    "                       set a job parameter (see `soren-host info NAME`)\n"
+    "      --tasks N        the number of tasks of a job with index input (map\n"
+    "                       runs for 0 .. N-1; default: from its manifest)\n"
+    "      --iterate N      run a job whose manifest has \"iterate\" (kmeans) up to\n"
+    "                       N times, each run's output written into the parameter\n"
+    "                       it names for the next; stops early when a run changes\n"
+    "                       nothing; the last run's output is the result\n"
+    "      --device auto|cpu|gpu\n"
+    "                       where to run (default auto: a usable GPU, else the CPU)\n"
+    "      --engine auto|hash|block|direct|dense|sort\n"
+    "                       force a GPU engine variant (default auto: chosen from\n"
+    "                       the manifest and the sample; the CPU engine runs hash,\n"
+    "                       or direct for a job without combine and reduce)\n"
+    "      --sample FRACTION\n"
+    "                       first map this fraction of the records, storing\n"
+    "                       nothing, to choose the variant and size the regions\n"
+    "                       (0 to 1, default 0.2, at most 32 MiB of input;\n"
+    "                       0 turns monitoring off)\n"
+    "      --small-keys N   auto picks block when the sample has fewer than N\n"
+    "                       distinct keys (default 1000)\n"
+    "      --explain        after the run, print one JSON object on standard error:\n"
+    "                       the sample's metrics, the variant and why, the sizes,\n"
+    "                       every overflow and the phase times (explain.schema.json)\n"
+    "  -t, --threads N      CPU engine threads (default: every online CPU)\n"
+    "      --table-slots N  initial hash table slots: the GPU table, and each of the\n"
+    "                       CPU engine's per-thread tables (default: projected)\n"
+    "      --key-bytes SIZE initial GPU key space, e.g. 512M (default: projected)\n"
+    "      --pair-slots N   initial GPU pair space of the direct and sort variants\n"
+    "                       (default: projected).  Regions grow when they fill and\n"
+    "                       the run resumes, so small sizes only cost overflows;\n"
+    "                       sizes take K, M, G\n"
+    "  -f, --format tsv|csv|json|jsonl\n"
+    "                       output format (default tsv)\n"
+    "      --order key|value_desc|value_asc|none\n"
+    "                       order of the pairs, instead of the manifest's\n"
+    "      --top N          keep only the first N pairs, in that order\n"
+    "      --progress       show the progress line on standard error even when it\n"
+    "                       is not a terminal\n"
+    "      --no-progress    never show it (default: shown on a terminal)\n"
+    "      --from EXAMPLE   new: start from an installed example job (wordcount,\n"
+    "                       grep, histogram, stringmatch) instead of a skeleton\n"
+    "      --dir DIR        new: write the folder in DIR (default: here)\n"
+    "  -P, --plugin-path DIR\n"
+    "                       search DIR for plugins first (repeatable; DIR may be a\n"
+    "                       colon-separated list)\n"
+    "      --allow-insecure-plugin-dirs\n"
+    "                       load plugins whose folder, manifest or library others\n"
+    "                       than the owner can write to (refused by default)\n"
+    "  -v, --verbose        say what was decided and done, on standard error\n"
+    "  -h, --help           show this help\n"
+    "  -V, --version        show the version\n"
+    "\n"
+    "Plugins are found by name in: --plugin-path, $SOREN_PLUGIN_PATH,\n"
+    "$XDG_DATA_HOME/soren/plugins (~/.local/share/soren/plugins), and\n"
+    SOREN_PLUGINDIR ".\n"
+    "\n"
+    "Built with MPI, `mpirun -np N soren-host run ...` runs a job over N ranks,\n"
+    "each mapping a slice of the input; rank 0 writes the result and reports.\n"
+    "\n"
+    "Exit status: 0 success, 1 job or input error, 2 usage error.\n";
+
+int soren__cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("soren-host: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\nTry 'soren-host --help'.\n", stderr);
+    va_end(ap);
+    return SOREN_EXIT_USAGE;
+}
+
+static int parse_threads(const char *text, unsigned *out)
+{
+    char *end = NULL;
+    unsigned long n = strtoul(text, &end, 10);
+    if (!*text || *end || text[0] == '-' || n < 1 || n > 4096)
+        return 0;
+    *out = (unsigned)n;
+    return 1;
+}
+
+/* A positive count or size, with an optional K, M or G (powers of 1024). */
+static int parse_size(const char *text, uint64_t *out)
+{
+    char *end = NULL;
+    if (!*text || text[0] == '-')
+        return 0;
+    errno = 0;
+    unsigned long long n = strtoull(text, &end, 10);
+    if (errno == ERANGE)
+        return 0;
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift)
+        end++;
+    if (*end || n == 0 || n > (UINT64_MAX >> shift))
+        return 0;
+    *out = (uint64_t)n << shift;
+    return 1;
+}
+
+/* A count from 0 up, digits only. */
+static int parse_count(const char *text, uint64_t *out)
+{
+    char *end = NULL;
+    if (*text < '0' || *text > '9')
+        return 0;
+    errno = 0;
+    unsigned long long n = strtoull(text, &end, 10);
+    if (errno == ERANGE || *end)
+        return 0;
+    *out = n;
+    return 1;
+}
+
+/* A fraction from 0 to 1 (NaN and infinities are not). */
+static int parse_fraction(const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(text, &end);
+    if (end == text || *end || errno == ERANGE || !(x >= 0 && x <= 1))
+        return 0;
+    *out = x;
+    return 1;
+}
+
+/* Not a usage error: nothing the user typed was wrong. */
+static int out_of_memory(void)
+{
+    fputs("soren-host: out of memory reading the command line\n", stderr);
+    return 1;
+}
+
+static int push(const char ***list, size_t *count, const char *value)
+{
+    const char **grown = realloc(*list, (*count + 1) * sizeof *grown);
+    if (!grown)
+        return 0;
+    grown[(*count)++] = value;
+    *list = grown;
+    return 1;
+}
+
+int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
+{
+    enum {
+        OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS,
+        OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE, OPT_ORDER, OPT_TOP,
+        OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR, OPT_TASKS, OPT_ITERATE,
+        OPT_OUTPUT_PARTS
+    };
+    static const struct option options[] = {
+        {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
+        {"device", required_argument, 0, OPT_DEVICE}, {"engine", required_argument, 0, OPT_ENGINE},
+        {"threads", required_argument, 0, 't'},  {"format", required_argument, 0, 'f'},
+        {"plugin-path", required_argument, 0, 'P'}, {"verbose", no_argument, 0, 'v'},
+        {"help", no_argument, 0, 'h'},           {"version", no_argument, 0, 'V'},
+        {"table-slots", required_argument, 0, OPT_TABLE_SLOTS},
+        {"key-bytes", required_argument, 0, OPT_KEY_BYTES},
+        {"pair-slots", required_argument, 0, OPT_PAIR_SLOTS},
+        {"sample", required_argument, 0, OPT_SAMPLE},
+        {"small-keys", required_argument, 0, OPT_SMALL_KEYS},
+        {"explain", no_argument, 0, OPT_EXPLAIN},
+        {"allow-insecure-plugin-dirs", no_argument, 0, OPT_ALLOW_INSECURE},
+        {"order", required_argument, 0, OPT_ORDER},
+        {"top", required_argument, 0, OPT_TOP},
+        {"progress", no_argument, 0, OPT_PROGRESS},
+        {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+        {"from", required_argument, 0, OPT_FROM},
+        {"dir", required_argument, 0, OPT_DIR},
+        {"tasks", required_argument, 0, OPT_TASKS},
+        {"iterate", required_argument, 0, OPT_ITERATE},
+        {"output-parts", no_argument, 0, OPT_OUTPUT_PARTS},
+        {0, 0, 0, 0}};
+    soren_run_options_init(&c->run);
+    c->progress = -1;
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":o:p:t:f:P:vhV", options, NULL)) != -1) {
+        switch (opt) {
+        case 'o': c->run.output = optarg; break;
+        case 'p':
+            if (!push(&c->params, &c->param_count, optarg))
+                return out_of_memory();
+            break;
+        case OPT_DEVICE:
+            if (strcmp(optarg, "auto") == 0)
+                c->run.device = SOREN_DEVICE_AUTO;
+            else if (strcmp(optarg, "cpu") == 0)
+                c->run.device = SOREN_DEVICE_CPU;
+            else if (strcmp(optarg, "gpu") == 0)
+                c->run.device = SOREN_DEVICE_GPU;
+            else
+                return soren__cli_usage_error("--device: expected auto, cpu or gpu, got \"%s\"", optarg);
+            break;
+        case OPT_ENGINE:
+            if (!soren_engine_name_valid(optarg))
+                return soren__cli_usage_error("--engine: expected one of auto, hash, block, direct, dense, "
+                                   "sort, got \"%s\"", optarg);
+            c->run.engine = optarg;
+            break;
+        case 't':
+            if (!parse_threads(optarg, &c->run.threads))
+                return soren__cli_usage_error("--threads: expected a number from 1 to 4096, got \"%s\"",
+                                   optarg);
+            break;
+        case 'f':
+            if (soren_format_parse(optarg, &c->run.format) != 0)
+                return soren__cli_usage_error("--format: expected one of %s, got \"%s\"",
+                                   soren_format_names, optarg);
+            break;
+        case OPT_ORDER: {
+            soren_order order;
+            if (soren_order_parse(optarg, &order) != 0)
+                return soren__cli_usage_error("--order: expected one of %s, got \"%s\"",
+                                   soren_order_names, optarg);
+            c->run.order = (int)order;
+            break;
+        }
+        case OPT_TOP:
+            if (!parse_count(optarg, &c->run.top) || c->run.top == 0)
+                return soren__cli_usage_error("--top: expected a number of pairs from 1 up, got \"%s\"",
+                                   optarg);
+            break;
+        case OPT_TASKS:
+            if (!parse_count(optarg, &c->run.tasks) || c->run.tasks == 0)
+                return soren__cli_usage_error("--tasks: expected a number of tasks from 1 up, got \"%s\"",
+                                   optarg);
+            break;
+        case OPT_ITERATE:
+            if (!parse_count(optarg, &c->run.iterate) || c->run.iterate == 0)
+                return soren__cli_usage_error("--iterate: expected a number of runs from 1 up, "
+                                              "got \"%s\"", optarg);
+            break;
+        case OPT_OUTPUT_PARTS: c->run.output_parts = 1; break;
+        case OPT_PROGRESS: c->progress = 1; break;
+        case OPT_NO_PROGRESS: c->progress = 0; break;
+        case OPT_FROM: c->new_from = optarg; break;
+        case OPT_DIR: c->new_dir = optarg; break;
+        case 'P':
+            if (!push(&c->plugin_paths, &c->plugin_path_count, optarg))
+                return out_of_memory();
+            break;
+        case OPT_TABLE_SLOTS:
+        case OPT_KEY_BYTES:
+        case OPT_PAIR_SLOTS: {
+            uint64_t *dst = opt == OPT_TABLE_SLOTS ? &c->run.gpu.table_slots
+                          : opt == OPT_KEY_BYTES   ? &c->run.gpu.key_bytes
+                                                   : &c->run.gpu.pair_slots;
+            if (!parse_size(optarg, dst))
+                return soren__cli_usage_error("%s: expected a size such as 65536, 64K, 512M or 2G, "
+                                   "got \"%s\"", opt == OPT_TABLE_SLOTS ? "--table-slots"
+                                                  : opt == OPT_KEY_BYTES ? "--key-bytes"
+                                                                          : "--pair-slots",
+                                   optarg);
+            break;
+        }
+        case OPT_SAMPLE:
+            if (!parse_fraction(optarg, &c->run.sample))
+                return soren__cli_usage_error("--sample: expected a fraction from 0 to 1 (0 turns "
+                                   "monitoring off), got \"%s\"", optarg);
+            break;
+        case OPT_SMALL_KEYS:
+            if (!parse_count(optarg, &c->run.small_keys))
+                return soren__cli_usage_error("--small-keys: expected a number of distinct keys such as "
+                                   "1000, got \"%s\"", optarg);
+            break;
+        case OPT_EXPLAIN: c->run.explain = 1; break;
+        case OPT_ALLOW_INSECURE: c->trust = SOREN_TRUST_ANY; break;
+        case 'v': c->run.verbose = 1; break;
+        case 'h': fputs(usage_text, stdout); return 0;
+        case 'V':
+            printf("soren-host %s (plugin ABI %d.%d)\n", PACKAGE_VERSION, SOREN_ABI_MAJOR,
+                   SOREN_ABI_MINOR);
+            return 0;
+        case ':': return soren__cli_usage_error("%s needs a value", argv[optind - 1]);
+        default: return soren__cli_usage_error("unknown option %s", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return soren__cli_usage_error("%s", "no command given (list, info, check, run, new or devices)");
+    c->command = argv[optind];
+    if ((c->new_from || c->new_dir) && strcmp(c->command, "new") != 0)
+        return soren__cli_usage_error("%s applies to the new command only",
+                           c->new_from ? "--from" : "--dir");
+    c->args = argv + optind + 1;
+    c->arg_count = argc - optind - 1;
+    c->run.params = c->params;
+    c->run.param_count = c->param_count;
+    return -1;
+}
+
+void soren__cli_args_destroy(soren__cli_args *c)
+{
+    free(c->params);
+    free(c->plugin_paths);
+    c->params = NULL;
+    c->plugin_paths = NULL;
+    c->param_count = c->plugin_path_count = 0;
+}

@@ -1,0 +1,60 @@
+/*
+ * options.h - what one run is asked to do: the options soren-host's command
+ * line fills (core/cli/args.c) and soren_run reads, with their defaults
+ * and the names --engine accepts.  Apart from the job so that the command
+ * line parser stands alone (tests/fuzz/fuzz_cli.c builds it without the
+ * engines).
+ */
+#ifndef SOREN_OPTIONS_H
+#define SOREN_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../gpu/device.h"
+#include "../gpu/engine.h"
+#include "../io/output.h"
+#include "dist.h"
+#include "progress.h"
+
+typedef struct soren_run_options {
+    const char *const *inputs; /* files; none: standard input */
+    size_t input_count;
+    const char *output;        /* NULL or "-": standard output */
+    soren_format format;
+    int order;                 /* -1: the manifest's output.order; else a soren_order */
+    uint64_t top;              /* keep the first top pairs; 0: the manifest's output.limit */
+    soren_device device;
+    const char *engine;        /* "auto" or a variant name (see soren_engine_names) */
+    double sample;             /* fraction of the records monitoring maps; 0: none */
+    uint64_t small_keys;       /* auto picks block under this many distinct keys */
+    /* Initial region sizes (0: projected); the variant, sample and
+     * small_keys are set from the fields above.  The CPU engine takes
+     * table_slots as its per-thread tables' first size. */
+    soren_gpu_options gpu;
+    unsigned threads;          /* CPU engine; 0: every online CPU */
+    uint64_t tasks;            /* index input: the task count (--tasks); 0: the manifest's */
+    uint64_t iterate;          /* --iterate N: up to N runs, fed by the output; 0: one run */
+    const char *const *params; /* "name=value" / "name=@file" */
+    size_t param_count;
+    int verbose;               /* report decisions on stderr */
+    int explain;               /* after a successful run, the JSON report on stderr */
+    soren_progress *progress;  /* the progress line, or NULL; verbose lines go through it */
+    const soren_comm *comm;    /* the ranks of a distributed run; NULL: one process */
+    /* The library's jobs: a GPU session per stage, made by the first run on
+     * the GPU and kept by the caller; NULL: every run sets up anew. */
+    soren_gpu_session **gpu_sessions;
+    int output_parts;          /* --output-parts: each rank writes OUTPUT.part-R-of-N */
+} soren_run_options;
+
+/* Zeroes o and sets the defaults: engine "auto", order -1 (the
+ * manifest's), sample SOREN_SAMPLE_DEFAULT, small_keys
+ * SOREN_SMALL_KEYS_DEFAULT. */
+void soren_run_options_init(soren_run_options *o);
+
+/* The values --engine accepts, space-separated. */
+extern const char soren_engine_names[];
+/* 1 if name is one of soren_engine_names. */
+int soren_engine_name_valid(const char *name);
+
+#endif /* SOREN_OPTIONS_H */
