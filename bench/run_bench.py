@@ -198,6 +198,12 @@ class Bench:
         except (RuntimeError, subprocess.TimeoutExpired, ValueError, IndexError) as e:
             row["error"] = str(e)[-1000:]
             log(f"  {app:14} {label:13} {config:7} FAILED: {row['error'][:300]}")
+            # a run killed by the time limit may leave part of its output;
+            # the CPU engine's must not be taken for the reference
+            try:
+                os.remove(output)
+            except OSError:
+                pass
             return row
         if config == "cub":
             row.update(variant="cub", runs=len(got["runs_ms"]), wall_ms=None,
@@ -212,9 +218,10 @@ class Bench:
             row["output_matches"] = None
         wall = median(row.get("wall_ms"))
         dev = median(row.get("device_ms"))
+        checked = {True: "=", False: "DIFFERS", None: "ref" if config == "cpu" else "unchecked"}
         log(f"  {app:14} {label:13} {config:7} ran {row['variant']:6} "
             f"wall {fmt(wall)} ms, device {fmt(dev)} ms, "
-            f"output {'=' if row.get('output_matches') else ('ref' if config == 'cpu' else 'DIFFERS')}"
+            f"output {checked[row.get('output_matches')]}"
             f"  ({time.time() - t0:.0f} s)")
         if config != "cpu":
             try:
@@ -256,26 +263,35 @@ class Bench:
         got["command"] = shlex.join(cmd)
         return got, got.get("gpu", "unknown GPU")
 
-    def main(self):
-        started = time.time()
-        limits, gpu = self.limits()
-        log(f"{gpu}: d2d {limits.get('d2d_gbps')} GB/s, h2d pinned {limits.get('h2d_pinned_gbps')}"
-            f" GB/s, pageable {limits.get('h2d_pageable_gbps')} GB/s")
-        for app in self.args.apps:
-            log(f"{app}:")
-            self.app(app)
+    def save(self, started, limits, gpu):
+        """Writes every result so far to OUT/<gpu>-<date>.json; returns its path."""
         date = datetime.date.today().isoformat()
         doc = {"gpu": gpu, "driver": driver_version(), "date": date, "commit": commit(self.root),
                "host_cpus": os.cpu_count(), "runs": self.args.runs,
                "seconds": round(time.time() - started), "limits": limits,
                "results": self.results}
         os.makedirs(self.args.out, exist_ok=True)
-        stem = f"{slug(gpu)}-{date}"
-        path = os.path.join(self.args.out, stem + ".json")
-        with open(path, "w") as f:
+        path = os.path.join(self.args.out, f"{slug(gpu)}-{date}.json")
+        with open(path + ".tmp", "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
-        log(f"wrote {path} ({len(self.results)} configurations, {doc['seconds']} s)")
+        os.replace(path + ".tmp", path)
+        return path
+
+    def main(self):
+        started = time.time()
+        limits, gpu = self.limits()
+        log(f"{gpu}: d2d {limits.get('d2d_gbps')} GB/s, h2d pinned {limits.get('h2d_pinned_gbps')}"
+            f" GB/s, pageable {limits.get('h2d_pageable_gbps')} GB/s")
+        # the results file is rewritten after each job, so that a run cut
+        # short (a device's time limit) keeps every figure it finished
+        path = self.save(started, limits, gpu)
+        for app in self.args.apps:
+            log(f"{app}:")
+            self.app(app)
+            path = self.save(started, limits, gpu)
+        log(f"wrote {path} ({len(self.results)} configurations, "
+            f"{round(time.time() - started)} s)")
         report = subprocess.run([sys.executable, os.path.join(HERE, "report.py"), path,
                                  self.args.out], text=True)
         failed = [r for r in self.results if "error" in r or r.get("output_matches") is False]

@@ -1,7 +1,8 @@
 /*
  * soren_bench.c - one benchmark configuration, timed in one process through
  * libsoren's API (soren/host.h): a warm-up run (CUDA context, module
- * loading, page cache), then --runs timed runs of the same job.
+ * loading, page cache), then --runs timed runs, each of a new job over the
+ * same inputs.
  *
  *   soren-bench JOB [--device auto|cpu|gpu] [--engine NAME] [--runs N]
  *               [--param NAME=VALUE]... [--tasks N] [--output FILE] [INPUT...]
@@ -104,6 +105,50 @@ static int read_report(const char *report, double *phase_ms, double *device_ms,
     return 0;
 }
 
+/* What each run's job is given: the command line's parameters, task count
+ * and inputs. */
+typedef struct job_setup {
+    const char *const *params; /* NAME=VALUE */
+    int param_count;
+    uint64_t tasks;            /* 0: the job's own */
+    const char *const *inputs;
+    int input_count;
+} job_setup;
+
+/* A new job of plugin p set up as the command line says.  Every timed run
+ * gets its own, so that each is a whole run as soren-host makes it
+ * (monitoring, the choice of variant, sizing and allocation included), not
+ * a repeat of a session's: re-running on resident data is what
+ * bench/api-overhead measures. */
+static soren_status new_job(soren_plugin *p, const soren_job_options *o, const job_setup *setup,
+                            soren_job **out, soren_error *err)
+{
+    soren_job *job = NULL;
+    soren_status st = soren_job_new(p, o, &job, err);
+    for (int i = 0; st == SOREN_OK && i < setup->param_count; i++) {
+        const char *param = setup->params[i];
+        const char *eq = strchr(param, '=');
+        char name[256];
+        if (!eq || (size_t)(eq - param) >= sizeof name) {
+            snprintf(err->text, sizeof err->text, "--param %s: expected NAME=VALUE", param);
+            st = SOREN_EUSAGE;
+            break;
+        }
+        snprintf(name, sizeof name, "%.*s", (int)(eq - param), param);
+        st = soren_job_param(job, name, eq + 1, err);
+    }
+    if (st == SOREN_OK && setup->tasks)
+        st = soren_job_tasks(job, setup->tasks, err);
+    for (int i = 0; st == SOREN_OK && i < setup->input_count; i++)
+        st = soren_job_input_file(job, setup->inputs[i], err);
+    if (st != SOREN_OK) {
+        soren_job_free(job);
+        return st;
+    }
+    *out = job;
+    return SOREN_OK;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || argv[1][0] == '-')
@@ -158,49 +203,40 @@ int main(int argc, char **argv)
     double wall[RUNS_MAX], device[RUNS_MAX], phase[PHASES][RUNS_MAX];
     const char *where = "cpu";
     char variant[32] = "";
-    soren_pairs out = {0};
+    unsigned long long pairs = 0;
     int status = 1;
-    if (soren_open(job_name, &p, &err) != SOREN_OK || soren_job_new(p, &o, &job, &err) != SOREN_OK)
+    const job_setup setup = {params, param_count, tasks,
+                             (const char *const *)argv + first_input, argc - first_input};
+    if (soren_open(job_name, &p, &err) != SOREN_OK)
         goto done;
-    for (int i = 0; i < param_count; i++) {
-        char name[256];
-        const char *eq = strchr(params[i], '=');
-        if (!eq || (size_t)(eq - params[i]) >= sizeof name) {
-            fprintf(stderr, "soren-bench: --param %s: expected NAME=VALUE\n", params[i]);
-            goto done;
-        }
-        snprintf(name, sizeof name, "%.*s", (int)(eq - params[i]), params[i]);
-        if (soren_job_param(job, name, eq + 1, &err) != SOREN_OK)
-            goto done;
-    }
-    if (tasks && soren_job_tasks(job, tasks, &err) != SOREN_OK)
-        goto done;
-    for (int i = first_input; i < argc; i++)
-        if (soren_job_input_file(job, argv[i], &err) != SOREN_OK)
-            goto done;
     for (int r = -1; r < runs; r++) {
+        soren_pairs out;
+        if (new_job(p, &o, &setup, &job, &err) != SOREN_OK)
+            goto done;
         double t0 = now_ms();
         if (soren_job_run(job, &err) != SOREN_OK || soren_job_result(job, &out, &err) != SOREN_OK)
             goto done;
         double t1 = now_ms();
-        if (r < 0)
-            continue; /* the warm-up */
-        double times[PHASES];
-        if (read_report(soren_job_explain(job), times, &device[r], &where, variant,
-                        sizeof variant) != 0) {
-            snprintf(err.text, sizeof err.text, "no usable explain report");
+        pairs = out.count;
+        if (r == runs - 1 && output && soren_job_write(job, output, "tsv", &err) != SOREN_OK)
             goto done;
+        if (r >= 0) { /* not the warm-up */
+            double times[PHASES];
+            if (read_report(soren_job_explain(job), times, &device[r], &where, variant,
+                            sizeof variant) != 0) {
+                snprintf(err.text, sizeof err.text, "no usable explain report");
+                goto done;
+            }
+            wall[r] = t1 - t0;
+            for (int i = 0; i < PHASES; i++)
+                phase[i][r] = times[i];
         }
-        wall[r] = t1 - t0;
-        for (int i = 0; i < PHASES; i++)
-            phase[i][r] = times[i];
+        soren_job_free(job);
+        job = NULL;
     }
-    if (output && soren_job_write(job, output, "tsv", &err) != SOREN_OK)
-        goto done;
 
     printf("{\"job\":\"%s\",\"device\":\"%s\",\"engine\":\"%s\",\"variant\":\"%s\",\"runs\":%d,"
-           "\"pairs\":%llu,\"wall_ms\":[", job_name, where, o.engine, variant, runs,
-           (unsigned long long)out.count);
+           "\"pairs\":%llu,\"wall_ms\":[", job_name, where, o.engine, variant, runs, pairs);
     for (int r = 0; r < runs; r++)
         printf("%s%.4f", r ? "," : "", wall[r]);
     printf("],\"device_ms\":");

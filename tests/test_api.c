@@ -420,3 +420,116 @@ Test(api, kmeans_through_the_api_equals_a_c_loop, .timeout = 600)
     free(centroids);
     free(sums);
 }
+
+/* ---- On a GPU ------------------------------------------------------------- */
+
+#include <cuda_runtime_api.h>
+
+/* Skips the test where no GPU is usable. */
+static void need_gpu(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+        cr_skip_test("no usable GPU: this checks inputs and results in device memory");
+}
+
+/* Pairs in device memory, copied back and compared with the host's. */
+static void expect_same_pairs(const soren_pairs *dev, const soren_pairs *host)
+{
+    cr_assert_eq(dev->count, host->count);
+    if (host->count == 0)
+        return;
+    uint64_t n = host->count, key_bytes = host->key_offset[n];
+    uint64_t *offsets = malloc((n + 1) * 8);
+    uint8_t *keys = malloc(key_bytes ? key_bytes : 1), *values = malloc(n * host->value_size);
+    cr_assert(offsets && keys && values);
+    cr_assert_eq(cudaMemcpy(offsets, dev->key_offset, (n + 1) * 8, cudaMemcpyDeviceToHost), 0);
+    cr_assert_eq(cudaMemcpy(keys, dev->key_bytes, key_bytes, cudaMemcpyDeviceToHost), 0);
+    cr_assert_eq(cudaMemcpy(values, dev->values, n * host->value_size, cudaMemcpyDeviceToHost),
+                 0);
+    cr_expect_eq(memcmp(offsets, host->key_offset, (n + 1) * 8), 0, "key offsets differ");
+    cr_expect_eq(memcmp(keys, host->key_bytes, key_bytes), 0, "keys differ");
+    cr_expect_eq(memcmp(values, host->values, n * host->value_size), 0, "values differ");
+    free(offsets);
+    free(keys);
+    free(values);
+}
+
+/* wordcount over text in device memory, run again after the text changes
+ * in place: each run equals the same text given from host memory, and the
+ * device copy of the result equals the host's. */
+Test(api, device_input_and_result_on_the_gpu)
+{
+    need_gpu();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/text", dir);
+    dg_text(path, 3 << 20, 76);
+    size_t size = 0;
+    char *text = tu_read(path, &size);
+    void *dev = NULL;
+    cr_assert_eq(cudaMalloc(&dev, size), cudaSuccess);
+    soren_plugin *p = open_plugin("wordcount");
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.device = SOREN_DEVICE_GPU;
+    soren_job *on_device = new_job(p, &o), *on_host = new_job(p, &o);
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_job_input_device(on_device, dev, size, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_input_memory(on_host, text, size, &err), SOREN_OK, "%s", err.text);
+    for (int round = 0; round < 3; round++) {
+        /* a different text each round, the same size */
+        for (size_t i = 0; i < size; i++)
+            if (text[i] >= 'a' && text[i] <= 'z')
+                text[i] = (char)('a' + (text[i] - 'a' + round) % 26);
+        cr_assert_eq(cudaMemcpy(dev, text, size, cudaMemcpyHostToDevice), cudaSuccess);
+        run(on_device);
+        run(on_host);
+        char *got = result_text(on_device), *want = result_text(on_host);
+        cr_expect_str_eq(got, want, "round %d", round);
+        free(got);
+        free(want);
+        soren_pairs host_pairs, dev_pairs;
+        cr_assert_eq(soren_job_result(on_device, &host_pairs, &err), SOREN_OK, "%s", err.text);
+        cr_assert_eq(soren_job_result_device(on_device, &dev_pairs, &err), SOREN_OK, "%s",
+                     err.text);
+        expect_same_pairs(&dev_pairs, &host_pairs);
+    }
+    soren_job_free(on_device);
+    soren_job_free(on_host);
+    soren_close(p);
+    cudaFree(dev);
+    free(text);
+}
+
+static soren_status misaligned_device_input(soren_error *err)
+{
+    soren_plugin *p = open_plugin("wordcount");
+    soren_job *job = new_job(p, NULL);
+    soren_status st = soren_job_input_device(job, (const char *)NULL + 8, 64, err);
+    soren_job_free(job);
+    soren_close(p);
+    return st;
+}
+
+static soren_status device_result_after_a_cpu_run(soren_error *err)
+{
+    soren_plugin *p = open_plugin("wordcount");
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.device = SOREN_DEVICE_CPU;
+    soren_job *job = new_job(p, &o);
+    soren_job_input_memory(job, "a b a\n", 6, err);
+    soren_job_run(job, err);
+    soren_pairs out;
+    soren_status st = soren_job_result_device(job, &out, err);
+    soren_job_free(job);
+    soren_close(p);
+    return st;
+}
+
+Test(api, device_memory_mistakes)
+{
+    EXPECT_FAIL(misaligned_device_input, SOREN_EUSAGE, "16-byte aligned");
+    EXPECT_FAIL(device_result_after_a_cpu_run, SOREN_EUSAGE, "in host memory");
+}

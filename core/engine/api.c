@@ -22,6 +22,7 @@ typedef struct api_input {
     char *path;        /* a file, or NULL */
     const void *data;  /* memory the caller keeps */
     size_t size;
+    int on_device;     /* data is device memory */
 } api_input;
 
 struct soren_job {
@@ -34,6 +35,9 @@ struct soren_job {
     uint64_t tasks;
     soren_run_outcome outcome;
     int has_result;
+    /* each stage's GPU session: stream, buffers and variant kept from run
+     * to run (see engine.h) */
+    soren_gpu_session *sessions[SOREN_MAX_STAGES];
     char *explain; /* made from the outcome when first asked for */
 };
 
@@ -137,6 +141,8 @@ void soren_job_free(soren_job *job)
         value_clear(&job->values[j]);
     soren_job_clear_inputs(job);
     free(job->inputs);
+    for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
+        soren_gpu_session_free(job->sessions[i]);
     free(job->engine);
     free(job);
 }
@@ -233,6 +239,24 @@ soren_status soren_job_input_memory(soren_job *job, const void *data, size_t siz
     return add_input(job, &in, err);
 }
 
+soren_status soren_job_input_device(soren_job *job, const void *data, size_t size,
+                                    soren_error *err)
+{
+    const char *name = job->plugin->manifest->name;
+    if (!data && size)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: a device input of %zu bytes at NULL",
+                               name, size);
+    if ((uintptr_t)data % 16)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: a device input must be 16-byte aligned "
+                               "(cudaMalloc's pointers are), got %p", name, data);
+    if (job->options.device == SOREN_DEVICE_CPU)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: the job runs on the CPU engine "
+                               "(SOREN_DEVICE_CPU), which cannot read device memory: give it "
+                               "host memory or a file", name);
+    api_input in = {.data = data, .size = size, .on_device = 1};
+    return add_input(job, &in, err);
+}
+
 soren_status soren_job_tasks(soren_job *job, uint64_t count, soren_error *err)
 {
     const soren_manifest *m = job->plugin->manifest;
@@ -254,7 +278,7 @@ void soren_job_clear_inputs(soren_job *job)
 }
 
 /* The run options soren-host would build from the job's options. */
-static void run_options(const soren_job *job, soren_run_options *o)
+static void run_options(soren_job *job, soren_run_options *o)
 {
     soren_run_options_init(o);
     o->device = job->options.device;
@@ -262,6 +286,7 @@ static void run_options(const soren_job *job, soren_run_options *o)
     o->sample = job->options.sample;
     o->threads = job->options.threads;
     o->tasks = job->tasks;
+    o->gpu_sessions = job->sessions;
 }
 
 soren_status soren_job_run(soren_job *job, soren_error *err)
@@ -280,10 +305,14 @@ soren_status soren_job_run(soren_job *job, soren_error *err)
     size_t opened = 0;
     for (; rc == SOREN_OK && opened < job->input_count; opened++) {
         const api_input *in = &job->inputs[opened];
-        if (in->path)
+        if (in->path) {
             rc = soren_input_open(&inputs[opened], in->path, err);
-        else
-            soren_input_wrap(&inputs[opened], "(memory input)", in->data, in->size);
+        } else {
+            soren_input_wrap(&inputs[opened], in->on_device ? "(device memory input)"
+                                                            : "(memory input)",
+                             in->data, in->size);
+            inputs[opened].on_device = in->on_device;
+        }
     }
     soren_run_options o;
     run_options(job, &o);
@@ -319,6 +348,31 @@ soren_status soren_job_result(soren_job *job, soren_pairs *out, soren_error *err
     out->key_bytes = r->key_bytes;
     out->key_offset = r->key_offset;
     out->values = r->values;
+    out->value_size = r->value_size;
+    out->key_type = r->key_type;
+    out->value_type = r->value_type;
+    return SOREN_OK;
+}
+
+soren_status soren_job_result_device(soren_job *job, soren_pairs *out, soren_error *err)
+{
+    memset(out, 0, sizeof *out);
+    soren_status rc = need_result(job, "soren_job_result_device", err);
+    if (rc != SOREN_OK)
+        return rc;
+    size_t last = job->outcome.stage_count - 1;
+    const soren_explain *x = &job->outcome.stages[last];
+    if (!x->device || strcmp(x->device, "gpu") != 0 || !job->sessions[last])
+        return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_result_device: the last run "
+                               "was on the CPU engine: its pairs are in host memory "
+                               "(soren_job_result)", job->plugin->manifest->name);
+    soren_gpu_pairs pairs;
+    soren_gpu_session_pairs(job->sessions[last], &pairs);
+    const soren_result *r = &job->outcome.result;
+    out->count = pairs.count;
+    out->key_bytes = pairs.key_bytes;
+    out->key_offset = pairs.key_offset;
+    out->values = pairs.values;
     out->value_size = r->value_size;
     out->key_type = r->key_type;
     out->value_type = r->value_type;

@@ -102,10 +102,13 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* A stage on the GPU: one run, or a run of the session in *session (the
+ * library's jobs keep one per stage), made anew where the stage or the
+ * options changed. */
 static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inputs,
                             size_t input_count, const soren_params *params,
-                            const soren_run_options *o, soren_result *res, soren_explain *x,
-                            soren_error *err)
+                            const soren_run_options *o, soren_gpu_session **session,
+                            soren_result *res, soren_explain *x, soren_error *err)
 {
     soren_gpu_options gpu = o->gpu;
     if (soren_variant_parse(o->engine ? o->engine : "auto", &gpu.variant) != 0)
@@ -115,7 +118,20 @@ static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inp
     gpu.small_keys = o->small_keys;
     gpu.progress = o->progress;
     x->device = "gpu";
-    soren_status rc = soren_gpu_run(spec, inputs, input_count, params, &gpu, res, x, err);
+    soren_status rc = SOREN_OK;
+    if (!session) {
+        rc = soren_gpu_run(spec, inputs, input_count, params, &gpu, res, x, err);
+    } else {
+        if (*session && !soren_gpu_session_fits(*session, spec, &gpu)) {
+            soren_gpu_session_free(*session);
+            *session = NULL;
+        }
+        if (!*session)
+            rc = soren_gpu_session_new(spec, &gpu, session, err);
+        if (rc == SOREN_OK)
+            rc = soren_gpu_session_run(*session, inputs, input_count, params, o->progress, res,
+                                       x, err);
+    }
     if (rc == SOREN_OK && o->verbose) {
         soren_progress_say(o->progress,
                            "soren-host: gpu engine: %s variant; ms: upload %.3f, split %.3f, "
@@ -385,7 +401,7 @@ static soren_status stage_inputs(const soren_manifest *m, const soren_stage_spec
 
 /* One stage on the chosen device, its result left in res (initialised
  * here) in the stage's order. */
-static soren_status run_stage(const soren_stage_spec *spec, soren_device where,
+static soren_status run_stage(const soren_stage_spec *spec, size_t index, soren_device where,
                               const soren_input *inputs, size_t input_count,
                               const soren_params *params, const soren_run_options *o,
                               soren_result *res, soren_explain *x, char *rule, size_t rule_size,
@@ -394,7 +410,8 @@ static soren_status run_stage(const soren_stage_spec *spec, soren_device where,
     soren_result_init(res, spec);
     x->job = spec->job_name;
     if (where == SOREN_DEVICE_GPU)
-        return run_gpu(spec, inputs, input_count, params, o, res, x, err);
+        return run_gpu(spec, inputs, input_count, params, o,
+                       o->gpu_sessions ? &o->gpu_sessions[index] : NULL, res, x, err);
     return run_cpu(spec, inputs, input_count, params, o, res, x, rule, rule_size, err);
 }
 
@@ -408,7 +425,7 @@ static soren_status run_stages(const soren_plugin *p, const soren_stage_spec *sp
                                soren_result *res, soren_explain *xs,
                                char (*rules)[256], soren_error *err)
 {
-    soren_status rc = run_stage(&specs[0], where, inputs, input_count, params, o, res, &xs[0],
+    soren_status rc = run_stage(&specs[0], 0, where, inputs, input_count, params, o, res, &xs[0],
                                 rules[0], sizeof rules[0], err);
     for (size_t i = 1; rc == SOREN_OK && i < stages; i++) {
         char name[64];
@@ -422,7 +439,7 @@ static soren_status run_stages(const soren_plugin *p, const soren_stage_spec *sp
             soren_progress_say(o->progress, "soren-host: %s: stage %zu of %zu: %llu pairs\n",
                                p->manifest->name, i + 1, stages,
                                (unsigned long long)pairs.count);
-        rc = run_stage(&specs[i], where, &pairs, 1, params, o, res, &xs[i], rules[i],
+        rc = run_stage(&specs[i], i, where, &pairs, 1, params, o, res, &xs[i], rules[i],
                        sizeof rules[i], err);
         soren_input_close(&pairs);
     }
@@ -473,7 +490,7 @@ static soren_status fold_received(const soren_stage_spec *spec, const soren_inpu
 /* One stage on one rank: map its share (unless prior failed), agree, and
  * where the stage shuffles, exchange, fold and agree again.  res (its
  * share of the stage's output, in the stage's order) is initialised here. */
-static soren_status run_stage_dist(const soren_stage_spec *spec, soren_device where,
+static soren_status run_stage_dist(const soren_stage_spec *spec, size_t index, soren_device where,
                                    const soren_input *inputs, size_t input_count,
                                    const soren_params *params, const soren_run_options *o,
                                    soren_status prior, soren_result *res, soren_explain *x,
@@ -488,7 +505,8 @@ static soren_status run_stage_dist(const soren_stage_spec *spec, soren_device wh
     double t0 = now_ms();
     soren_status rc = prior;
     if (rc == SOREN_OK)
-        rc = run_stage(&l, where, inputs, input_count, params, o, res, x, rule, rule_size, err);
+        rc = run_stage(&l, index, where, inputs, input_count, params, o, res, x, rule, rule_size,
+                       err);
     st->ms_map = now_ms() - t0;
     st->mapped = st->pairs = res->count;
     rc = soren_dist_agree(c, rc, err);
@@ -523,7 +541,7 @@ static soren_status run_stages_dist(const soren_plugin *p, const soren_stage_spe
                                     soren_result *res, soren_explain *xs, char (*rules)[256],
                                     soren_rank_stage *stats, soren_error *err)
 {
-    soren_status rc = run_stage_dist(&specs[0], where, inputs, input_count, params, o, SOREN_OK,
+    soren_status rc = run_stage_dist(&specs[0], 0, where, inputs, input_count, params, o, SOREN_OK,
                                      res, &xs[0], rules[0], sizeof rules[0], &stats[0], err);
     for (size_t i = 1; rc == SOREN_OK && i < stages; i++) {
         uint64_t first = 0;
@@ -542,7 +560,7 @@ static soren_status run_stages_dist(const soren_plugin *p, const soren_stage_spe
             soren_progress_say(o->progress, "soren-host: %s: stage %zu of %zu: %llu pairs on "
                                "rank 0\n", p->manifest->name, i + 1, stages,
                                (unsigned long long)pairs.count);
-        rc = run_stage_dist(&specs[i], where, &pairs, 1, params, o, packed, res, &xs[i],
+        rc = run_stage_dist(&specs[i], i, where, &pairs, 1, params, o, packed, res, &xs[i],
                             rules[i], sizeof rules[i], &stats[i], err);
         soren_input_close(&pairs);
     }
@@ -795,6 +813,11 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
     soren_device where = SOREN_DEVICE_CPU;
     if (rc == SOREN_OK)
         rc = choose_device(specs, stages, o, &where, &ro.gpu.device, err);
+    for (size_t i = 0; rc == SOREN_OK && i < input_count; i++)
+        if (inputs[i].on_device && where != SOREN_DEVICE_GPU)
+            rc = soren_error_set(err, SOREN_EDEVICE, "%s: an input in device memory "
+                                 "(soren_job_input_device) needs the GPU engine, and the job "
+                                 "runs on the CPU engine here", m->name);
     soren_input tasks = {0};
     const soren_input *use = NULL;
     size_t use_count = 0;

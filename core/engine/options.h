@@ -41,6 +41,9 @@ typedef struct soren_run_options {
     int explain;               /* after a successful run, the JSON report on stderr */
     soren_progress *progress;  /* the progress line, or NULL; verbose lines go through it */
     const soren_comm *comm;    /* the ranks of a distributed run; NULL: one process */
+    /* The library's jobs: a GPU session per stage, made by the first run on
+     * the GPU and kept by the caller; NULL: every run sets up anew. */
+    soren_gpu_session **gpu_sessions;
     int output_parts;          /* --output-parts: each rank writes OUTPUT.part-R-of-N */
 } soren_run_options;
 

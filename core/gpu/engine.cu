@@ -44,32 +44,38 @@ __device__ inline const uint8_t *key_bytes_of(const uint8_t *keys, uint32_t ref)
     return keys + ((uint64_t)ref << 2) + 4;
 }
 
-__device__ inline bool same_key(const uint8_t *keys, uint32_t a, uint32_t b)
+/* Byte-string order of two stored keys, as the CPU engine's: memcmp, then
+ * the shorter first.  Keys sit in the key space zero padded to 16 bytes
+ * (soren__key_footprint), so they compare a 4-byte word at a time; the
+ * first differing byte of a word is its lowest (little-endian). */
+__device__ inline int key_compare(const uint8_t *keys, uint32_t a, uint32_t b)
 {
-    uint32_t n = key_size_of(keys, a);
-    if (n != key_size_of(keys, b))
-        return false;
-    const uint8_t *pa = key_bytes_of(keys, a), *pb = key_bytes_of(keys, b);
-    for (uint32_t i = 0; i < n; i++)
-        if (pa[i] != pb[i])
-            return false;
-    return true;
+    const uint32_t *pa = (const uint32_t *)(keys + ((uint64_t)a << 2));
+    const uint32_t *pb = (const uint32_t *)(keys + ((uint64_t)b << 2));
+    uint32_t na = pa[0], nb = pb[0], n = na < nb ? na : nb;
+    for (uint32_t off = 0, w = 1; off < n; off += 4, w++) {
+        uint32_t diff = pa[w] ^ pb[w];
+        if (n - off < 4) /* past the shorter key: padding against bytes */
+            diff &= (1u << (8 * (n - off))) - 1;
+        if (diff) {
+            uint32_t shift = (uint32_t)(__ffs(diff) - 1) & ~7u;
+            return ((pa[w] >> shift) & 0xff) < ((pb[w] >> shift) & 0xff) ? -1 : 1;
+        }
+    }
+    return na < nb ? -1 : na > nb;
 }
 
-/* Byte-string order, as the CPU engine's: memcmp, then the shorter first. */
+__device__ inline bool same_key(const uint8_t *keys, uint32_t a, uint32_t b)
+{
+    return key_compare(keys, a, b) == 0;
+}
+
 struct string_key_less {
     const uint8_t *keys;
     const uint32_t *refs;
     __device__ bool operator()(uint32_t a, uint32_t b) const
     {
-        uint32_t ra = refs[a], rb = refs[b];
-        uint32_t na = key_size_of(keys, ra), nb = key_size_of(keys, rb);
-        const uint8_t *pa = key_bytes_of(keys, ra), *pb = key_bytes_of(keys, rb);
-        uint32_t n = na < nb ? na : nb;
-        for (uint32_t i = 0; i < n; i++)
-            if (pa[i] != pb[i])
-                return pa[i] < pb[i];
-        return na < nb;
+        return key_compare(keys, refs[a], refs[b]) < 0;
     }
 };
 
@@ -112,19 +118,28 @@ __global__ void line_end_kernel(uint64_t *starts, uint64_t count, const uint8_t 
 enum { SPLIT_THREADS = 256, SPLIT_TILE = SPLIT_THREADS * 16 };
 
 /* The newlines among bytes [at, at + 16) that are below limit, as a mask
- * of bit i for byte at + i. */
-__device__ inline uint32_t newline_mask(const uint8_t *input, uint64_t at, uint64_t limit)
+ * of bit i for byte at + i.  A whole 16-byte load where the input has the
+ * bytes (every one but the last, partial one: a caller's device input is
+ * not padded), single bytes for the rest. */
+__device__ inline uint32_t newline_mask(const uint8_t *input, uint64_t at, uint64_t size,
+                                        uint64_t limit)
 {
-    uint4 v = *(const uint4 *)(input + at);
-    uint32_t words[4] = {v.x, v.y, v.z, v.w}, mask = 0;
+    uint32_t mask = 0;
+    if (at + 16 <= size) {
+        uint4 v = *(const uint4 *)(input + at);
+        uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int w = 0; w < 4; w++) {
-        /* 0x80 in each byte that equals '\n' (exact: no borrow between bytes) */
-        uint32_t x = words[w] ^ 0x0a0a0a0au;
-        uint32_t zero = ~(((x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | x | 0x7f7f7f7fu);
+        for (int w = 0; w < 4; w++) {
+            /* 0x80 in each byte that equals '\n' (exact: no borrow between bytes) */
+            uint32_t x = words[w] ^ 0x0a0a0a0au;
+            uint32_t zero = ~(((x & 0x7f7f7f7fu) + 0x7f7f7f7fu) | x | 0x7f7f7f7fu);
 #pragma unroll
-        for (int b = 0; b < 4; b++)
-            mask |= ((zero >> (8 * b + 7)) & 1u) << (4 * w + b);
+            for (int b = 0; b < 4; b++)
+                mask |= ((zero >> (8 * b + 7)) & 1u) << (4 * w + b);
+        }
+    } else {
+        for (uint64_t i = at; i < size; i++)
+            mask |= (uint32_t)(input[i] == '\n') << (i - at);
     }
     if (at + 16 > limit)
         mask &= limit > at ? (1u << (limit - at)) - 1 : 0;
@@ -139,7 +154,7 @@ __global__ void split_count_kernel(const uint8_t *input, uint64_t size, uint64_t
     __shared__ typename reduce::TempStorage temp;
     for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         uint64_t at = t * SPLIT_TILE + threadIdx.x * 16ull;
-        uint32_t n = at < size - 1 ? __popc(newline_mask(input, at, size - 1)) : 0;
+        uint32_t n = at < size - 1 ? __popc(newline_mask(input, at, size, size - 1)) : 0;
         uint32_t total = reduce(temp).Sum(n);
         if (threadIdx.x == 0)
             tile_counts[t] = total;
@@ -158,7 +173,7 @@ __global__ void split_write_kernel(const uint8_t *input, uint64_t size, uint64_t
         starts[0] = 0;
     for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         uint64_t at = t * SPLIT_TILE + threadIdx.x * 16ull;
-        uint32_t mask = at < size - 1 ? newline_mask(input, at, size - 1) : 0, before = 0;
+        uint32_t mask = at < size - 1 ? newline_mask(input, at, size, size - 1) : 0, before = 0;
         scan(temp).ExclusiveSum((uint32_t)__popc(mask), before);
         uint64_t k = 1 + tile_first[t] + before;
         for (; mask; mask &= mask - 1)
@@ -303,7 +318,16 @@ __global__ void pack_kernel(const uint32_t *perm, uint64_t n, const uint32_t *re
 
 enum { MARKS = 9 }; /* upload, split, monitor, map, merge, reduce, order, download, end */
 
-/* Everything one run allocated on the device; gpu_run_destroy frees it all. */
+/* A device block of a session's pool (see dev_alloc). */
+struct pool_block {
+    void *p;
+    uint64_t size;
+    bool used;
+};
+
+/* Everything the runs of a stage allocated on the device; gpu_run_destroy
+ * frees it all.  One soren-host run uses it once; a session (the library's
+ * soren_job_run, again and again) keeps it from run to run. */
 struct gpu_run {
     const soren_stage_spec *spec;
     const soren_gpu_options *opt;
@@ -359,6 +383,31 @@ struct gpu_run {
     uint64_t staging_size;
     cudaEvent_t staged[2];
     unsigned copy_threads;
+
+    /* A session keeps the device blocks a run frees for the next run, so
+     * that a run of the same shape allocates nothing; a single run frees
+     * them at once. */
+    bool pooled;
+    pool_block *pool;
+    size_t pool_count, pool_cap;
+
+    /* What a session's later runs reuse, and how large it is. */
+    int runs;                                /* runs completed */
+    uint64_t input_capacity;                 /* bytes of input */
+    uint64_t record_capacity;                /* records line_starts (and the sort
+                                                variant's record arrays) can hold */
+    uint64_t param_capacity[SOREN_MAX_PARAMS];
+    const uint8_t *cur_input;                /* this launch's input: input, or the
+                                                caller's device memory */
+    soren_metrics first_metrics;             /* the first run's sample, sizes and */
+    soren_projection first_projection;       /* rule (a static string), which */
+    const char *first_rule;                  /* later runs report */
+    uint64_t map_pair_capacity;              /* the map's pair space, before a reduce's */
+    /* the last run's result packed on the device: keys back to back at
+     * packed_offsets, values in order; kept until the next run */
+    uint8_t *packed_keys, *packed_values;
+    uint64_t *packed_offsets;
+    uint64_t packed_n, packed_key_bytes;
 };
 
 enum {
@@ -393,13 +442,65 @@ soren_status cuda_fail(gpu_run *r, cudaError_t rc, const char *call, int line)
             return cuda_fail(r, rc_, #call, __LINE__);                                     \
     } while (0)
 
-/* Allocates bytes of device memory for what, naming it on failure. */
+/* Gives the pool's free blocks back to the device; returns how many. */
+size_t pool_release_free(gpu_run *r)
+{
+    size_t kept = 0, released = 0;
+    for (size_t i = 0; i < r->pool_count; i++) {
+        if (r->pool[i].used) {
+            r->pool[kept++] = r->pool[i];
+        } else {
+            cudaFree(r->pool[i].p);
+            released++;
+        }
+    }
+    r->pool_count = kept;
+    return released;
+}
+
+/* A free pooled block of at least bytes and at most twice as many (a small
+ * need must not hold a large block), or NULL. */
+void *pool_take(gpu_run *r, uint64_t bytes)
+{
+    for (size_t i = 0; i < r->pool_count; i++) {
+        pool_block *b = &r->pool[i];
+        if (!b->used && b->size >= bytes && b->size <= 2 * bytes + (1u << 20)) {
+            b->used = true;
+            return b->p;
+        }
+    }
+    return NULL;
+}
+
+/* Allocates bytes of device memory for what, naming it on failure: from
+ * the pool where a session has a block that fits. */
 soren_status dev_alloc(gpu_run *r, void **p, uint64_t bytes, const char *what)
 {
-    *p = NULL;
-    cudaError_t rc = cudaMalloc(p, bytes ? bytes : 1);
-    if (rc == cudaSuccess)
+    bytes = bytes ? bytes : 1;
+    if (r->pooled && (*p = pool_take(r, bytes)) != NULL)
         return SOREN_OK;
+    *p = NULL;
+    if (r->pooled && r->pool_count == r->pool_cap) {
+        size_t cap = r->pool_cap ? 2 * r->pool_cap : 64;
+        pool_block *grown = (pool_block *)realloc(r->pool, cap * sizeof *grown);
+        if (!grown)
+            return soren_error_set(r->err, SOREN_ENOMEM, "%s: out of host memory for the "
+                                   "device memory pool", r->spec->job_name);
+        r->pool = grown;
+        r->pool_cap = cap;
+    }
+    cudaError_t rc = cudaMalloc(p, bytes);
+    if (rc != cudaSuccess && r->pooled && pool_release_free(r) > 0) {
+        /* the pool held what the device needs now */
+        (void)cudaGetLastError();
+        rc = cudaMalloc(p, bytes);
+    }
+    if (rc == cudaSuccess) {
+        if (r->pooled)
+            r->pool[r->pool_count++] = pool_block{*p, bytes, true};
+        return SOREN_OK;
+    }
+    *p = NULL;
     (void)cudaGetLastError();
     size_t free_bytes = 0, total = 0;
     cudaMemGetInfo(&free_bytes, &total);
@@ -417,10 +518,19 @@ soren_status dev_alloc(gpu_run *r, void **p, uint64_t bytes, const char *what)
             return st_;                                                                    \
     } while (0)
 
-void dev_free(void *p)
+/* Frees a block dev_alloc gave: back to the pool in a session (the stream
+ * orders its next use after every use already queued), at once otherwise. */
+void dev_free(gpu_run *r, void *p)
 {
-    if (p)
-        cudaFree(p);
+    if (!p)
+        return;
+    if (r->pooled)
+        for (size_t i = 0; i < r->pool_count; i++)
+            if (r->pool[i].p == p) {
+                r->pool[i].used = false;
+                return;
+            }
+    cudaFree(p);
 }
 
 void gpu_run_destroy(gpu_run *r)
@@ -433,11 +543,14 @@ void gpu_run_destroy(gpu_run *r)
                      r->slots,       r->slot_values, r->pair_keys,    r->pair_values,
                      r->record_pairs, r->record_key_bytes, r->temp,   r->refs,
                      r->values,      r->perm,        r->perm_alt,     r->bits,
-                     r->bits_alt,    r->group_refs,  r->group_start,  r->group_values};
+                     r->bits_alt,    r->group_refs,  r->group_start,  r->group_values,
+                     r->packed_keys, r->packed_values, r->packed_offsets};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
-        dev_free(owned[i]);
+        dev_free(r, owned[i]);
     for (int i = 0; i < SOREN_MAX_PARAMS; i++)
-        dev_free(r->param_blocks[i]);
+        dev_free(r, r->param_blocks[i]);
+    pool_release_free(r);
+    free(r->pool);
     for (int i = 0; i < MARKS; i++)
         if (r->mark[i])
             cudaEventDestroy(r->mark[i]);
@@ -456,7 +569,7 @@ soren_status temp_reserve(gpu_run *r, size_t bytes)
 {
     if (bytes <= r->temp_size)
         return SOREN_OK;
-    dev_free(r->temp);
+    dev_free(r, r->temp);
     r->temp = NULL;
     r->temp_size = 0;
     ALLOC(r, r->temp, bytes, "sort and scan scratch space");
@@ -483,13 +596,22 @@ uint64_t next_pow2(uint64_t x)
     return p;
 }
 
+/* Copies the parameters up, into the blocks of the run before where they
+ * fit (a session's runs change parameters, rarely their sizes). */
 soren_status upload_params(gpu_run *r, const soren_params *host)
 {
     r->params = *host;
     for (uint32_t i = 0; i < host->count && i < SOREN_MAX_PARAMS; i++) {
+        r->params.data[i] = NULL;
         if (!host->data[i])
             continue;
-        ALLOC(r, r->param_blocks[i], host->size[i], "a job parameter");
+        if (host->size[i] > r->param_capacity[i] || !r->param_blocks[i]) {
+            dev_free(r, r->param_blocks[i]);
+            r->param_blocks[i] = NULL;
+            r->param_capacity[i] = 0;
+            ALLOC(r, r->param_blocks[i], host->size[i], "a job parameter");
+            r->param_capacity[i] = host->size[i];
+        }
         CUDA_TRY(r, cudaMemcpyAsync(r->param_blocks[i], host->data[i], host->size[i],
                                     cudaMemcpyHostToDevice, r->stream));
         r->params.data[i] = r->param_blocks[i];
@@ -559,25 +681,33 @@ uint64_t records_at_most(const soren_stage_spec *s, const soren_input *in)
     }
 }
 
-/* Pinned staging for inputs of up to `largest` bytes. */
+/* Pinned staging for host inputs of up to `largest` bytes (kept by a
+ * session: pinning host memory costs milliseconds). */
 soren_status alloc_staging(gpu_run *r, uint64_t largest)
 {
-    r->staging_size = largest < STAGING_CHUNK ? largest : STAGING_CHUNK;
+    uint64_t size = largest < STAGING_CHUNK ? largest : STAGING_CHUNK;
+    if (size <= r->staging_size)
+        return SOREN_OK;
     unsigned cpus = soren_cpu_count();
     r->copy_threads = cpus < COPY_THREADS_MAX ? cpus : COPY_THREADS_MAX;
-    for (int b = 0; b < 2 && r->staging_size > 0; b++) {
-        cudaError_t rc = cudaHostAlloc((void **)&r->staging[b], r->staging_size,
-                                       cudaHostAllocDefault);
+    for (int b = 0; b < 2; b++) {
+        if (r->staging[b])
+            cudaFreeHost(r->staging[b]);
+        r->staging[b] = NULL;
+        r->staging_size = 0;
+        cudaError_t rc = cudaHostAlloc((void **)&r->staging[b], size, cudaHostAllocDefault);
         if (rc != cudaSuccess) {
             r->staging[b] = NULL;
             (void)cudaGetLastError();
             return soren_error_set(r->err, SOREN_EDEVICE, "%s: cannot allocate %llu bytes of "
                                    "pinned host memory to stage the input (%s); check the "
                                    "locked-memory limit (ulimit -l)", r->spec->job_name,
-                                   (unsigned long long)r->staging_size, cudaGetErrorString(rc));
+                                   (unsigned long long)size, cudaGetErrorString(rc));
         }
-        CUDA_TRY(r, cudaEventCreateWithFlags(&r->staged[b], cudaEventDisableTiming));
+        if (!r->staged[b])
+            CUDA_TRY(r, cudaEventCreateWithFlags(&r->staged[b], cudaEventDisableTiming));
     }
+    r->staging_size = size;
     return SOREN_OK;
 }
 
@@ -585,7 +715,8 @@ soren_status alloc_staging(gpu_run *r, uint64_t largest)
  * record starts (index input has nothing to copy). */
 soren_status upload_input(gpu_run *r, const soren_input *in)
 {
-    if (r->spec->input_format == SOREN_INPUT_INDEX)
+    r->cur_input = in->on_device ? in->data : r->input;
+    if (r->spec->input_format == SOREN_INPUT_INDEX || in->on_device)
         return SOREN_OK;
     if (r->spec->input_format == SOREN_INPUT_PAIRS)
         CUDA_TRY(r, cudaMemcpyAsync(r->line_starts, in->starts, (in->count + 1) * 8,
@@ -619,7 +750,7 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
     unsigned grid = (unsigned)(tiles < (uint64_t)r->grid ? tiles : (uint64_t)r->grid);
     uint64_t lines = 0;
     do {
-        split_count_kernel<<<grid, SPLIT_THREADS, 0, r->stream>>>(r->input, size, tiles,
+        split_count_kernel<<<grid, SPLIT_THREADS, 0, r->stream>>>(r->cur_input, size, tiles,
                                                                     tile_first);
         if ((rc = cudaGetLastError()) != cudaSuccess)
             break;
@@ -634,7 +765,7 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
         if ((rc = cub::DeviceScan::ExclusiveSum(r->temp, need, tile_first, tile_first,
                                                 (int64_t)tiles + 1, r->stream)) != cudaSuccess)
             break;
-        split_write_kernel<<<grid, SPLIT_THREADS, 0, r->stream>>>(r->input, size, tiles,
+        split_write_kernel<<<grid, SPLIT_THREADS, 0, r->stream>>>(r->cur_input, size, tiles,
                                                                     tile_first, r->line_starts);
         if ((rc = cudaGetLastError()) != cudaSuccess)
             break;
@@ -643,7 +774,7 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
             break;
         rc = cudaStreamSynchronize(r->stream);
     } while (0);
-    dev_free(tile_first);
+    dev_free(r, tile_first);
     if (rc != cudaSuccess)
         return cuda_fail(r, rc, "splitting the input into lines", __LINE__);
     if (st != SOREN_OK)
@@ -652,7 +783,7 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
     *count = lines + 1;
     /* The sentinel makes record i = [starts[i], starts[i+1] - 1) hold for
      * the last line too, newline-terminated or not. */
-    line_end_kernel<<<1, 1, 0, r->stream>>>(r->line_starts, *count, r->input, size);
+    line_end_kernel<<<1, 1, 0, r->stream>>>(r->line_starts, *count, r->cur_input, size);
     CUDA_TRY(r, cudaGetLastError());
     return SOREN_OK;
 }
@@ -667,7 +798,7 @@ void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint64_t siz
                     : s->input_format == SOREN_INPUT_INDEX   ? SOREN_GPU_INDEX
                     : s->input_format == SOREN_INPUT_PAIRS   ? SOREN_GPU_PAIRS
                                                              : SOREN_GPU_LINES;
-    a->input = r->input;
+    a->input = r->cur_input;
     a->input_size = size;
     a->line_starts = r->line_starts;
     a->record_count = records;
@@ -700,7 +831,7 @@ void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint64_t siz
         variant == SOREN_GPU_GROUP || variant == SOREN_GPU_REDUCE)
         a->resume = r->resume;
     if (variant == SOREN_GPU_BLOCK)
-        a->shared_bytes = SOREN_GPU_BLOCK_SLOTS * (8 + (uint32_t)s->value_size);
+        a->shared_bytes = SOREN_GPU_BLOCK_SLOTS * (SOREN_GPU_BLOCK_BYTES + (uint32_t)s->value_size);
     if (variant == SOREN_GPU_DENSE)
         a->shared_bytes = r->dense_shared;
     a->sample_count = r->sample_count;
@@ -783,7 +914,7 @@ soren_status alloc_table(gpu_run *r, uint64_t slot_count, unsigned long long **s
         st = dev_alloc(r, (void **)values, slot_count * r->spec->value_size,
                        "the hash table's values");
     if (st != SOREN_OK) {
-        dev_free(*slots);
+        dev_free(r, *slots);
         *slots = NULL;
         return st;
     }
@@ -811,14 +942,14 @@ soren_status grow_table(gpu_run *r)
                                (uint32_t)r->spec->value_size, r->keys);
     cudaError_t rc = cudaGetLastError();
     if (rc != cudaSuccess) {
-        dev_free(slots);
-        dev_free(values);
+        dev_free(r, slots);
+        dev_free(r, values);
         return cuda_fail(r, rc, "rehash_kernel", __LINE__);
     }
     st = soren_explain_overflow(r->x, "table", r->slot_count, count, r->err);
     /* The stream orders the frees after the rehash. */
-    dev_free(r->slots);
-    dev_free(r->slot_values);
+    dev_free(r, r->slots);
+    dev_free(r, r->slot_values);
     r->slots = slots;
     r->slot_values = values;
     r->slot_count = count;
@@ -838,10 +969,10 @@ soren_status grow_region(gpu_run *r, void **region, uint64_t used, uint64_t new_
                                             r->stream)
                           : cudaSuccess;
     if (rc != cudaSuccess) {
-        dev_free(bigger);
+        dev_free(r, bigger);
         return cuda_fail(r, rc, "cudaMemcpyAsync", __LINE__);
     }
-    dev_free(*region);
+    dev_free(r, *region);
     *region = bigger;
     return SOREN_OK;
 }
@@ -981,25 +1112,11 @@ soren_status map_sort(gpu_run *r, uint64_t size, uint64_t records)
     return SOREN_OK;
 }
 
-/* What every variant needs whatever the metrics say: the input and its
- * record index (line starts, pair starts), the counters, the resume points.
- * largest: the most bytes of an input; records: the most records. */
-soren_status allocate_fixed(gpu_run *r, uint64_t largest, uint64_t records)
+/* What every run of the stage needs, once: the counters, the resume
+ * points, monitoring's registers. */
+soren_status session_start(gpu_run *r)
 {
-    const soren_stage_spec *s = r->spec;
-    if (s->input_format != SOREN_INPUT_INDEX)
-        /* padded to 16 bytes: the splitter reads whole uint4s */
-        ALLOC(r, r->input, (largest + 15) & ~15ull, "the input");
-    if (s->input_format == SOREN_INPUT_LINES || s->input_format == SOREN_INPUT_PAIRS)
-        ALLOC(r, r->line_starts, (records + 2) * sizeof(uint64_t), "the record index");
     ALLOC(r, r->counters, COUNTER_COUNT * sizeof(unsigned long long), "the engine's counters");
-    CUDA_TRY(r, cudaMemsetAsync(r->counters, 0, COUNTER_COUNT * sizeof(unsigned long long),
-                                r->stream));
-    /* The first key unit is reserved (key ref 0 means "none"); keys start
-     * SOREN_KEY_ALIGN-aligned. */
-    unsigned long long first_key = SOREN_KEY_ALIGN;
-    CUDA_TRY(r, cudaMemcpyAsync(r->counters + KEYS_USED, &first_key, sizeof first_key,
-                                cudaMemcpyHostToDevice, r->stream));
     int sms = 0, per_sm = 0;
     CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->opt->device));
     CUDA_TRY(r, cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor,
@@ -1011,6 +1128,52 @@ soren_status allocate_fixed(gpu_run *r, uint64_t largest, uint64_t records)
     ALLOC(r, r->sketch, SOREN_SKETCH_REGISTERS * sizeof(unsigned int), "the key sketch");
     CUDA_TRY(r, cudaMemsetAsync(r->sketch, 0, SOREN_SKETCH_REGISTERS * sizeof(unsigned int),
                                 r->stream));
+    return SOREN_OK;
+}
+
+/* Zeroes the counters, the first key unit reserved (key ref 0 means
+ * "none"; keys start SOREN_KEY_ALIGN-aligned). */
+soren_status counters_reset(gpu_run *r)
+{
+    CUDA_TRY(r, cudaMemsetAsync(r->counters, 0, COUNTER_COUNT * sizeof(unsigned long long),
+                                r->stream));
+    unsigned long long first_key = SOREN_KEY_ALIGN;
+    CUDA_TRY(r, cudaMemcpyAsync(r->counters + KEYS_USED, &first_key, sizeof first_key,
+                                cudaMemcpyHostToDevice, r->stream));
+    return SOREN_OK;
+}
+
+/* Grows what this run's inputs need beyond what earlier runs had: the
+ * input buffer (host inputs; largest: the most bytes of one) and the
+ * record index (records: the most records of one; the sort variant keeps
+ * per-record counts too). */
+soren_status session_inputs(gpu_run *r, uint64_t largest, uint64_t records)
+{
+    const soren_stage_spec *s = r->spec;
+    if (s->input_format != SOREN_INPUT_INDEX && largest > r->input_capacity) {
+        dev_free(r, r->input);
+        r->input = NULL;
+        r->input_capacity = 0;
+        /* padded to 16 bytes: the splitter reads whole uint4s */
+        ALLOC(r, r->input, (largest + 15) & ~15ull, "the input");
+        r->input_capacity = largest;
+    }
+    if (r->runs > 0 && records <= r->record_capacity)
+        return SOREN_OK;
+    if (s->input_format == SOREN_INPUT_LINES || s->input_format == SOREN_INPUT_PAIRS) {
+        dev_free(r, r->line_starts);
+        r->line_starts = NULL;
+        ALLOC(r, r->line_starts, (records + 2) * sizeof(uint64_t), "the record index");
+    }
+    if (r->runs > 0 && r->variant == SOREN_VARIANT_SORT) {
+        unsigned long long **arrays[] = {&r->record_pairs, &r->record_key_bytes};
+        for (int i = 0; i < 2; i++) {
+            dev_free(r, *arrays[i]);
+            *arrays[i] = NULL;
+            ALLOC(r, *arrays[i], (records + 1) * 8, "the per-record counts");
+        }
+    }
+    r->record_capacity = records;
     return SOREN_OK;
 }
 
@@ -1200,7 +1363,7 @@ soren_status merge_table(gpu_run *r)
         if ((rc = cudaGetLastError()) != cudaSuccess)
             st = cuda_fail(r, rc, "gather_slots_kernel", __LINE__);
     } while (0);
-    dev_free(used);
+    dev_free(r, used);
     return st;
 }
 
@@ -1277,9 +1440,9 @@ void free_order_buffers(gpu_run *r)
     uint64_t **bits[] = {&r->bits, &r->bits_alt};
     uint32_t **perms[] = {&r->perm, &r->perm_alt};
     for (int i = 0; i < 2; i++) {
-        dev_free(*bits[i]);
+        dev_free(r, *bits[i]);
         *bits[i] = NULL;
-        dev_free(*perms[i]);
+        dev_free(r, *perms[i]);
         *perms[i] = NULL;
     }
 }
@@ -1335,15 +1498,15 @@ soren_status merge_pairs(gpu_run *r)
     }
     if (st == SOREN_OK && rc != cudaSuccess)
         st = cuda_fail(r, rc, "combining runs of equal keys", __LINE__);
-    dev_free(target);
+    dev_free(r, target);
     if (st != SOREN_OK) {
-        dev_free(run_refs);
-        dev_free(run_values);
+        dev_free(r, run_refs);
+        dev_free(r, run_values);
         return st;
     }
     /* The runs, already in key order, are the list now. */
-    dev_free(r->refs);
-    dev_free(r->values);
+    dev_free(r, r->refs);
+    dev_free(r, r->values);
     r->refs = run_refs;
     r->values = run_values;
     r->n = runs;
@@ -1401,8 +1564,8 @@ soren_status group_pairs(gpu_run *r)
                                    UINT32_MAX);
     }
     /* The stream orders the frees after the gather. */
-    dev_free(r->refs);
-    dev_free(r->values);
+    dev_free(r, r->refs);
+    dev_free(r, r->values);
     r->refs = NULL;
     r->values = NULL;
     free_order_buffers(r);
@@ -1424,10 +1587,11 @@ soren_status reduce_list(gpu_run *r)
     }
     free_order_buffers(r);
     r->emitter = "reduce";
-    dev_free(r->pair_keys);
-    dev_free(r->pair_values);
+    dev_free(r, r->pair_keys);
+    dev_free(r, r->pair_values);
     r->pair_keys = NULL;
     r->pair_values = NULL;
+    r->map_pair_capacity = r->pair_capacity;
     r->pair_capacity = r->opt->pair_slots ? r->opt->pair_slots : groups + groups / 4 + 1024;
     ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
     ALLOC(r, r->pair_values, r->pair_capacity * r->spec->value_size, "the pair values");
@@ -1438,7 +1602,7 @@ soren_status reduce_list(gpu_run *r)
     void **spent[] = {(void **)&r->group_refs, (void **)&r->group_start,
                       (void **)&r->group_values};
     for (int i = 0; i < 3; i++) {
-        dev_free(*spent[i]);
+        dev_free(r, *spent[i]);
         *spent[i] = NULL;
     }
     return take_pairs(r);
@@ -1483,66 +1647,125 @@ soren_status order_list(gpu_run *r, bool key_sorted)
     return st;
 }
 
-/* Packs the ordered list into out's host arrays. */
-soren_status download(gpu_run *r, soren_result *out)
+/* Packs the ordered list on the device as a soren_result lays it out (keys
+ * back to back at their offsets, values in order), into packed_*, which a
+ * session keeps until its next run. */
+soren_status pack_result(gpu_run *r)
 {
+    void **packed[] = {(void **)&r->packed_keys, (void **)&r->packed_values,
+                       (void **)&r->packed_offsets};
+    for (int i = 0; i < 3; i++) {
+        dev_free(r, *packed[i]);
+        *packed[i] = NULL;
+    }
     uint64_t n = r->n;
+    uint32_t vs = (uint32_t)r->spec->value_size;
+    r->packed_n = n;
+    r->packed_key_bytes = 0;
+    if (n == 0)
+        return SOREN_OK;
+    ALLOC(r, r->packed_offsets, (n + 1) * 8, "the result's key offsets");
+    key_sizes_kernel<<<GRID(r)>>>(r->perm, n, r->refs, r->keys, r->bits_alt);
+    CUDA_TRY(r, cudaGetLastError());
+    CUB_RUN(r, cub::DeviceScan::ExclusiveSum, r->bits_alt, r->packed_offsets, (int64_t)n);
+    uint64_t last_offset = 0, last_size = 0;
+    CUDA_TRY(r, cudaMemcpyAsync(&last_offset, r->packed_offsets + n - 1, 8,
+                                cudaMemcpyDeviceToHost, r->stream));
+    CUDA_TRY(r, cudaMemcpyAsync(&last_size, r->bits_alt + n - 1, 8, cudaMemcpyDeviceToHost,
+                                r->stream));
+    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+    r->packed_key_bytes = last_offset + last_size;
+    CUDA_TRY(r, cudaMemcpyAsync(r->packed_offsets + n, &r->packed_key_bytes, 8,
+                                cudaMemcpyHostToDevice, r->stream));
+    ALLOC(r, r->packed_keys, r->packed_key_bytes, "the result's keys");
+    ALLOC(r, r->packed_values, n * vs, "the result's values");
+    pack_kernel<<<GRID(r)>>>(r->perm, n, r->refs, r->keys, r->packed_offsets, r->values, vs,
+                             r->packed_keys, r->packed_values);
+    CUDA_TRY(r, cudaGetLastError());
+    return SOREN_OK;
+}
+
+/* Copies the packed result into out's host arrays. */
+soren_status copy_result(gpu_run *r, soren_result *out)
+{
+    uint64_t n = r->packed_n, key_total = r->packed_key_bytes;
     uint32_t vs = (uint32_t)r->spec->value_size;
     out->count = 0;
     if (n == 0)
         return SOREN_OK;
-    uint64_t *offsets = r->bits; /* the sort keys are spent: reuse them */
-    key_sizes_kernel<<<GRID(r)>>>(r->perm, n, r->refs, r->keys, r->bits_alt);
-    CUDA_TRY(r, cudaGetLastError());
-    CUB_RUN(r, cub::DeviceScan::ExclusiveSum, r->bits_alt, offsets, (int64_t)n);
-    uint64_t last_offset = 0, last_size = 0;
-    CUDA_TRY(r, cudaMemcpyAsync(&last_offset, offsets + n - 1, 8, cudaMemcpyDeviceToHost,
-                                r->stream));
-    CUDA_TRY(r, cudaMemcpyAsync(&last_size, r->bits_alt + n - 1, 8, cudaMemcpyDeviceToHost,
-                                r->stream));
-    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
-    uint64_t key_total = last_offset + last_size;
-
-    uint8_t *d_keys = NULL, *d_values = NULL;
-    soren_status st = dev_alloc(r, (void **)&d_keys, key_total, "the packed keys");
-    if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&d_values, n * vs, "the packed values");
     uint8_t *h_keys = (uint8_t *)malloc(key_total ? key_total : 1);
     uint64_t *h_offsets = (uint64_t *)malloc((n + 1) * 8);
     uint8_t *h_values = (uint8_t *)malloc(n * vs);
-    if (st == SOREN_OK && (!h_keys || !h_offsets || !h_values))
+    soren_status st = SOREN_OK;
+    if (!h_keys || !h_offsets || !h_values)
         st = soren_error_set(r->err, SOREN_ENOMEM, "%s: out of host memory for %llu results",
                              r->spec->job_name, (unsigned long long)n);
     cudaError_t rc = cudaSuccess;
     if (st == SOREN_OK) {
-        pack_kernel<<<GRID(r)>>>(r->perm, n, r->refs, r->keys, offsets, r->values, vs, d_keys,
-                                 d_values);
-        rc = cudaGetLastError();
+        rc = cudaMemcpyAsync(h_keys, r->packed_keys, key_total, cudaMemcpyDeviceToHost,
+                             r->stream);
         if (rc == cudaSuccess)
-            rc = cudaMemcpyAsync(h_keys, d_keys, key_total, cudaMemcpyDeviceToHost, r->stream);
+            rc = cudaMemcpyAsync(h_offsets, r->packed_offsets, (n + 1) * 8,
+                                 cudaMemcpyDeviceToHost, r->stream);
         if (rc == cudaSuccess)
-            rc = cudaMemcpyAsync(h_offsets, offsets, n * 8, cudaMemcpyDeviceToHost, r->stream);
-        if (rc == cudaSuccess)
-            rc = cudaMemcpyAsync(h_values, d_values, n * vs, cudaMemcpyDeviceToHost, r->stream);
+            rc = cudaMemcpyAsync(h_values, r->packed_values, n * vs, cudaMemcpyDeviceToHost,
+                                 r->stream);
         if (rc == cudaSuccess)
             rc = cudaStreamSynchronize(r->stream);
         if (rc != cudaSuccess)
             st = cuda_fail(r, rc, "copying the result back", __LINE__);
     }
-    dev_free(d_keys);
-    dev_free(d_values);
     if (st != SOREN_OK) {
         free(h_keys);
         free(h_offsets);
         free(h_values);
         return st;
     }
-    h_offsets[n] = key_total;
     soren_result_destroy(out);
     out->count = n;
     out->key_bytes = h_keys;
     out->key_offset = h_offsets;
     out->values = h_values;
+    return SOREN_OK;
+}
+
+/* The list and its order buffers, spent once the result is packed. */
+void release_list(gpu_run *r)
+{
+    void **spent[] = {(void **)&r->refs,        (void **)&r->values,
+                      (void **)&r->group_refs,  (void **)&r->group_start,
+                      (void **)&r->group_values};
+    for (size_t i = 0; i < sizeof spent / sizeof spent[0]; i++) {
+        dev_free(r, *spent[i]);
+        *spent[i] = NULL;
+    }
+    free_order_buffers(r);
+    r->n = 0;
+}
+
+/* A later run of a session: the first run's variant and the regions as
+ * they grew, emptied (the counters, the table or dense array back to empty
+ * slots and the identity), and the pair space again where the last run
+ * handed it to its list; the first run's sample and sizes reported. */
+soren_status session_reset(gpu_run *r)
+{
+    if (r->slots) {
+        CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, r->slot_count * 8, r->stream));
+        CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, r->slot_count, r->stream));
+    }
+    bool pairs = r->variant == SOREN_VARIANT_DIRECT || r->variant == SOREN_VARIANT_SORT ||
+                 (r->variant == SOREN_VARIANT_HASH && r->spec->combine == SOREN_COMBINE_NONE);
+    if (pairs && !r->pair_keys) {
+        if (r->map_pair_capacity)
+            r->pair_capacity = r->map_pair_capacity;
+        ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
+        ALLOC(r, r->pair_values, r->pair_capacity * r->spec->value_size, "the pair values");
+    }
+    soren_explain *x = r->x;
+    x->metrics = r->first_metrics;
+    x->projection = r->first_projection;
+    x->variant = r->variant;
+    x->rule = r->first_rule;
     return SOREN_OK;
 }
 
@@ -1578,47 +1801,64 @@ soren_status map_input(gpu_run *r, uint64_t size, uint64_t records)
     }
 }
 
-soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
-                     const soren_params *params, soren_result *out)
+/* One run over the inputs (host inputs go up through the staging buffers;
+ * a caller's device input is read where it is): the result is packed on
+ * the device and copied into out.  The first run of a session sets up,
+ * monitors, chooses and sizes; later runs reuse all of it. */
+soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_count,
+                         const soren_params *params, soren_result *out)
 {
     const soren_stage_spec *s = r->spec;
+    const bool first = r->runs == 0;
     uint64_t total = 0, largest = 0, most_records = 0;
     for (size_t i = 0; i < input_count; i++) {
         total += inputs[i].size;
-        uint64_t bytes = data_bytes(s, &inputs[i]), records = records_at_most(s, &inputs[i]);
+        uint64_t bytes = inputs[i].on_device ? 0 : data_bytes(s, &inputs[i]);
+        uint64_t records = records_at_most(s, &inputs[i]);
         largest = bytes > largest ? bytes : largest;
         most_records = records > most_records ? records : most_records;
     }
     r->phase = "setup";
     r->emitter = "map";
+    /* a session may run from another thread than its first run's */
     CUDA_TRY(r, cudaSetDevice(r->opt->device));
-    CUDA_TRY(r, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
-    for (int i = 0; i < MARKS; i++)
-        CUDA_TRY(r, cudaEventCreate(&r->mark[i]));
-    int sms = 0;
-    CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->opt->device));
-    r->grid = sms * 8;
-
-    soren_status st = upload_params(r, params);
+    soren_status st = SOREN_OK;
+    if (first) {
+        CUDA_TRY(r, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
+        for (int i = 0; i < MARKS; i++)
+            CUDA_TRY(r, cudaEventCreate(&r->mark[i]));
+        int sms = 0;
+        CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->opt->device));
+        r->grid = sms * 8;
+        st = session_start(r);
+    }
     if (st == SOREN_OK)
-        st = allocate_fixed(r, largest, most_records);
+        st = upload_params(r, params);
+    if (st == SOREN_OK)
+        st = counters_reset(r);
+    if (st == SOREN_OK)
+        st = session_inputs(r, largest, most_records);
     if (st == SOREN_OK)
         st = alloc_staging(r, largest);
+    if (st == SOREN_OK && !first)
+        st = session_reset(r);
     soren_phase_times *ms = &r->x->ms;
     for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
         const soren_input *in = &inputs[i];
         uint64_t records = records_at_most(s, in);
-        soren_progress_phase(r->opt->progress, "upload", data_bytes(s, in));
+        soren_progress_phase(r->opt->progress, "upload", in->on_device ? 0 : data_bytes(s, in));
         if ((st = mark(r, 0, "upload", NULL)) == SOREN_OK)
             st = upload_input(r, in);
         if (st == SOREN_OK && (st = mark(r, 1, "record splitting", "split")) == SOREN_OK &&
             s->input_format == SOREN_INPUT_LINES)
             st = split_lines(r, in->size, &records);
-        const char *monitoring = i == 0 ? "monitor" : NULL; /* the first input is sampled */
-        if (st == SOREN_OK && (st = mark(r, 2, "monitoring", monitoring)) == SOREN_OK && i == 0)
+        /* the first input of the first run is sampled */
+        const bool sampled = first && i == 0;
+        if (st == SOREN_OK &&
+            (st = mark(r, 2, "monitoring", sampled ? "monitor" : NULL)) == SOREN_OK && sampled)
             st = monitor(r, in->size, records, total);
         /* Choosing the variant and allocating its regions count as map's. */
-        if (st == SOREN_OK && (st = mark(r, 3, "map", "map")) == SOREN_OK && i == 0) {
+        if (st == SOREN_OK && (st = mark(r, 3, "map", "map")) == SOREN_OK && sampled) {
             st = configure(r);
             if (st == SOREN_OK)
                 st = allocate_regions(r, most_records);
@@ -1633,9 +1873,9 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
             ms->map += elapsed(r, 3, 4);
         }
     }
-    if (st == SOREN_OK && input_count == 0)
+    if (st == SOREN_OK && input_count == 0 && first)
         st = configure(r); /* no input: nothing to monitor, an empty result */
-    if (st == SOREN_OK && input_count == 0)
+    if (st == SOREN_OK && input_count == 0 && first)
         st = allocate_regions(r, most_records);
     if (st == SOREN_OK)
         st = mark(r, 4, "merge", "merge");
@@ -1660,7 +1900,9 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
     if (st == SOREN_OK && (st = mark(r, 6, "ordering", "order")) == SOREN_OK)
         st = order_list(r, key_sorted);
     if (st == SOREN_OK && (st = mark(r, 7, "copying the result back", "download")) == SOREN_OK)
-        st = download(r, out);
+        st = pack_result(r);
+    if (st == SOREN_OK)
+        st = copy_result(r, out);
     if (st == SOREN_OK && (st = mark(r, 8, "copying the result back", NULL)) == SOREN_OK) {
         CUDA_TRY(r, cudaEventSynchronize(r->mark[8]));
         ms->merge = elapsed(r, 4, 5);
@@ -1668,7 +1910,16 @@ soren_status run_all(gpu_run *r, const soren_input *inputs, size_t input_count,
         ms->sort = elapsed(r, 6, 7);
         ms->download = elapsed(r, 7, 8);
     }
-    return st;
+    release_list(r);
+    if (st != SOREN_OK)
+        return st;
+    if (first) {
+        r->first_metrics = r->x->metrics;
+        r->first_projection = r->x->projection;
+        r->first_rule = r->x->rule;
+    }
+    r->runs++;
+    return SOREN_OK;
 }
 
 } /* namespace */
@@ -1688,6 +1939,99 @@ extern "C" const char *soren_gpu_unsupported(const soren_stage_spec *spec)
     return NULL;
 }
 
+/* A session is a gpu_run that outlives its runs, with its own copies of
+ * the stage and the options it was made for. */
+struct soren_gpu_session {
+    soren_stage_spec spec;
+    soren_gpu_options opt;
+    gpu_run run;
+    int failed; /* a run failed: the device state is not to be trusted */
+};
+
+static void session_init(soren_gpu_session *s, const soren_stage_spec *spec,
+                         const soren_gpu_options *opt, bool pooled)
+{
+    memset(s, 0, sizeof *s);
+    s->spec = *spec;
+    s->opt = *opt;
+    s->run.spec = &s->spec;
+    s->run.opt = &s->opt;
+    s->run.gpu = spec->code->gpu;
+    s->run.pooled = pooled;
+}
+
+extern "C" soren_status soren_gpu_session_new(const soren_stage_spec *spec,
+                                              const soren_gpu_options *opt,
+                                              soren_gpu_session **out, soren_error *err)
+{
+    *out = NULL;
+    const char *why = soren_gpu_unsupported(spec);
+    if (why)
+        return soren_error_set(err, SOREN_EDEVICE, "%s: cannot run on the GPU: %s",
+                               spec->job_name, why);
+    soren_gpu_session *s = (soren_gpu_session *)malloc(sizeof *s);
+    if (!s)
+        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", spec->job_name);
+    session_init(s, spec, opt, true);
+    *out = s;
+    return SOREN_OK;
+}
+
+extern "C" int soren_gpu_session_fits(const soren_gpu_session *s, const soren_stage_spec *spec,
+                                      const soren_gpu_options *opt)
+{
+    /* A stage or options that changed (a key count from the parameters, a
+     * forced variant, the order) need a session of their own. */
+    const soren_stage_spec *a = &s->spec;
+    bool same_stage = a->job_name == spec->job_name && a->code == spec->code &&
+                      a->input_format == spec->input_format &&
+                      a->record_size == spec->record_size && a->task_count == spec->task_count &&
+                      a->key_type == spec->key_type && a->key_max_size == spec->key_max_size &&
+                      a->key_count == spec->key_count && a->value_type == spec->value_type &&
+                      a->value_size == spec->value_size && a->combine == spec->combine &&
+                      a->reduce == spec->reduce && a->order == spec->order &&
+                      a->limit == spec->limit;
+    return !s->failed && same_stage &&
+           s->opt.variant == opt->variant && s->opt.device == opt->device &&
+           s->opt.table_slots == opt->table_slots && s->opt.key_bytes == opt->key_bytes &&
+           s->opt.pair_slots == opt->pair_slots && s->opt.small_keys == opt->small_keys &&
+           s->opt.sample == opt->sample;
+}
+
+extern "C" soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_input *inputs,
+                                              size_t input_count, const soren_params *params,
+                                              soren_progress *progress, soren_result *out,
+                                              soren_explain *x, soren_error *err)
+{
+    x->device = "gpu";
+    if (s->failed)
+        return soren_error_set(err, SOREN_EDEVICE, "%s: an earlier run of this job failed on "
+                               "the GPU; make the job again", s->spec.job_name);
+    s->opt.progress = progress;
+    s->run.err = err;
+    s->run.x = x;
+    soren_status st = session_run(&s->run, inputs, input_count, params, out);
+    if (st != SOREN_OK)
+        s->failed = 1;
+    return st;
+}
+
+extern "C" void soren_gpu_session_pairs(const soren_gpu_session *s, soren_gpu_pairs *out)
+{
+    out->count = s->run.packed_n;
+    out->key_bytes = s->run.packed_keys;
+    out->key_offset = s->run.packed_offsets;
+    out->values = s->run.packed_values;
+}
+
+extern "C" void soren_gpu_session_free(soren_gpu_session *s)
+{
+    if (!s)
+        return;
+    gpu_run_destroy(&s->run);
+    free(s);
+}
+
 extern "C" soren_status soren_gpu_run(const soren_stage_spec *spec, const soren_input *inputs,
                                       size_t input_count, const soren_params *params,
                                       const soren_gpu_options *opt, soren_result *out,
@@ -1698,14 +2042,12 @@ extern "C" soren_status soren_gpu_run(const soren_stage_spec *spec, const soren_
     if (why)
         return soren_error_set(err, SOREN_EDEVICE, "%s: cannot run on the GPU: %s",
                                spec->job_name, why);
-    gpu_run r;
-    memset(&r, 0, sizeof r);
-    r.spec = spec;
-    r.opt = opt;
-    r.gpu = spec->code->gpu;
-    r.err = err;
-    r.x = x;
-    soren_status st = run_all(&r, inputs, input_count, params, out);
-    gpu_run_destroy(&r);
+    /* One run: what it frees goes back to the device at once. */
+    soren_gpu_session s;
+    session_init(&s, spec, opt, false);
+    s.run.err = err;
+    s.run.x = x;
+    soren_status st = session_run(&s.run, inputs, input_count, params, out);
+    gpu_run_destroy(&s.run);
     return st;
 }

@@ -58,6 +58,39 @@ typedef struct soren_gpu_options {
     int device;              /* the CUDA device to run on (a rank's: its local rank's) */
 } soren_gpu_options;
 
+/* A stage set up on the GPU for runs again and again (the library's
+ * soren_job_run): the first run monitors, chooses the variant and sizes the
+ * regions; later runs reuse the variant, the regions as they grew, the
+ * stream, the staging buffers and every device block, so that a run of the
+ * same shape allocates nothing.  The last run's result stays packed on the
+ * device until the next run. */
+typedef struct soren_gpu_session soren_gpu_session;
+
+/* The last run's pairs in device memory, laid out as a soren_result. */
+typedef struct soren_gpu_pairs {
+    uint64_t count;
+    const uint8_t *key_bytes;
+    const uint64_t *key_offset; /* count + 1 entries */
+    const uint8_t *values;
+} soren_gpu_pairs;
+
+soren_status soren_gpu_session_new(const soren_stage_spec *spec, const soren_gpu_options *opt,
+                                   soren_gpu_session **out, soren_error *err);
+/* 1 if the session was made for this stage and these options (a key count
+ * from the parameters, a forced variant or an order that changed need a
+ * new one), and no run of it failed. */
+int soren_gpu_session_fits(const soren_gpu_session *s, const soren_stage_spec *spec,
+                           const soren_gpu_options *opt);
+/* One run; inputs may be host memory or, on_device, the caller's device
+ * memory (16-byte aligned), read where it is.  The result is copied into
+ * out (initialised by the caller) and kept on the device. */
+soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_input *inputs,
+                                   size_t input_count, const soren_params *params,
+                                   soren_progress *progress, soren_result *out,
+                                   soren_explain *x, soren_error *err);
+void soren_gpu_session_pairs(const soren_gpu_session *s, soren_gpu_pairs *out);
+void soren_gpu_session_free(soren_gpu_session *s);
+
 /* Why the GPU engine cannot run this stage (NULL if it can). */
 const char *soren_gpu_unsupported(const soren_stage_spec *spec);
 

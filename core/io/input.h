@@ -43,6 +43,9 @@ typedef struct soren_input {
     uint64_t *starts;     /* owned, with data (owned_data) */
     uint64_t count;
     uint8_t *owned_data;
+    /* data is device memory (the library's soren_job_input_device): only
+     * the GPU engine reads it, in place */
+    int on_device;
     /* a slice: the position of data[0] (task 0, pair 0) in the whole input */
     uint64_t base;
 } soren_input;

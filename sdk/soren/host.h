@@ -3,7 +3,8 @@
  *
  * A job is a plugin (NAME.so beside NAME.json) opened once, set up with its
  * parameters and inputs, and run as often as needed: after a run its pairs
- * are read in place, its parameters may change, and it runs again.
+ * are read in place (in host or device memory), its parameters may change,
+ * and it runs again.
  *
  *     #include <soren/host.h>
  *
@@ -102,6 +103,11 @@ soren_status soren_job_param_bytes(soren_job *job, const char *name, const void 
 soren_status soren_job_input_file(soren_job *job, const char *path, soren_error *err);
 soren_status soren_job_input_memory(soren_job *job, const void *data, size_t size,
                                     soren_error *err);
+/* An input already in device memory (a GPU job only; data from cudaMalloc
+ * or any 16-byte aligned device pointer of the job's GPU), read where it
+ * is: no copy, and the caller may change its bytes between runs. */
+soren_status soren_job_input_device(soren_job *job, const void *data, size_t size,
+                                    soren_error *err);
 /* The task count of a job with index input (default: its manifest's). */
 soren_status soren_job_tasks(soren_job *job, uint64_t count, soren_error *err);
 void soren_job_clear_inputs(soren_job *job);
@@ -127,6 +133,12 @@ typedef struct soren_pairs {
 } soren_pairs;
 
 soren_status soren_job_result(soren_job *job, soren_pairs *out, soren_error *err);
+
+/* The same pairs in device memory, where the last run was on the GPU: the
+ * same layout, device pointers, valid until the next run.  A run on the
+ * GPU keeps its stream, buffers and variant for the next, so a job run
+ * again over data of the same shape allocates nothing. */
+soren_status soren_job_result_device(soren_job *job, soren_pairs *out, soren_error *err);
 
 /* Pair i's key and its size. */
 static inline const uint8_t *soren_pairs_key(const soren_pairs *p, uint64_t i, uint64_t *size)

@@ -236,9 +236,11 @@ enum {
     SOREN_GPU_PAIRS_FULL = 1u << 2, /* the pair space is used up */
     SOREN_GPU_BAD_KEY = 1u << 3     /* a key broke the manifest's rules; *bad_key says how */
 };
-/* Slots of the block variant's per-block table (shared memory: a 64-bit
- * entry and a value each). */
-#define SOREN_GPU_BLOCK_SLOTS 1024
+/* Entries of the block variant's per-block table in shared memory, and the
+ * bytes of each beside its value (its claim, the key's size and first 12
+ * bytes). */
+#define SOREN_GPU_BLOCK_SLOTS 2048
+#define SOREN_GPU_BLOCK_BYTES 24
 
 /* The bits after which the host grows a region and resumes the launch. */
 #define SOREN_GPU_OVERFLOW (SOREN_GPU_TABLE_FULL | SOREN_GPU_KEYS_FULL | SOREN_GPU_PAIRS_FULL)

@@ -41,9 +41,9 @@ namespace soren {
 
 enum { EMIT_RECORD = 0, EMIT_PAIRS, EMIT_KEY_BYTES, EMIT_STAGE, EMIT_SKIP, EMIT_FAILED };
 
-/* The block variant's table: slots, and how far a key probes before it
- * spills into the global table. */
-enum { BLOCK_SLOTS = SOREN_GPU_BLOCK_SLOTS, BLOCK_PROBES = 32 };
+/* The block variant's table: entries, and how far a key probes before it
+ * goes to the global table. */
+enum { BLOCK_SLOTS = SOREN_GPU_BLOCK_SLOTS, BLOCK_PROBES = 8 };
 
 constexpr unsigned long long TAG_MASK = 0xffffffff00000000ull;
 
@@ -55,6 +55,7 @@ struct emit_ctx {
     const soren_gpu_map_args *a;
     uint32_t variant;                /* soren_gpu_variant */
     unsigned long long *block_slots; /* block: tag | (global slot + 1); 0 is free */
+    uint4 *block_keys;               /* block: size + 1 (0 until written), first 12 bytes */
     void *block_values;              /* block: BLOCK_SLOTS values; dense: key_count values */
     uint8_t *present;                /* dense: a byte per key, 1 once the block emitted it */
 };
@@ -202,9 +203,12 @@ __device__ inline bool hash_insert(const soren_gpu_map_args *a, const uint8_t *k
     return true;
 }
 
-/* The block variant: the key's entry in this block's table points at its
- * global slot, claimed on the block's first sight of the key; values fold in
- * shared memory until the block flushes them. */
+/* The block variant: the key's entry in this block's table holds its
+ * global slot (claimed on the block's first sight of the key), its size
+ * and first 12 bytes, and a value that folds in shared memory until the
+ * block flushes it.  A key of up to 12 bytes that the block has seen
+ * compares in shared memory alone: the frequent keys of a skewed set never
+ * touch the global table again.  Crowded keys go to the global table. */
 template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
 __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_t n,
                                     const void *v)
@@ -212,30 +216,52 @@ __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_
     const soren_gpu_map_args *a = c->a;
     const uint64_t h = soren__key_hash(k, n);
     const unsigned long long tag = h & TAG_MASK;
+    /* size + 1: a written entry's first word is never 0 */
+    const uint4 prefix = make_uint4(n + 1, key_word(k, n, 0), key_word(k, n, 4), key_word(k, n, 8));
+    uint8_t *values = (uint8_t *)c->block_values;
     int64_t g = -1;
     uint32_t i = (uint32_t)(h >> 16) & (BLOCK_SLOTS - 1);
     for (int probe = 0; probe < BLOCK_PROBES; probe++, i = (i + 1) & (BLOCK_SLOTS - 1)) {
         unsigned long long seen = *(volatile unsigned long long *)&c->block_slots[i];
+        volatile uint4 *entry = &c->block_keys[i];
         if (seen == 0) {
             if (g < 0 && (g = hash_slot(a, k, n, h)) < 0)
                 return false;
-            unsigned long long mine = tag | (unsigned long long)(g + 1);
-            seen = atomicCAS(&c->block_slots[i], 0ull, mine);
-            if (seen == 0 || seen == mine) {
-                combine_into<Op, VType, UserFn>((uint8_t *)c->block_values + i * a->value_size, v);
+            seen = atomicCAS(&c->block_slots[i], 0ull, tag | (unsigned long long)(g + 1));
+            if (seen == 0) {
+                /* The entry is ours: its bytes first, the size word that
+                 * says they are there last. */
+                entry->y = prefix.y;
+                entry->z = prefix.z;
+                entry->w = prefix.w;
+                __threadfence_block();
+                entry->x = prefix.x;
+                combine_into<Op, VType, UserFn>(values + i * a->value_size, v);
                 return true;
             }
         }
-        if ((seen & TAG_MASK) == tag) {
-            uint64_t other = (seen & 0xffffffffull) - 1;
-            if (g >= 0 ? other == (uint64_t)g
-                       : key_equals(a, (uint32_t)__ldcg(&a->slots[other]), k, n)) {
-                combine_into<Op, VType, UserFn>((uint8_t *)c->block_values + i * a->value_size, v);
-                return true;
-            }
+        if ((seen & TAG_MASK) != tag)
+            continue;
+        uint64_t other = (seen & 0xffffffffull) - 1;
+        bool same;
+        if (g >= 0) {
+            same = other == (uint64_t)g;
+        } else {
+            /* Another thread claimed the entry: wait for its bytes (it
+             * writes them right after its claim). */
+            uint32_t size1;
+            while ((size1 = entry->x) == 0)
+                ;
+            same = size1 == prefix.x && entry->y == prefix.y && entry->z == prefix.z &&
+                   entry->w == prefix.w &&
+                   (n <= 12 || key_equals(a, (uint32_t)__ldcg(&a->slots[other]), k, n));
+        }
+        if (same) {
+            combine_into<Op, VType, UserFn>(values + i * a->value_size, v);
+            return true;
         }
     }
-    /* The block's table is crowded around this key: spill into the global one. */
+    /* The block's table is crowded around this key: go to the global one. */
     if (g < 0 && (g = hash_slot(a, k, n, h)) < 0)
         return false;
     combine_into<Op, VType, UserFn>((uint8_t *)a->slot_values + g * a->value_size, v);
@@ -400,10 +426,13 @@ __device__ inline void shared_setup(emit_ctx *c, const soren_gpu_map_args &a, T 
                                     unsigned long long *shared)
 {
     if constexpr (V == SOREN_GPU_BLOCK) {
+        /* SOREN_GPU_BLOCK_BYTES an entry: claim, size and prefix; then the values */
         c->block_slots = shared;
-        c->block_values = shared + BLOCK_SLOTS;
+        c->block_keys = (uint4 *)(shared + BLOCK_SLOTS);
+        c->block_values = c->block_keys + BLOCK_SLOTS;
         for (uint32_t i = threadIdx.x; i < BLOCK_SLOTS; i += blockDim.x) {
             c->block_slots[i] = 0;
+            c->block_keys[i] = make_uint4(0, 0, 0, 0);
             ((T *)c->block_values)[i] = identity;
         }
     } else if (a.shared_bytes) {
@@ -508,7 +537,7 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
     constexpr bool monitor = V == SOREN_GPU_MONITOR;
     extern __shared__ unsigned long long shared[];
 
-    emit_ctx c = {&a, V, nullptr, nullptr, nullptr};
+    emit_ctx c = {&a, V, nullptr, nullptr, nullptr, nullptr};
     if constexpr (V == SOREN_GPU_BLOCK || V == SOREN_GPU_DENSE) {
         T user = value_from<T, typename value_of<S::value_type>::word>(
             (typename value_of<S::value_type>::word)a.identity);
@@ -520,14 +549,11 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
     const uint64_t count = monitor ? a.sample_count : a.record_count;
     const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    uint64_t j = tid, skip = 0;
-    if (a.resuming) {
-        j = a.resume[tid].record;
-        skip = a.resume[tid].applied;
-    }
     unsigned long long stopped_at = SOREN_GPU_RESUME_DONE, applied = 0;
     unsigned long long pairs = 0, key_bytes = 0, bytes = 0; /* monitor */
-    for (; j < count; j += stride, skip = 0) {
+    /* Maps record j, its first `skip` emits already applied; false when an
+     * emit could not be applied (stopped_at and applied then say where). */
+    auto map_one = [&](uint64_t j, uint64_t skip) -> bool {
         uint64_t r = monitor ? soren__sample_record(j, count, a.record_count) : j;
         soren_emitter e;
         e.emit = 0;
@@ -550,7 +576,7 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
         if (e.state[EMIT_FAILED]) {
             stopped_at = j;
             applied = e.state[EMIT_PAIRS];
-            break;
+            return false;
         }
         if constexpr (V == SOREN_GPU_SORT_COUNT) {
             a.record_pairs[r] = e.state[EMIT_PAIRS];
@@ -560,7 +586,21 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
             pairs += e.state[EMIT_PAIRS];
             key_bytes += e.state[EMIT_KEY_BYTES];
         }
+        return true;
+    };
+    uint64_t j = tid;
+    bool going = true;
+    if (a.resuming) {
+        /* Only the record a thread stopped on has emits to skip: it runs
+         * apart, so the loop below compiles with nothing to skip. */
+        j = a.resume[tid].record;
+        if (j < count) {
+            going = map_one(j, a.resume[tid].applied);
+            j += stride;
+        }
     }
+    for (; going && j < count; j += stride)
+        going = map_one(j, 0);
     if (a.resume)
         a.resume[tid] = soren_gpu_resume{stopped_at, applied};
     if constexpr (monitor) {

@@ -1,0 +1,267 @@
+/*
+ * api_overhead.c - what running a job again costs beyond its kernels
+ * (issue 6: at most 50 us): k-means through the library over points already
+ * in device memory, one step a run, the program feeding each step's sums
+ * back as the next step's centroids.  For each timed run, the wall time of
+ * soren_job_run against the time the GPU spent in the run's kernels, copies
+ * and memsets, as CUPTI's activity records give them; the difference is the
+ * run's overhead: host work, launches, and the GPU idle between them.
+ *
+ *   api-overhead POINTS K [--runs N]
+ *
+ * POINTS: float32 x, y, z (soren-gen points --dims 3).  Prints one JSON line:
+ *   {"program":"api-overhead","points":..,"k":..,"runs":N,"variant":"..",
+ *    "wall_us":{"median":..,"p10":..,"p90":..},"gpu_busy_us":{...},
+ *    "overhead_us":{...},"activities_per_run":..}
+ */
+#include <cuda_runtime_api.h>
+#include <cupti.h>
+#include <jansson.h>
+#include <soren/host.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { RUNS_MAX = 100000, DIMS = 3, STRIDE = DIMS + 1 };
+
+/* ---- CUPTI: the GPU's busy time ---------------------------------------- */
+
+/* Activity records land in buffers CUPTI asks for and hands back; each
+ * record's start and end are in CUPTI's clock (cuptiGetTimestamp). */
+typedef struct busy_span {
+    uint64_t start, end;
+} busy_span;
+
+static busy_span *spans;
+static size_t span_count, span_cap;
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
+{
+    *size = 8u << 20;
+    *buffer = aligned_alloc(8, *size);
+    *max_records = 0;
+}
+
+static void add_span(uint64_t start, uint64_t end)
+{
+    if (span_count == span_cap) {
+        size_t cap = span_cap ? 2 * span_cap : 4096;
+        busy_span *grown = realloc(spans, cap * sizeof *grown);
+        if (!grown) {
+            fprintf(stderr, "api-overhead: out of memory for activity records\n");
+            exit(1);
+        }
+        spans = grown;
+        span_cap = cap;
+    }
+    spans[span_count++] = (busy_span){start, end};
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                      size_t valid)
+{
+    (void)ctx;
+    (void)stream;
+    (void)size;
+    CUpti_Activity *record = NULL;
+    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+        switch (record->kind) {
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+            CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)record;
+            add_span(k->start, k->end);
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMCPY: {
+            CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)record;
+            add_span(m->start, m->end);
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMSET: {
+            CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)record;
+            add_span(m->start, m->end);
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    free(buffer);
+}
+
+#define CUPTI_TRY(call)                                                                    \
+    do {                                                                                   \
+        CUptiResult r_ = (call);                                                           \
+        if (r_ != CUPTI_SUCCESS) {                                                         \
+            const char *why_ = NULL;                                                       \
+            cuptiGetResultString(r_, &why_);                                               \
+            fprintf(stderr, "api-overhead: %s failed: %s\n", #call, why_ ? why_ : "?");    \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+/* The GPU's busy nanoseconds within [from, to]: the union of the spans
+ * (one stream, but copies and kernels may still touch). */
+static uint64_t busy_within(uint64_t from, uint64_t to)
+{
+    uint64_t busy = 0, covered = from;
+    for (size_t i = 0; i < span_count; i++) {
+        uint64_t s = spans[i].start > covered ? spans[i].start : covered;
+        uint64_t e = spans[i].end < to ? spans[i].end : to;
+        if (e > s) {
+            busy += e - s;
+            covered = e;
+        }
+    }
+    return busy;
+}
+
+static int compare_spans(const void *a, const void *b)
+{
+    const busy_span *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/* ---- The run ------------------------------------------------------------- */
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double at(double *v, int n, double q)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return v[(int)(q * (n - 1) + 0.5)];
+}
+
+static void summary(const char *name, double *v, int n, int last)
+{
+    printf("\"%s\":{\"median\":%.1f,\"p10\":%.1f,\"p90\":%.1f}%s", name, at(v, n, 0.5),
+           at(v, n, 0.1), at(v, n, 0.9), last ? "" : ",");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: api-overhead POINTS K [--runs N]\n");
+        return 2;
+    }
+    uint32_t k = (uint32_t)atoi(argv[2]);
+    int runs = argc >= 5 && strcmp(argv[3], "--runs") == 0 ? atoi(argv[4]) : 1000;
+    if (k == 0 || runs < 1 || runs > RUNS_MAX) {
+        fprintf(stderr, "api-overhead: K from 1, --runs from 1 to %d\n", RUNS_MAX);
+        return 2;
+    }
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) {
+        perror(argv[1]);
+        return 1;
+    }
+    fseek(f, 0, SEEK_END);
+    size_t bytes = (size_t)ftell(f), n = bytes / (DIMS * sizeof(float));
+    rewind(f);
+    float *points = malloc(bytes ? bytes : 1);
+    double *centroids = malloc((size_t)k * STRIDE * sizeof *centroids);
+    double *wall = malloc((size_t)runs * sizeof *wall), *busy = malloc((size_t)runs * sizeof *busy);
+    double *over = malloc((size_t)runs * sizeof *over);
+    if (!points || !centroids || !wall || !busy || !over || fread(points, 1, bytes, f) != bytes ||
+        n < k) {
+        fprintf(stderr, "api-overhead: cannot read %u points from %s\n", k, argv[1]);
+        return 1;
+    }
+    fclose(f);
+    for (uint32_t c = 0; c < k; c++) {
+        for (int j = 0; j < DIMS; j++)
+            centroids[c * STRIDE + j] = points[c * DIMS + j];
+        centroids[c * STRIDE + DIMS] = 1;
+    }
+    void *device_points = NULL;
+    if (cudaMalloc(&device_points, bytes) != cudaSuccess ||
+        cudaMemcpy(device_points, points, bytes, cudaMemcpyHostToDevice) != cudaSuccess) {
+        fprintf(stderr, "api-overhead: cannot put the points in device memory\n");
+        return 1;
+    }
+
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    soren_job *job = NULL;
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.device = SOREN_DEVICE_GPU;
+    size_t size = (size_t)k * STRIDE * sizeof *centroids;
+    if (soren_open("kmeans", &p, &err) != SOREN_OK || soren_job_new(p, &o, &job, &err) ||
+        soren_job_input_device(job, device_points, bytes, &err) ||
+        soren_job_param_bytes(job, "k", &k, sizeof k, &err)) {
+        fprintf(stderr, "api-overhead: %s\n", err.text);
+        return 1;
+    }
+    CUPTI_TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+    CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+    CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+
+    uint64_t *from = malloc((size_t)runs * 8), *to = malloc((size_t)runs * 8);
+    char variant[32] = "";
+    /* run -1 is the warm-up: the session's set-up and monitoring */
+    for (int r = -1; r < runs; r++) {
+        uint64_t t0, t1;
+        struct timespec w0, w1;
+        if (soren_job_param_bytes(job, "centroids", centroids, size, &err) != SOREN_OK) {
+            fprintf(stderr, "api-overhead: %s\n", err.text);
+            return 1;
+        }
+        CUPTI_TRY(cuptiGetTimestamp(&t0));
+        clock_gettime(CLOCK_MONOTONIC, &w0);
+        if (soren_job_run(job, &err) != SOREN_OK) {
+            fprintf(stderr, "api-overhead: %s\n", err.text);
+            return 1;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &w1);
+        CUPTI_TRY(cuptiGetTimestamp(&t1));
+        soren_pairs out;
+        soren_job_result(job, &out, &err);
+        for (uint64_t i = 0; i < out.count; i++) {
+            uint64_t key_size;
+            uint32_t key;
+            memcpy(&key, soren_pairs_key(&out, i, &key_size), sizeof key);
+            memcpy(&centroids[key], soren_pairs_value(&out, i), sizeof *centroids);
+        }
+        if (r < 0) {
+            json_t *x = json_loads(soren_job_explain(job), 0, NULL);
+            snprintf(variant, sizeof variant, "%s",
+                     json_string_value(json_object_get(x, "variant")) ?: "?");
+            json_decref(x);
+            continue;
+        }
+        from[r] = t0;
+        to[r] = t1;
+        wall[r] = (double)(w1.tv_sec - w0.tv_sec) * 1e6 + (double)(w1.tv_nsec - w0.tv_nsec) / 1e3;
+    }
+    CUPTI_TRY(cuptiActivityFlushAll(1));
+    qsort(spans, span_count, sizeof *spans, compare_spans);
+    for (int r = 0; r < runs; r++) {
+        busy[r] = (double)busy_within(from[r], to[r]) / 1e3;
+        over[r] = wall[r] - busy[r];
+    }
+    printf("{\"program\":\"api-overhead\",\"points\":%zu,\"k\":%u,\"runs\":%d,\"variant\":\"%s\","
+           "\"activities_per_run\":%.1f,", n, k, runs, variant, (double)span_count / (runs + 1));
+    summary("wall_us", wall, runs, 0);
+    summary("gpu_busy_us", busy, runs, 0);
+    summary("overhead_us", over, runs, 1);
+    printf("}\n");
+    soren_job_free(job);
+    soren_close(p);
+    cudaFree(device_points);
+    free(points);
+    free(centroids);
+    free(wall);
+    free(busy);
+    free(over);
+    free(from);
+    free(to);
+    free(spans);
+    return 0;
+}
