@@ -23,25 +23,6 @@ static void *must_alloc(size_t size)
 
 /* ---- Slices -------------------------------------------------------------- */
 
-/* The first record boundary at or after at in one input: where a record
- * starts (soren_records_init's rule), or the input's end. */
-static uint64_t record_boundary(const soren_stage_spec *spec, const soren_input *in,
-                                uint64_t at)
-{
-    if (at == 0 || at >= in->size)
-        return at == 0 ? 0 : in->size;
-    if (spec->input_format == SOREN_INPUT_LINES) {
-        const uint8_t *nl = memchr(in->data + at - 1, '\n', (size_t)(in->size - at + 1));
-        return nl ? (uint64_t)(nl - in->data) + 1 : in->size;
-    }
-    if (spec->input_format == SOREN_INPUT_FIXED && spec->record_size) {
-        /* soren_input_check made the size a multiple of the record size. */
-        uint64_t rs = spec->record_size;
-        return (at / rs + (at % rs != 0)) * rs;
-    }
-    return at; /* tasks */
-}
-
 /* The record boundary at or after unit x of the inputs laid end to end. */
 static uint64_t global_boundary(const soren_stage_spec *spec, const soren_input *whole,
                                 size_t n, uint64_t x)
@@ -49,7 +30,7 @@ static uint64_t global_boundary(const soren_stage_spec *spec, const soren_input 
     uint64_t first = 0;
     for (size_t i = 0; i < n; i++) {
         if (x < first + whole[i].size)
-            return first + record_boundary(spec, &whole[i], x - first);
+            return first + soren_record_boundary(spec, &whole[i], x - first);
         first += whole[i].size;
     }
     return first;

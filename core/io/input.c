@@ -273,3 +273,19 @@ int soren_records_next(soren_records *it, soren_record *r)
     it->pos = it->end;
     return 0;
 }
+
+uint64_t soren_record_boundary(const soren_stage_spec *spec, const soren_input *in, uint64_t at)
+{
+    if (at == 0 || at >= in->size)
+        return at == 0 ? 0 : in->size;
+    if (spec->input_format == SOREN_INPUT_LINES) {
+        const uint8_t *nl = memchr(in->data + at - 1, '\n', (size_t)(in->size - at + 1));
+        return nl ? (uint64_t)(nl - in->data) + 1 : in->size;
+    }
+    if (spec->input_format == SOREN_INPUT_FIXED && spec->record_size) {
+        /* soren_input_check made the size a multiple of the record size. */
+        uint64_t rs = spec->record_size;
+        return (at / rs + (at % rs != 0)) * rs;
+    }
+    return at; /* tasks */
+}

@@ -92,4 +92,10 @@ void soren_records_init_input(soren_records *it, const soren_stage_spec *spec,
 /* Fills *r with the next record; returns 0 when none is left. */
 int soren_records_next(soren_records *it, soren_record *r);
 
+/* The first record start at or after byte at of in, by the rule above (a
+ * line starts at 0 or after a '\n', a fixed record at a multiple of its
+ * size), or in->size; at itself for index input.  Where a slice of in
+ * (an MPI rank's, a chunk) begins and ends, so each record lies in one. */
+uint64_t soren_record_boundary(const soren_stage_spec *spec, const soren_input *in, uint64_t at);
+
 #endif /* SOREN_INPUT_H */
