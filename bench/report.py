@@ -43,6 +43,9 @@ import tempfile
 DEVICE_PHASES = ["split", "monitor", "map", "merge", "reduce", "sort"]
 ALL_PHASES = ["upload"] + DEVICE_PHASES + ["download"]
 NA = "n/a"
+# Jobs of index input: their data go up as parameters, before the run's
+# phases, so they have no upload phase to set against the bus.
+PARAM_INPUT_APPS = {"matmul", "simscore"}
 
 # The targets of issue 7: (label, how it is measured, threshold, unit).
 TARGET_ROWS = [
@@ -269,7 +272,8 @@ def section_limits(res):
                 if r is None:
                     continue
                 dev = gbps(r.get("bytes_read"), res.device_ms(app, size, config))
-                up = gbps(r.get("input_bytes"), (r.get("phases_ms") or {}).get("upload"))
+                up = None if app in PARAM_INPUT_APPS else gbps(
+                    r.get("input_bytes"), (r.get("phases_ms") or {}).get("upload"))
                 rows.append([app, size, config, fmt_bytes(r.get("bytes_read")), fmt(dev, 1),
                              fmt(ratio(dev, read_bound), 3), fmt(up, 1), fmt(ratio(up, pinned), 3)])
     return ["## (e) Fractions of the hardware limits", "",
@@ -278,7 +282,8 @@ def section_limits(res):
             f"half the device-to-device copy figure ({fmt(read_bound, 1, ' GB/s')}): that copy "
             "counts bytes read plus written, and a job that reads once and writes little is "
             "bounded by reading.  Upload: input bytes over the upload phase, as a fraction of "
-            f"pinned host-to-device bandwidth ({fmt(pinned, 2, ' GB/s')}).", "",
+            f"pinned host-to-device bandwidth ({fmt(pinned, 2, ' GB/s')}); n/a for "
+            f"{', '.join(sorted(PARAM_INPUT_APPS))}, whose data go up as parameters.", "",
             table(["app", "size", "config", "bytes read", "device GB/s", "of read bound",
                    "upload GB/s", "of pinned h2d"], rows) if rows else "No auto or cub runs.", ""]
 
