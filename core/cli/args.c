@@ -70,6 +70,12 @@ static const char usage_text[] =
     "                       (default: projected).  Regions grow when they fill and\n"
     "                       the run resumes, so small sizes only cost overflows;\n"
     "                       sizes take K, M, G\n"
+    "      --device-memory SIZE\n"
+    "                       the device memory a run may take, e.g. 8G: an input\n"
+    "                       larger than a quarter of it is mapped in chunks of that\n"
+    "                       size, each record in one (default: the GPU's free\n"
+    "                       memory less an eighth; the CPU engine cuts its input\n"
+    "                       the same way when given one)\n"
     "  -f, --format tsv|csv|json|jsonl\n"
     "                       output format (default tsv)\n"
     "      --order key|value_desc|value_asc|none\n"
@@ -195,7 +201,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS,
         OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE, OPT_ORDER, OPT_TOP,
         OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR, OPT_TASKS, OPT_ITERATE,
-        OPT_OUTPUT_PARTS
+        OPT_OUTPUT_PARTS, OPT_DEVICE_MEMORY
     };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
@@ -206,6 +212,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         {"table-slots", required_argument, 0, OPT_TABLE_SLOTS},
         {"key-bytes", required_argument, 0, OPT_KEY_BYTES},
         {"pair-slots", required_argument, 0, OPT_PAIR_SLOTS},
+        {"device-memory", required_argument, 0, OPT_DEVICE_MEMORY},
         {"sample", required_argument, 0, OPT_SAMPLE},
         {"small-keys", required_argument, 0, OPT_SMALL_KEYS},
         {"explain", no_argument, 0, OPT_EXPLAIN},
@@ -303,6 +310,11 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
                                    optarg);
             break;
         }
+        case OPT_DEVICE_MEMORY:
+            if (!parse_size(optarg, &c->run.device_memory))
+                return soren__cli_usage_error("--device-memory: expected a size such as 512M or "
+                                              "8G, got \"%s\"", optarg);
+            break;
         case OPT_SAMPLE:
             if (!parse_fraction(optarg, &c->run.sample))
                 return soren__cli_usage_error("--sample: expected a fraction from 0 to 1 (0 turns "

@@ -360,6 +360,19 @@ static int put_stage(json_t *o, const soren_explain *x)
            put(o, "overflows", overflows_json(x)) & put(o, "times_ms", times_json(&x->ms));
 }
 
+static json_t *chunks_json(const soren_chunking *c)
+{
+    json_t *o = json_object();
+    int ok = put(o, "budget", count(c->budget)) & put(o, "chunk_bytes", count(c->chunk_bytes)) &
+             put(o, "count", count(c->count)) & put(o, "largest", count(c->largest)) &
+             put(o, "inputs_ms", millis(c->inputs_ms));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *iterations_json(const soren_iterations *it)
 {
     json_t *o = json_object();
@@ -435,6 +448,8 @@ void soren_explain_print_stages(const soren_explain *xs, size_t n, const soren_i
                   (put(stage, "stage", count(i + 1)) & put_stage(stage, &xs[i]));
         }
     }
+    if (x->chunks.count)
+        ok &= put(doc, "chunks", chunks_json(&x->chunks));
     if (it)
         ok &= put(doc, "iterations", iterations_json(it));
     if (d)

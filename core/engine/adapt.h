@@ -96,6 +96,17 @@ typedef struct soren_phase_times {
     double monitor, upload, split, map, merge, reduce, sort, download;
 } soren_phase_times;
 
+/* How stage 1's input was cut to fit a device memory budget (job.c). */
+typedef struct soren_chunking {
+    uint64_t budget;      /* bytes of device memory the run may take */
+    uint64_t chunk_bytes; /* the bytes of input taken in one piece */
+    uint64_t count;       /* chunks made; 0: the input was not cut */
+    uint64_t largest;     /* bytes of the largest (over chunk_bytes where a record is) */
+    /* GPU: from the first chunk's upload to the last one's map, each chunk
+     * going up while the map reads the one before (0 on the CPU engine) */
+    double inputs_ms;
+} soren_chunking;
+
 typedef struct soren_explain {
     const char *job;
     const char *device; /* "gpu" or "cpu" */
@@ -106,6 +117,7 @@ typedef struct soren_explain {
     soren_overflow *overflows; /* owned */
     size_t overflow_count, overflow_cap;
     soren_phase_times ms;
+    soren_chunking chunks; /* stage 1 only */
 } soren_explain;
 
 /* Records that region grew from old_size to new_size (ENOMEM on failure). */

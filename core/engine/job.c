@@ -399,6 +399,73 @@ static soren_status stage_inputs(const soren_manifest *m, const soren_stage_spec
     return rc;
 }
 
+/* ---- Inputs larger than the device's memory ------------------------------ */
+
+/* Of a device memory budget, the share one chunk of input takes: the rest
+ * holds its record index (8 bytes a line), the tables, the key space and
+ * CUB's scratch. */
+enum { CHUNK_SHARE = 4 };
+
+/* The device memory a run on where may take: --device-memory, else on the
+ * GPU its free memory less an eighth (the CUDA context, other processes'
+ * allocations meanwhile); 0 (no budget) on the CPU engine without it. */
+static soren_status memory_budget(const soren_run_options *o, soren_device where,
+                                  uint64_t *budget, soren_error *err)
+{
+    *budget = o->device_memory;
+    if (*budget || where != SOREN_DEVICE_GPU)
+        return SOREN_OK;
+    uint64_t free_bytes = 0;
+    char why[256];
+    if (soren_device_free_memory(o->gpu.device, &free_bytes, why, sizeof why) != 0)
+        return soren_error_set(err, SOREN_EDEVICE, "cannot read the free memory of GPU %d: %s; "
+                               "give --device-memory SIZE, or run with --device cpu",
+                               o->gpu.device, why);
+    *budget = free_bytes - free_bytes / 8;
+    return SOREN_OK;
+}
+
+/* Stage 1's inputs cut into chunks of budget / CHUNK_SHARE bytes where one
+ * is larger than that (lines and fixed records in host memory; the others
+ * stay whole), so that the engine maps them one after another into the
+ * same tables.  *chunks stays NULL when nothing is cut; c says how. */
+static soren_status plan_chunks(const soren_stage_spec *spec, const soren_run_options *o,
+                                soren_device where, const soren_input *inputs, size_t n,
+                                soren_input **chunks, size_t *count, soren_chunking *c,
+                                soren_error *err)
+{
+    *chunks = NULL;
+    *count = 0;
+    memset(c, 0, sizeof *c);
+    if (spec->input_format != SOREN_INPUT_LINES && spec->input_format != SOREN_INPUT_FIXED)
+        return SOREN_OK;
+    for (size_t i = 0; i < n; i++)
+        if (inputs[i].on_device)
+            return SOREN_OK;
+    uint64_t budget = 0;
+    soren_status rc = memory_budget(o, where, &budget, err);
+    if (rc != SOREN_OK || budget == 0)
+        return rc;
+    uint64_t chunk = budget / CHUNK_SHARE ? budget / CHUNK_SHARE : 1;
+    int cut = 0;
+    for (size_t i = 0; i < n; i++)
+        cut |= inputs[i].size > chunk;
+    if (!cut)
+        return SOREN_OK;
+    uint64_t largest = 0;
+    rc = soren_input_chunks(spec, inputs, n, chunk, chunks, count, &largest, err);
+    if (rc != SOREN_OK)
+        return rc;
+    *c = (soren_chunking){.budget = budget, .chunk_bytes = chunk, .count = *count,
+                          .largest = largest};
+    if (o->verbose)
+        soren_progress_say(o->progress, "soren-host: input: %zu chunks of about %llu bytes "
+                           "(the largest %llu) for a device memory budget of %llu bytes\n",
+                           *count, (unsigned long long)chunk, (unsigned long long)largest,
+                           (unsigned long long)budget);
+    return SOREN_OK;
+}
+
 /* One stage on the chosen device, its result left in res (initialised
  * here) in the stage's order. */
 static soren_status run_stage(const soren_stage_spec *spec, size_t index, soren_device where,
@@ -830,6 +897,18 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
     if (rc == SOREN_OK && comm)
         soren_dist_slice(comm, &specs[0], use, use_count, slices, &out->ranks[0].begin,
                          &out->ranks[0].end);
+    const soren_input *stage1 = comm ? slices : use;
+    size_t stage1_count = use_count;
+    soren_input *chunks = NULL;
+    size_t chunk_count = 0;
+    soren_chunking chunking = {0};
+    if (rc == SOREN_OK)
+        rc = plan_chunks(&specs[0], o, where, stage1, use_count, &chunks, &chunk_count,
+                         &chunking, err);
+    if (chunks) {
+        stage1 = chunks;
+        stage1_count = chunk_count;
+    }
     /* Every rank got this far: from here on they fail together. */
     if (comm)
         rc = soren_dist_agree(comm, rc, err);
@@ -841,9 +920,16 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
     soren_result whole;
     soren_result_init(&whole, last);
     if (rc == SOREN_OK)
-        rc = run_iterations(p, specs, stages, where, comm ? slices : use, use_count, params,
-                            param, o, &out->result, &whole, out->stages, out->rules, out->ranks,
+        rc = run_iterations(p, specs, stages, where, stage1, stage1_count, params, param, o,
+                            &out->result, &whole, out->stages, out->rules, out->ranks,
                             &out->iterations, err);
+    if (rc == SOREN_OK) { /* the engine timed the chunks (inputs_ms) */
+        soren_chunking *c = &out->stages[0].chunks;
+        c->budget = chunking.budget;
+        c->chunk_bytes = chunking.chunk_bytes;
+        c->count = chunking.count;
+        c->largest = chunking.largest;
+    }
     if (rc == SOREN_OK && comm && !o->iterate && !o->output_parts)
         rc = gather_whole(o, last, &out->result, 0, &whole, err);
     if (comm && !o->output_parts) {
@@ -852,6 +938,7 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
     } else {
         soren_result_destroy(&whole);
     }
+    soren_input_chunks_free(chunks, chunk_count);
     for (size_t i = 0; slices && i < use_count; i++)
         soren_input_close(&slices[i]);
     free(slices);

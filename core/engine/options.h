@@ -45,6 +45,10 @@ typedef struct soren_run_options {
      * the GPU and kept by the caller; NULL: every run sets up anew. */
     soren_gpu_session **gpu_sessions;
     int output_parts;          /* --output-parts: each rank writes OUTPUT.part-R-of-N */
+    /* --device-memory: the device memory a run may take, which sizes the
+     * chunks a large input is cut into (soren_chunk_bytes); 0: on the GPU
+     * its free memory less headroom, on the CPU engine no chunks. */
+    uint64_t device_memory;
 } soren_run_options;
 
 /* Zeroes o and sets the defaults: engine "auto", order -1 (the

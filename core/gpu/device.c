@@ -19,3 +19,19 @@ int soren_device_count(char *why, size_t why_size)
         snprintf(why, why_size, "the CUDA driver reports no devices");
     return n;
 }
+
+int soren_device_free_memory(int device, uint64_t *bytes, char *why, size_t why_size)
+{
+    size_t free_bytes = 0, total = 0;
+    cudaError_t rc = cudaSetDevice(device);
+    if (rc == cudaSuccess)
+        rc = cudaMemGetInfo(&free_bytes, &total);
+    if (rc != cudaSuccess) {
+        if (why)
+            snprintf(why, why_size, "%s (%s)", cudaGetErrorString(rc), cudaGetErrorName(rc));
+        (void)cudaGetLastError();
+        return -1;
+    }
+    *bytes = free_bytes;
+    return 0;
+}

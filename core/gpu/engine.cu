@@ -341,6 +341,9 @@ struct gpu_run {
 
     uint8_t *input;
     uint64_t *line_starts;
+    uint64_t *tile_first;       /* split_lines: each tile's first line, kept (a free would
+                                   wait for the next input's copies) */
+    uint64_t tile_capacity;
     uint8_t *keys;
     uint64_t keys_capacity;
     unsigned long long *counters; /* keys_used, pairs_used, status, bad_key, selected */
@@ -384,6 +387,16 @@ struct gpu_run {
     cudaEvent_t staged[2];
     unsigned copy_threads;
 
+    /* Inputs in chunks (or several host inputs of lines or fixed records)
+     * go up through two device buffers, input and input_alt: the next on
+     * copy_stream, by an uploader thread, while split and map read the
+     * other on stream.  uploaded[b] and upload_began[b] bracket buffer b's
+     * copy; began marks the run's start, for the chunks' timeline. */
+    uint8_t *input_alt;
+    uint64_t input_alt_capacity;
+    cudaStream_t copy_stream;
+    cudaEvent_t upload_began[2], uploaded[2], began;
+
     /* A session keeps the device blocks a run frees for the next run, so
      * that a run of the same shape allocates nothing; a single run frees
      * them at once. */
@@ -399,6 +412,7 @@ struct gpu_run {
     uint64_t param_capacity[SOREN_MAX_PARAMS];
     const uint8_t *cur_input;                /* this launch's input: input, or the
                                                 caller's device memory */
+    uint64_t cur_base;                       /* its place in the whole (soren_input.base) */
     soren_metrics first_metrics;             /* the first run's sample, sizes and */
     soren_projection first_projection;       /* rule (a static string), which */
     const char *first_rule;                  /* later runs report */
@@ -538,7 +552,10 @@ void gpu_run_destroy(gpu_run *r)
     /* Copies from the staging buffers may still be in flight after an error. */
     if (r->stream)
         (void)cudaStreamSynchronize(r->stream);
-    void *owned[] = {r->input,       r->line_starts, r->keys,         r->counters,
+    if (r->copy_stream)
+        (void)cudaStreamSynchronize(r->copy_stream);
+    void *owned[] = {r->input,       r->input_alt,   r->line_starts,  r->tile_first,
+                     r->keys,        r->counters,
                      r->resume,      r->sketch,
                      r->slots,       r->slot_values, r->pair_keys,    r->pair_values,
                      r->record_pairs, r->record_key_bytes, r->temp,   r->refs,
@@ -557,9 +574,15 @@ void gpu_run_destroy(gpu_run *r)
     for (int b = 0; b < 2; b++) {
         if (r->staging[b])
             cudaFreeHost(r->staging[b]);
-        if (r->staged[b])
-            cudaEventDestroy(r->staged[b]);
+        cudaEvent_t events[] = {r->staged[b], r->upload_began[b], r->uploaded[b]};
+        for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
+            if (events[i])
+                cudaEventDestroy(events[i]);
     }
+    if (r->began)
+        cudaEventDestroy(r->began);
+    if (r->copy_stream)
+        cudaStreamDestroy(r->copy_stream);
     if (r->stream)
         cudaStreamDestroy(r->stream);
 }
@@ -711,28 +734,196 @@ soren_status alloc_staging(gpu_run *r, uint64_t largest)
     return SOREN_OK;
 }
 
-/* Copies an input to the device, a chunk at a time, and a pairs input's
- * record starts (index input has nothing to copy). */
-soren_status upload_input(gpu_run *r, const soren_input *in)
+/* Copies a host input's bytes to dst on stream through the staging
+ * buffers, STAGING_CHUNK bytes at a time (the host threads fill one buffer
+ * while the copy engine drains the other), reporting them to progress (or
+ * NULL).  Touches nothing but the staging buffers and their events, so an
+ * uploader thread may run it; *call names what failed. */
+cudaError_t stage_up(gpu_run *r, const soren_input *in, uint8_t *dst, cudaStream_t stream,
+                     soren_progress *progress, const char **call)
 {
-    r->cur_input = in->on_device ? in->data : r->input;
-    if (r->spec->input_format == SOREN_INPUT_INDEX || in->on_device)
-        return SOREN_OK;
-    if (r->spec->input_format == SOREN_INPUT_PAIRS)
-        CUDA_TRY(r, cudaMemcpyAsync(r->line_starts, in->starts, (in->count + 1) * 8,
-                                    cudaMemcpyHostToDevice, r->stream));
+    cudaError_t rc = cudaSuccess;
     uint64_t k = 0;
     for (uint64_t off = 0; off < in->size; off += r->staging_size, k++) {
         int b = (int)(k % 2);
         uint64_t n = in->size - off < r->staging_size ? in->size - off : r->staging_size;
         /* The buffer's previous chunk must be on the device before refilling. */
-        CUDA_TRY(r, cudaEventSynchronize(r->staged[b]));
+        if ((rc = cudaEventSynchronize(r->staged[b])) != cudaSuccess) {
+            *call = "cudaEventSynchronize(staged)";
+            return rc;
+        }
         parallel_copy(r->staging[b], in->data + off, n, r->copy_threads);
-        CUDA_TRY(r, cudaMemcpyAsync(r->input + off, r->staging[b], n, cudaMemcpyHostToDevice,
-                                    r->stream));
-        CUDA_TRY(r, cudaEventRecord(r->staged[b], r->stream));
-        soren_progress_add(r->opt->progress, n);
+        if ((rc = cudaMemcpyAsync(dst + off, r->staging[b], n, cudaMemcpyHostToDevice,
+                                  stream)) != cudaSuccess) {
+            *call = "cudaMemcpyAsync(input)";
+            return rc;
+        }
+        if ((rc = cudaEventRecord(r->staged[b], stream)) != cudaSuccess) {
+            *call = "cudaEventRecord(staged)";
+            return rc;
+        }
+        soren_progress_add(progress, n);
     }
+    return rc;
+}
+
+/* Copies an input to the device on the run's stream, and a pairs input's
+ * record starts (index input has nothing to copy). */
+soren_status upload_input(gpu_run *r, const soren_input *in)
+{
+    r->cur_input = in->on_device ? in->data : r->input;
+    r->cur_base = in->base;
+    if (r->spec->input_format == SOREN_INPUT_INDEX || in->on_device)
+        return SOREN_OK;
+    if (r->spec->input_format == SOREN_INPUT_PAIRS)
+        CUDA_TRY(r, cudaMemcpyAsync(r->line_starts, in->starts, (in->count + 1) * 8,
+                                    cudaMemcpyHostToDevice, r->stream));
+    const char *call = "";
+    cudaError_t rc = stage_up(r, in, r->input, r->stream, r->opt->progress, &call);
+    return rc == cudaSuccess ? SOREN_OK : cuda_fail(r, rc, call, __LINE__);
+}
+
+/* ---- Inputs in chunks: the next goes up while the map reads this one ----- */
+
+/* 1 if the inputs go up through both buffers, overlapping the maps: two
+ * or more host inputs of lines or fixed records (one has nothing to
+ * overlap with; a pairs input's record starts share the record index). */
+bool pipelined(const soren_stage_spec *s, const soren_input *inputs, size_t n)
+{
+    if (n < 2 || (s->input_format != SOREN_INPUT_LINES && s->input_format != SOREN_INPUT_FIXED))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (inputs[i].on_device)
+            return false;
+    return true;
+}
+
+/* One input on its way up into buffer b by an uploader thread. */
+struct uploader {
+    gpu_run *r;
+    const soren_input *in;
+    int b;
+    pthread_t thread;
+    bool running;
+    cudaError_t rc;
+    const char *call;
+};
+
+uint8_t *buffer_of(gpu_run *r, int b) { return b ? r->input_alt : r->input; }
+
+void *uploader_main(void *arg)
+{
+    uploader *u = (uploader *)arg;
+    gpu_run *r = u->r;
+    u->call = "cudaSetDevice";
+    if ((u->rc = cudaSetDevice(r->opt->device)) != cudaSuccess)
+        return NULL;
+    u->call = "cudaEventRecord(upload_began)";
+    if ((u->rc = cudaEventRecord(r->upload_began[u->b], r->copy_stream)) != cudaSuccess)
+        return NULL;
+    u->rc = stage_up(r, u->in, buffer_of(r, u->b), r->copy_stream, NULL, &u->call);
+    if (u->rc == cudaSuccess) {
+        u->call = "cudaEventRecord(uploaded)";
+        u->rc = cudaEventRecord(r->uploaded[u->b], r->copy_stream);
+    }
+    return NULL;
+}
+
+/* Starts sending in into buffer b (its last reader, the map of the input
+ * before the one in the other buffer, has finished: map waits for its
+ * kernels).  A thread that cannot be started leaves the copy to the
+ * caller, here. */
+void upload_start(gpu_run *r, uploader *u, const soren_input *in, int b)
+{
+    *u = (uploader){r, in, b, pthread_t(), false, cudaSuccess, ""};
+    u->running = pthread_create(&u->thread, NULL, uploader_main, u) == 0;
+    if (!u->running)
+        uploader_main(u);
+}
+
+/* Waits for the uploader's copies to be issued, then makes the run's stream
+ * wait for them to land: what reads buffer b next runs after. */
+soren_status upload_finish(gpu_run *r, uploader *u)
+{
+    if (u->running)
+        pthread_join(u->thread, NULL);
+    u->running = false;
+    if (u->rc != cudaSuccess)
+        return cuda_fail(r, u->rc, u->call, __LINE__);
+    soren_progress_add(r->opt->progress, u->in->size);
+    CUDA_TRY(r, cudaStreamWaitEvent(r->stream, r->uploaded[u->b], 0));
+    r->cur_input = buffer_of(r, u->b);
+    r->cur_base = u->in->base;
+    return SOREN_OK;
+}
+
+/* The copy stream, its events and the second buffer, once. */
+soren_status pipeline_setup(gpu_run *r)
+{
+    if (!r->copy_stream)
+        CUDA_TRY(r, cudaStreamCreateWithFlags(&r->copy_stream, cudaStreamNonBlocking));
+    for (int b = 0; b < 2; b++) {
+        if (!r->upload_began[b])
+            CUDA_TRY(r, cudaEventCreate(&r->upload_began[b]));
+        if (!r->uploaded[b])
+            CUDA_TRY(r, cudaEventCreate(&r->uploaded[b]));
+    }
+    /* as large as the first (session_inputs sized it) */
+    if (r->input_alt_capacity < r->input_capacity) {
+        dev_free(r, r->input_alt);
+        r->input_alt = NULL;
+        r->input_alt_capacity = 0;
+        ALLOC(r, r->input_alt, (r->input_capacity + 15) & ~15ull, "the second input buffer");
+        r->input_alt_capacity = r->input_capacity;
+    }
+    if (!r->began)
+        CUDA_TRY(r, cudaEventCreate(&r->began));
+    CUDA_TRY(r, cudaEventRecord(r->began, r->stream));
+    return SOREN_OK;
+}
+
+/* Input i's bytes on the device, in buffer i % 2, and input i + 1's on
+ * their way up into the other. */
+soren_status upload_next(gpu_run *r, uploader *up, const soren_input *inputs, size_t n, size_t i)
+{
+    if (i == 0)
+        upload_start(r, up, &inputs[0], 0);
+    soren_status st = upload_finish(r, up);
+    if (st == SOREN_OK && i + 1 < n)
+        upload_start(r, up, &inputs[i + 1], (int)((i + 1) % 2));
+    return st;
+}
+
+float elapsed_between(cudaEvent_t from, cudaEvent_t to)
+{
+    float ms = 0;
+    return cudaEventElapsedTime(&ms, from, to) == cudaSuccess ? ms : 0;
+}
+
+/* Grows the record index (lines and pairs input) and the sort variant's
+ * per-record counts, once it has them, to hold `records` records; each
+ * input refills them, so nothing is kept. */
+soren_status ensure_records(gpu_run *r, uint64_t records)
+{
+    const soren_stage_spec *s = r->spec;
+    const bool indexed = s->input_format == SOREN_INPUT_LINES ||
+                         s->input_format == SOREN_INPUT_PAIRS;
+    if (records <= r->record_capacity && (r->line_starts || !indexed))
+        return SOREN_OK;
+    if (indexed) {
+        dev_free(r, r->line_starts);
+        r->line_starts = NULL;
+        ALLOC(r, r->line_starts, (records + 2) * sizeof(uint64_t), "the record index");
+    }
+    unsigned long long **arrays[] = {&r->record_pairs, &r->record_key_bytes};
+    for (int i = 0; i < 2; i++) {
+        if (!*arrays[i])
+            continue;
+        dev_free(r, *arrays[i]);
+        *arrays[i] = NULL;
+        ALLOC(r, *arrays[i], (records + 1) * 8, "the per-record counts");
+    }
+    r->record_capacity = records;
     return SOREN_OK;
 }
 
@@ -743,8 +934,15 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
     if (size == 0)
         return SOREN_OK;
     uint64_t tiles = (size + SPLIT_TILE - 1) / SPLIT_TILE;
-    uint64_t *tile_first = NULL;
-    ALLOC(r, tile_first, (tiles + 1) * sizeof(uint64_t), "the line counts of the input's tiles");
+    if (tiles > r->tile_capacity) {
+        dev_free(r, r->tile_first);
+        r->tile_first = NULL;
+        r->tile_capacity = 0;
+        ALLOC(r, r->tile_first, (tiles + 1) * sizeof(uint64_t),
+              "the line counts of the input's tiles");
+        r->tile_capacity = tiles;
+    }
+    uint64_t *tile_first = r->tile_first;
     soren_status st = SOREN_OK;
     cudaError_t rc = cudaSuccess;
     unsigned grid = (unsigned)(tiles < (uint64_t)r->grid ? tiles : (uint64_t)r->grid);
@@ -765,16 +963,19 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
         if ((rc = cub::DeviceScan::ExclusiveSum(r->temp, need, tile_first, tile_first,
                                                 (int64_t)tiles + 1, r->stream)) != cudaSuccess)
             break;
-        split_write_kernel<<<grid, SPLIT_THREADS, 0, r->stream>>>(r->cur_input, size, tiles,
-                                                                    tile_first, r->line_starts);
-        if ((rc = cudaGetLastError()) != cudaSuccess)
-            break;
+        /* The total sizes the record index exactly: a bound from the bytes
+         * would take eight times the input. */
         if ((rc = cudaMemcpyAsync(&lines, tile_first + tiles, sizeof lines,
                                   cudaMemcpyDeviceToHost, r->stream)) != cudaSuccess)
             break;
-        rc = cudaStreamSynchronize(r->stream);
+        if ((rc = cudaStreamSynchronize(r->stream)) != cudaSuccess)
+            break;
+        if ((st = ensure_records(r, lines + 1)) != SOREN_OK)
+            break;
+        split_write_kernel<<<grid, SPLIT_THREADS, 0, r->stream>>>(r->cur_input, size, tiles,
+                                                                    tile_first, r->line_starts);
+        rc = cudaGetLastError();
     } while (0);
-    dev_free(r, tile_first);
     if (rc != cudaSuccess)
         return cuda_fail(r, rc, "splitting the input into lines", __LINE__);
     if (st != SOREN_OK)
@@ -840,6 +1041,8 @@ void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint64_t siz
     a->group_refs = r->group_refs;
     a->group_start = r->group_start;
     a->group_values = r->group_values;
+    /* reduce numbers groups, not records */
+    a->record_base = variant == SOREN_GPU_REDUCE ? 0 : r->cur_base;
 }
 
 /* A bad key recorded by a launch, in the CPU engine's words: the launch
@@ -1145,8 +1348,8 @@ soren_status counters_reset(gpu_run *r)
 
 /* Grows what this run's inputs need beyond what earlier runs had: the
  * input buffer (host inputs; largest: the most bytes of one) and the
- * record index (records: the most records of one; the sort variant keeps
- * per-record counts too). */
+ * record index (records: the most records of one), which split_lines
+ * sizes for lines input once it has counted them. */
 soren_status session_inputs(gpu_run *r, uint64_t largest, uint64_t records)
 {
     const soren_stage_spec *s = r->spec;
@@ -1158,29 +1361,12 @@ soren_status session_inputs(gpu_run *r, uint64_t largest, uint64_t records)
         ALLOC(r, r->input, (largest + 15) & ~15ull, "the input");
         r->input_capacity = largest;
     }
-    if (r->runs > 0 && records <= r->record_capacity)
-        return SOREN_OK;
-    if (s->input_format == SOREN_INPUT_LINES || s->input_format == SOREN_INPUT_PAIRS) {
-        dev_free(r, r->line_starts);
-        r->line_starts = NULL;
-        ALLOC(r, r->line_starts, (records + 2) * sizeof(uint64_t), "the record index");
-    }
-    if (r->runs > 0 && r->variant == SOREN_VARIANT_SORT) {
-        unsigned long long **arrays[] = {&r->record_pairs, &r->record_key_bytes};
-        for (int i = 0; i < 2; i++) {
-            dev_free(r, *arrays[i]);
-            *arrays[i] = NULL;
-            ALLOC(r, *arrays[i], (records + 1) * 8, "the per-record counts");
-        }
-    }
-    r->record_capacity = records;
-    return SOREN_OK;
+    return s->input_format == SOREN_INPUT_LINES ? SOREN_OK : ensure_records(r, records);
 }
 
 /* Sizes the table, key space and pair space from the options (initial
- * sizes: they grow on overflow) or the projection, and allocates them.
- * records: the most records of an input. */
-soren_status allocate_regions(gpu_run *r, uint64_t records)
+ * sizes: they grow on overflow) or the projection, and allocates them. */
+soren_status allocate_regions(gpu_run *r)
 {
     const soren_stage_spec *s = r->spec;
     const soren_gpu_options *o = r->opt;
@@ -1231,8 +1417,10 @@ soren_status allocate_regions(gpu_run *r, uint64_t records)
         r->keys_capacity = o->key_bytes ? o->key_bytes
                                         : r->pair_capacity * per_pair + (1 << 20);
         if (r->variant == SOREN_VARIANT_SORT) {
-            ALLOC(r, r->record_pairs, (records + 1) * 8, "the per-record pair counts");
-            ALLOC(r, r->record_key_bytes, (records + 1) * 8, "the per-record key sizes");
+            /* as many as the record index holds; ensure_records grows both */
+            ALLOC(r, r->record_pairs, (r->record_capacity + 1) * 8, "the per-record pair counts");
+            ALLOC(r, r->record_key_bytes, (r->record_capacity + 1) * 8,
+                  "the per-record key sizes");
         }
         ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
         ALLOC(r, r->pair_values, r->pair_capacity * s->value_size, "the pair values");
@@ -1782,8 +1970,7 @@ soren_status mark(gpu_run *r, int i, const char *phase, const char *progress_pha
 
 float elapsed(gpu_run *r, int from, int to)
 {
-    float ms = 0;
-    return cudaEventElapsedTime(&ms, r->mark[from], r->mark[to]) == cudaSuccess ? ms : 0;
+    return elapsed_between(r->mark[from], r->mark[to]);
 }
 
 /* Maps one input with the chosen variant. */
@@ -1812,6 +1999,12 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     const bool first = r->runs == 0;
     uint64_t total = 0, largest = 0, most_records = 0;
     for (size_t i = 0; i < input_count; i++) {
+        if (inputs[i].base && s->code->gpu->abi_minor < 3)
+            return soren_error_set(r->err, SOREN_EPLUGIN, "%s: its device code predates plugin "
+                                   "ABI 1.3 and cannot number the records of part of an input "
+                                   "(a chunk under a device memory budget, an MPI rank's "
+                                   "share); rebuild it with this Soren's SDK, or run it with "
+                                   "--device cpu", s->job_name);
         total += inputs[i].size;
         uint64_t bytes = inputs[i].on_device ? 0 : data_bytes(s, &inputs[i]);
         uint64_t records = records_at_most(s, &inputs[i]);
@@ -1843,12 +2036,16 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     if (st == SOREN_OK && !first)
         st = session_reset(r);
     soren_phase_times *ms = &r->x->ms;
+    const bool piped = pipelined(s, inputs, input_count);
+    if (st == SOREN_OK && piped)
+        st = pipeline_setup(r);
+    uploader up = {};
     for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
         const soren_input *in = &inputs[i];
         uint64_t records = records_at_most(s, in);
         soren_progress_phase(r->opt->progress, "upload", in->on_device ? 0 : data_bytes(s, in));
         if ((st = mark(r, 0, "upload", NULL)) == SOREN_OK)
-            st = upload_input(r, in);
+            st = piped ? upload_next(r, &up, inputs, input_count, i) : upload_input(r, in);
         if (st == SOREN_OK && (st = mark(r, 1, "record splitting", "split")) == SOREN_OK &&
             s->input_format == SOREN_INPUT_LINES)
             st = split_lines(r, in->size, &records);
@@ -1861,22 +2058,31 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
         if (st == SOREN_OK && (st = mark(r, 3, "map", "map")) == SOREN_OK && sampled) {
             st = configure(r);
             if (st == SOREN_OK)
-                st = allocate_regions(r, most_records);
+                st = allocate_regions(r);
         }
         if (st == SOREN_OK)
             st = map_input(r, in->size, records);
-        if (st == SOREN_OK && (st = mark(r, 4, "map", NULL)) == SOREN_OK) {
-            CUDA_TRY(r, cudaEventSynchronize(r->mark[4]));
-            ms->upload += elapsed(r, 0, 1);
+        cudaError_t rc = cudaSuccess;
+        if (st == SOREN_OK && (st = mark(r, 4, "map", NULL)) == SOREN_OK &&
+            (rc = cudaEventSynchronize(r->mark[4])) != cudaSuccess)
+            st = cuda_fail(r, rc, "cudaEventSynchronize(map)", __LINE__);
+        if (st == SOREN_OK) {
+            /* piped, the copy engine's time, beside split and map's */
+            ms->upload += piped ? elapsed_between(r->upload_began[i % 2], r->uploaded[i % 2])
+                                : elapsed(r, 0, 1);
             ms->split += elapsed(r, 1, 2);
             ms->monitor += elapsed(r, 2, 3);
             ms->map += elapsed(r, 3, 4);
         }
     }
+    if (up.running) /* a failed map: the next input's copies must end first */
+        pthread_join(up.thread, NULL);
+    if (st == SOREN_OK && piped)
+        r->x->chunks.inputs_ms = elapsed_between(r->began, r->mark[4]);
     if (st == SOREN_OK && input_count == 0 && first)
         st = configure(r); /* no input: nothing to monitor, an empty result */
     if (st == SOREN_OK && input_count == 0 && first)
-        st = allocate_regions(r, most_records);
+        st = allocate_regions(r);
     if (st == SOREN_OK)
         st = mark(r, 4, "merge", "merge");
     const bool reducing = s->reduce == SOREN_REDUCE_FUNCTION;

@@ -289,3 +289,59 @@ uint64_t soren_record_boundary(const soren_stage_spec *spec, const soren_input *
     }
     return at; /* tasks */
 }
+
+/* The chunks of one input, counted (out NULL) or written to out. */
+static size_t chunk_input(const soren_stage_spec *spec, const soren_input *in,
+                          uint64_t chunk_bytes, soren_input *out, uint64_t *largest)
+{
+    size_t k = 0;
+    uint64_t begin = 0;
+    do {
+        uint64_t end = in->size - begin > chunk_bytes
+                           ? soren_record_boundary(spec, in, begin + chunk_bytes)
+                           : in->size;
+        if (out) {
+            soren_input_wrap(&out[k], in->path, in->data ? in->data + begin : NULL,
+                             end - begin);
+            out[k].base = in->base + begin;
+        }
+        if (end - begin > *largest)
+            *largest = end - begin;
+        k++;
+        begin = end;
+    } while (begin < in->size);
+    return k;
+}
+
+soren_status soren_input_chunks(const soren_stage_spec *spec, const soren_input *inputs,
+                                size_t n, uint64_t chunk_bytes, soren_input **chunks,
+                                size_t *count, uint64_t *largest, soren_error *err)
+{
+    *chunks = NULL;
+    *count = 0;
+    *largest = 0;
+    if (chunk_bytes == 0)
+        chunk_bytes = 1;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += chunk_input(spec, &inputs[i], chunk_bytes, NULL, largest);
+    if (total == 0)
+        return SOREN_OK;
+    soren_input *out = calloc(total, sizeof *out);
+    if (!out)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory planning %zu input chunks",
+                               total);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += chunk_input(spec, &inputs[i], chunk_bytes, out + k, largest);
+    *chunks = out;
+    *count = k;
+    return SOREN_OK;
+}
+
+void soren_input_chunks_free(soren_input *chunks, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        soren_input_close(&chunks[i]);
+    free(chunks);
+}

@@ -98,4 +98,18 @@ int soren_records_next(soren_records *it, soren_record *r);
  * (an MPI rank's, a chunk) begins and ends, so each record lies in one. */
 uint64_t soren_record_boundary(const soren_stage_spec *spec, const soren_input *in, uint64_t at);
 
+/* Cuts lines or fixed inputs into chunks that begin on record starts, so
+ * each record lies in one chunk: a chunk runs from its start to the first
+ * record start at least chunk_bytes (0 counts as 1) further on, or to its
+ * input's end, so a record that crosses that point lengthens its chunk,
+ * and an input of at most chunk_bytes is one chunk.  Each chunk refers to its input's
+ * bytes (which must outlive it), keeps its path for messages, and counts
+ * its records in the whole input (base).  *chunks is malloc'd with *count
+ * entries (none for no inputs); *largest is the most bytes of one.  Free
+ * with soren_input_chunks_free. */
+soren_status soren_input_chunks(const soren_stage_spec *spec, const soren_input *inputs,
+                                size_t n, uint64_t chunk_bytes, soren_input **chunks,
+                                size_t *count, uint64_t *largest, soren_error *err);
+void soren_input_chunks_free(soren_input *chunks, size_t count);
+
 #endif /* SOREN_INPUT_H */

@@ -41,7 +41,7 @@
 /* ABI of the plugin table.  A new major version is a break the host refuses;
  * a new minor version only appends to the table or uses reserved fields. */
 #define SOREN_ABI_MAJOR 1
-#define SOREN_ABI_MINOR 2
+#define SOREN_ABI_MINOR 3
 #define SOREN_PLUGIN_SYMBOL "soren_plugin_v1"
 
 /* Markers around the manifest copy embedded in every plugin (see
@@ -326,6 +326,13 @@ typedef struct soren_gpu_map_args {
     const uint32_t *group_refs;
     const uint64_t *group_start;
     const void *group_values;
+
+    /* ABI 1.3 */
+    /* Where input[0] (task 0, pair 0) lies in the whole input when the
+     * input is a slice of it (a chunk of a large input, an MPI rank's
+     * share): records report their offset and index in the whole, as the
+     * CPU engine's do. */
+    uint64_t record_base;
 } soren_gpu_map_args;
 
 /* Folds values[i] into accumulators[target[i]] with the stage's combine, for

@@ -472,32 +472,35 @@ __device__ inline void shared_flush(const emit_ctx *c, const soren_gpu_map_args 
     }
 }
 
-/* Record r of the input, as the CPU engine makes it for each format. */
+/* Record r of the input, as the CPU engine makes it for each format: its
+ * offset and index counted in the whole input where the input is a slice
+ * (record_base), its data in the slice. */
 __device__ inline soren_record record_of(const soren_gpu_map_args &a, uint64_t r)
 {
     soren_record rec;
+    const uint64_t base = a.record_base;
     switch (a.input_format) {
-    case SOREN_GPU_FIXED:
-        rec.offset = r * a.record_size;
+    case SOREN_GPU_FIXED: /* a slice starts on a record */
+        rec.data = a.input + r * a.record_size;
         rec.size = a.record_size;
-        rec.index = r;
+        rec.offset = base + r * a.record_size;
+        rec.index = base / a.record_size + r;
         break;
     case SOREN_GPU_INDEX: /* a task known by its number: no data */
         rec.data = nullptr;
         rec.size = 0;
-        rec.offset = rec.index = r;
-        return rec;
+        rec.offset = rec.index = base + r;
+        break;
     case SOREN_GPU_PAIRS: /* the previous stage's pair r: key bytes, then the value */
         rec.data = a.input + a.line_starts[r];
         rec.size = a.line_starts[r + 1] - a.line_starts[r];
-        rec.offset = rec.index = r;
-        return rec;
+        rec.offset = rec.index = base + r;
+        break;
     default:
-        rec.offset = a.line_starts[r];
-        rec.size = a.line_starts[r + 1] - 1 - rec.offset;
-        rec.index = rec.offset;
+        rec.data = a.input + a.line_starts[r];
+        rec.size = a.line_starts[r + 1] - 1 - a.line_starts[r];
+        rec.offset = rec.index = base + a.line_starts[r];
     }
-    rec.data = a.input + rec.offset;
     return rec;
 }
 
