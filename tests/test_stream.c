@@ -1,0 +1,941 @@
+/* Inputs larger than a device memory budget, cut into chunks (--device-memory).
+ * The planner (soren_input_chunks) on seeded random lines and fixed records
+ * for many chunk sizes: the chunks tile each input exactly, begin on record
+ * starts, reach chunk_bytes unless they end their input and go no further
+ * than the first record start past it, count their bytes in the whole input
+ * (base), and give the same records as the whole input.  Then soren-host end
+ * to end: wordcount, grep, histogram, pageviewcount, stringmatch and
+ * invertedindex over inputs four times the budget give the CPU engine's
+ * output without a budget byte for byte, with --explain's "chunks" (checked
+ * against share/explain.schema.json) and -v's line agreeing; first cuts that
+ * fall inside a record, at a record's end, before a '\n' and inside a UTF-8
+ * character; records longer than a chunk; budgets of a few bytes; and the
+ * usage errors of --device-memory.  Each run on --device cpu, and as a GPU
+ * twin on --device gpu (skipped, saying why, where no GPU is usable).
+ * Inputs are seeded, 4 MB or $SOREN_TEST_MB megabytes if that is less. */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "datagen.h"
+#include "gpu/device.h"
+#include "io/input.h"
+#include "jschema.h"
+#include "testutil.h"
+
+static char *dir;
+
+static void setup(void) { dir = tu_mkdtemp(); }
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+    dir = NULL;
+}
+
+TestSuite(stream, .init = setup, .fini = teardown, .timeout = 600);
+
+static size_t test_bytes(void)
+{
+    const char *mb = getenv("SOREN_TEST_MB");
+    long n = mb && *mb ? atol(mb) : 4;
+    if (n < 1)
+        n = 1;
+    return (size_t)(n < 4 ? n : 4) << 20;
+}
+
+static char *in_dir(const char *name)
+{
+    char *p = NULL;
+    cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+    return p;
+}
+
+static void require_gpu(void)
+{
+    char why[256] = "";
+    if (soren_device_count(why, sizeof why) == 0)
+        cr_skip_test("no usable GPU (%s): the GPU twins run from the GPU bundle on a GPU host",
+                     why);
+}
+
+/* ---- The planner ---------------------------------------------------------- */
+
+static soren_stage_spec lines_spec(void)
+{
+    return (soren_stage_spec){.job_name = "t", .input_format = SOREN_INPUT_LINES};
+}
+
+static soren_stage_spec fixed_spec(uint64_t record_size)
+{
+    return (soren_stage_spec){.job_name = "t", .input_format = SOREN_INPUT_FIXED,
+                              .record_size = record_size};
+}
+
+static int is_record_start(const soren_stage_spec *spec, const soren_input *in, uint64_t at)
+{
+    if (at == 0 || at == in->size)
+        return 1;
+    if (spec->input_format == SOREN_INPUT_LINES)
+        return in->data[at - 1] == '\n';
+    return at % spec->record_size == 0;
+}
+
+/* Plans inputs with chunk_bytes and checks the plan against the rules of
+ * soren_input_chunks; returns the chunk count. */
+static size_t check_plan(const soren_stage_spec *spec, const soren_input *in, size_t n,
+                         uint64_t chunk_bytes, const char *what)
+{
+    soren_input *chunks = NULL;
+    size_t count = 12345;
+    uint64_t largest = 12345;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_input_chunks(spec, in, n, chunk_bytes, &chunks, &count, &largest, &err),
+                 SOREN_OK, "%s, chunk_bytes %llu: %s", what, (unsigned long long)chunk_bytes,
+                 err.text);
+    uint64_t c_bytes = chunk_bytes ? chunk_bytes : 1; /* "at least 1" */
+    size_t k = 0;
+    uint64_t max = 0;
+    for (size_t i = 0; i < n; i++) {
+        const soren_input *whole = &in[i];
+        size_t first = k;
+        uint64_t off = 0;
+        do {
+            cr_assert_lt(k, count, "%s, chunk_bytes %llu: input %zu is covered only up to "
+                         "byte %llu of %llu by %zu chunks", what,
+                         (unsigned long long)chunk_bytes, i, (unsigned long long)off,
+                         (unsigned long long)whole->size, count);
+            const soren_input *c = &chunks[k];
+            uint64_t end = off + c->size;
+            cr_assert_eq(c->base, whole->base + off, "%s, chunk_bytes %llu: chunk %zu (input "
+                         "%zu, byte %llu) has base %llu, want %llu", what,
+                         (unsigned long long)chunk_bytes, k, i, (unsigned long long)off,
+                         (unsigned long long)c->base,
+                         (unsigned long long)(whole->base + off));
+            cr_assert(c->data == (whole->data ? whole->data + off : NULL),
+                      "%s, chunk_bytes %llu: chunk %zu does not continue where chunk %zu "
+                      "ended (input %zu, byte %llu)", what, (unsigned long long)chunk_bytes, k,
+                      k - 1, i, (unsigned long long)off);
+            cr_assert_str_eq(c->path, whole->path, "%s: chunk %zu's path", what, k);
+            cr_assert_eq(c->on_device, 0);
+            cr_assert_leq(end, whole->size, "%s, chunk_bytes %llu: chunk %zu runs past its "
+                          "input (%llu > %llu)", what, (unsigned long long)chunk_bytes, k,
+                          (unsigned long long)end, (unsigned long long)whole->size);
+            cr_assert(c->size > 0 || whole->size == 0, "%s, chunk_bytes %llu: chunk %zu is "
+                      "empty in a non-empty input", what, (unsigned long long)chunk_bytes, k);
+            cr_assert(is_record_start(spec, whole, off), "%s, chunk_bytes %llu: chunk %zu "
+                      "begins at byte %llu, not on a record start", what,
+                      (unsigned long long)chunk_bytes, k, (unsigned long long)off);
+            if (end < whole->size) {
+                /* Not the last of its input: at least chunk_bytes, and no
+                 * further than the first record start at or after that. */
+                cr_assert_geq(c->size, c_bytes, "%s, chunk_bytes %llu: chunk %zu has %llu "
+                              "bytes and is not the last of its input", what,
+                              (unsigned long long)chunk_bytes, k, (unsigned long long)c->size);
+                for (uint64_t p = off + c_bytes; p < end; p++)
+                    cr_assert(!is_record_start(spec, whole, p), "%s, chunk_bytes %llu: chunk "
+                              "%zu [%llu, %llu) goes past the record start %llu", what,
+                              (unsigned long long)chunk_bytes, k, (unsigned long long)off,
+                              (unsigned long long)end, (unsigned long long)p);
+            }
+            if (c->size > max)
+                max = c->size;
+            off = end;
+            k++;
+        } while (off < whole->size);
+        if (whole->size <= c_bytes)
+            cr_assert_eq(k - first, 1, "%s, chunk_bytes %llu: input %zu of %llu bytes made %zu "
+                         "chunks, want 1", what, (unsigned long long)chunk_bytes, i,
+                         (unsigned long long)whole->size, k - first);
+
+        /* The chunks' records are the whole input's, with the same offsets
+         * and indexes. */
+        soren_records all;
+        soren_records_init_input(&all, spec, whole, 0, whole->size);
+        soren_record want, got;
+        size_t records = 0;
+        for (size_t j = first; j < k; j++) {
+            soren_records part;
+            soren_records_init_input(&part, spec, &chunks[j], 0, chunks[j].size);
+            while (soren_records_next(&part, &got)) {
+                cr_assert(soren_records_next(&all, &want), "%s, chunk_bytes %llu: chunk %zu "
+                          "has more records than its input", what,
+                          (unsigned long long)chunk_bytes, j);
+                cr_assert(got.data == want.data && got.size == want.size &&
+                              got.offset == want.offset && got.index == want.index,
+                          "%s, chunk_bytes %llu: record %zu (chunk %zu): offset %llu size %llu "
+                          "index %llu, want offset %llu size %llu index %llu", what,
+                          (unsigned long long)chunk_bytes, records, j,
+                          (unsigned long long)got.offset, (unsigned long long)got.size,
+                          (unsigned long long)got.index, (unsigned long long)want.offset,
+                          (unsigned long long)want.size, (unsigned long long)want.index);
+                records++;
+            }
+        }
+        cr_assert(!soren_records_next(&all, &want), "%s, chunk_bytes %llu: input %zu's record "
+                  "at offset %llu is in no chunk", what, (unsigned long long)chunk_bytes, i,
+                  (unsigned long long)want.offset);
+    }
+    cr_assert_eq(k, count, "%s, chunk_bytes %llu: count %zu, the inputs have %zu chunks", what,
+                 (unsigned long long)chunk_bytes, count, k);
+    cr_assert_eq(largest, max, "%s, chunk_bytes %llu: largest %llu, want %llu", what,
+                 (unsigned long long)chunk_bytes, (unsigned long long)largest,
+                 (unsigned long long)max);
+    cr_assert(count == 0 ? chunks == NULL : chunks != NULL);
+    soren_input_chunks_free(chunks, count);
+    return count;
+}
+
+/* Seeded lines: empty ones, short ones (some bytes of UTF-8), and, where
+ * long_line is not 0, one line of long_line bytes at a random place (its
+ * start in *long_at).  The last line ends in '\n' only with trailing_nl. */
+static uint8_t *random_lines(uint64_t seed, size_t target, size_t long_line, int trailing_nl,
+                             size_t *size, size_t *long_at)
+{
+    static const char alphabet[] = "abcdeth xyz\t\r.\xc3\xa9\xe6\x97\xa5";
+    uint64_t rng = seed;
+    uint8_t *buf = malloc(target + long_line + 64);
+    cr_assert_not_null(buf);
+    size_t n = 0, long_pos = long_line ? tu_rand_below(&rng, target / 2) : (size_t)-1;
+    *long_at = (size_t)-1;
+    while (n < target) {
+        if (long_line && n >= long_pos && *long_at == (size_t)-1) {
+            *long_at = n;
+            for (size_t j = 0; j < long_line; j++)
+                buf[n++] = (uint8_t)alphabet[tu_rand_below(&rng, sizeof alphabet - 1)];
+        } else if (tu_rand_below(&rng, 10) < 3) {
+            /* an empty line */
+        } else {
+            size_t len = 1 + tu_rand_below(&rng, 40);
+            for (size_t j = 0; j < len; j++)
+                buf[n++] = (uint8_t)alphabet[tu_rand_below(&rng, sizeof alphabet - 1)];
+        }
+        buf[n++] = '\n';
+    }
+    if (!trailing_nl) {
+        memcpy(buf + n, "last line", 9);
+        n += 9;
+    }
+    *size = n;
+    return buf;
+}
+
+static const uint64_t chunk_sizes[] = {1, 2, 3, 7, 64, 1000};
+
+Test(stream, planner_lines_tile_the_input)
+{
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        int trailing_nl = seed % 2;
+        size_t long_line = seed <= 4 ? 3000 : 0;
+        size_t size = 0, long_at = 0;
+        uint8_t *buf = random_lines(seed * 7919, 4000 + 500 * seed, long_line, trailing_nl,
+                                    &size, &long_at);
+        cr_assert_eq(buf[size - 1] == '\n', trailing_nl);
+        soren_stage_spec spec = lines_spec();
+        soren_input in;
+        soren_input_wrap(&in, "lines", buf, size);
+        char what[128];
+        snprintf(what, sizeof what, "seed %llu (%zu bytes, %s newline at the end%s)",
+                 (unsigned long long)seed, size, trailing_nl ? "a" : "no",
+                 long_line ? ", a line of 3000 bytes" : "");
+        for (size_t j = 0; j < sizeof chunk_sizes / sizeof chunk_sizes[0]; j++) {
+            uint64_t c = chunk_sizes[j];
+            size_t count = check_plan(&spec, &in, 1, c, what);
+            cr_assert_gt(count, 1, "%s: chunk_bytes %llu gave one chunk", what,
+                         (unsigned long long)c);
+            cr_assert_leq(count, (size + c - 1) / c);
+        }
+        for (uint64_t c = size - 1; c <= size + 1; c++)
+            check_plan(&spec, &in, 1, c, what);
+        cr_assert_eq(check_plan(&spec, &in, 1, size, what), 1);
+        cr_assert_eq(check_plan(&spec, &in, 1, (uint64_t)1 << 40, what), 1);
+        /* chunk_bytes 0 plans as 1. */
+        cr_assert_eq(check_plan(&spec, &in, 1, 0, what), check_plan(&spec, &in, 1, 1, what));
+
+        if (long_line) {
+            /* The chunk that holds the long line is longer than chunk_bytes,
+             * and ends right after it. */
+            soren_input *chunks = NULL;
+            size_t count = 0;
+            uint64_t largest = 0;
+            soren_error err;
+            soren_error_clear(&err);
+            cr_assert_eq(soren_input_chunks(&spec, &in, 1, 1000, &chunks, &count, &largest,
+                                            &err), SOREN_OK, "%s", err.text);
+            int found = 0;
+            for (size_t k = 0; k < count; k++) {
+                uint64_t off = chunks[k].base, end = off + chunks[k].size;
+                if (off <= long_at && long_at < end) {
+                    found = 1;
+                    cr_expect_gt(chunks[k].size, 1000, "%s: the 3000-byte line at %zu is in "
+                                 "chunk %zu of %llu bytes", what, long_at, k,
+                                 (unsigned long long)chunks[k].size);
+                    cr_expect_eq(end, long_at + long_line + 1, "%s: the chunk of the "
+                                 "3000-byte line at %zu ends at %llu", what, long_at,
+                                 (unsigned long long)end);
+                }
+            }
+            cr_assert(found, "%s: no chunk holds byte %zu", what, long_at);
+            cr_expect_geq(largest, 3001, "%s: largest %llu", what, (unsigned long long)largest);
+            soren_input_chunks_free(chunks, count);
+        }
+        soren_input_close(&in);
+        free(buf);
+    }
+}
+
+Test(stream, planner_small_line_cases)
+{
+    static const char *const cases[] = {"\n", "\n\n\n", "abc", "a\nb", "a\nb\n", "\n\nxyz",
+                                        "abcdef\n\n\ng", "\xc3\xa9\xc3\xa9\n\xe6\x97\xa5"};
+    soren_stage_spec spec = lines_spec();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        soren_input in;
+        soren_input_wrap(&in, "small", cases[i], strlen(cases[i]));
+        char what[64];
+        snprintf(what, sizeof what, "case %zu", i);
+        for (uint64_t c = 0; c <= 12; c++)
+            check_plan(&spec, &in, 1, c, what);
+        soren_input_close(&in);
+    }
+    /* Every line its own chunk at chunk_bytes 1, an empty one too. */
+    soren_input in;
+    soren_input_wrap(&in, "small", "\n\nab\n", 5);
+    soren_input *chunks = NULL;
+    size_t count = 0;
+    uint64_t largest = 0;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_input_chunks(&spec, &in, 1, 1, &chunks, &count, &largest, &err), SOREN_OK);
+    cr_assert_eq(count, 3, "\"\\n\\nab\\n\" at chunk_bytes 1: %zu chunks, want 3", count);
+    cr_expect_eq(chunks[0].size, 1);
+    cr_expect_eq(chunks[1].size, 1);
+    cr_expect_eq(chunks[2].size, 3);
+    cr_expect_eq(chunks[2].base, 2);
+    cr_expect_eq(largest, 3);
+    soren_input_chunks_free(chunks, count);
+    soren_input_close(&in);
+}
+
+Test(stream, planner_line_longer_than_a_chunk_at_the_start)
+{
+    /* A 3000-byte line first: chunk 0 is that line and its '\n', no more. */
+    size_t size = 3001 + 2000;
+    uint8_t *buf = malloc(size);
+    cr_assert_not_null(buf);
+    memset(buf, 'x', 3000);
+    buf[3000] = '\n';
+    for (size_t i = 3001; i < size; i++)
+        buf[i] = i % 10 == 0 ? '\n' : 'y';
+    soren_stage_spec spec = lines_spec();
+    soren_input in;
+    soren_input_wrap(&in, "long", buf, size);
+    check_plan(&spec, &in, 1, 1000, "a long first line");
+    soren_input *chunks = NULL;
+    size_t count = 0;
+    uint64_t largest = 0;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_input_chunks(&spec, &in, 1, 1000, &chunks, &count, &largest, &err),
+                 SOREN_OK);
+    cr_assert_geq(count, 2);
+    cr_expect_eq(chunks[0].size, 3001, "the long line's chunk has %llu bytes, want 3001",
+                 (unsigned long long)chunks[0].size);
+    cr_expect_eq(chunks[1].base, 3001);
+    cr_expect_eq(largest, 3001);
+    soren_input_chunks_free(chunks, count);
+    soren_input_close(&in);
+    free(buf);
+}
+
+Test(stream, planner_fixed_records_of_three)
+{
+    /* Random bytes, '\n' among them: fixed records do not care. */
+    size_t size = 3 * 3001;
+    uint8_t *buf = malloc(size);
+    cr_assert_not_null(buf);
+    uint64_t rng = 77;
+    for (size_t i = 0; i < size; i++)
+        buf[i] = (uint8_t)(tu_rand_below(&rng, 4) == 0 ? '\n' : tu_rand(&rng));
+    soren_stage_spec spec = fixed_spec(3);
+    soren_input in;
+    soren_input_wrap(&in, "pixels", buf, size);
+    static const uint64_t sizes[] = {1000, 1, 2, 4, 5, 3, 999, 1001, 9003, 9004};
+    for (size_t j = 0; j < sizeof sizes / sizeof sizes[0]; j++) {
+        uint64_t c = sizes[j];
+        check_plan(&spec, &in, 1, c, "3-byte records");
+        soren_input *chunks = NULL;
+        size_t count = 0;
+        uint64_t largest = 0;
+        soren_error err;
+        soren_error_clear(&err);
+        cr_assert_eq(soren_input_chunks(&spec, &in, 1, c, &chunks, &count, &largest, &err),
+                     SOREN_OK);
+        uint64_t per = (c + 2) / 3 * 3; /* chunk_bytes rounded up to whole records */
+        cr_assert_eq(count, (size + per - 1) / per, "chunk_bytes %llu: %zu chunks",
+                     (unsigned long long)c, count);
+        for (size_t k = 0; k < count; k++) {
+            cr_assert_eq(chunks[k].base % 3, 0, "chunk_bytes %llu: chunk %zu starts at %llu",
+                         (unsigned long long)c, k, (unsigned long long)chunks[k].base);
+            cr_assert_eq(chunks[k].size % 3, 0, "chunk_bytes %llu: chunk %zu has %llu bytes",
+                         (unsigned long long)c, k, (unsigned long long)chunks[k].size);
+            if (k + 1 < count)
+                cr_assert_eq(chunks[k].size, per, "chunk_bytes %llu: chunk %zu has %llu bytes",
+                             (unsigned long long)c, k, (unsigned long long)chunks[k].size);
+        }
+        soren_input_chunks_free(chunks, count);
+    }
+    soren_input_close(&in);
+    free(buf);
+}
+
+Test(stream, planner_empty_input_is_one_empty_chunk)
+{
+    soren_stage_spec specs[] = {lines_spec(), fixed_spec(3)};
+    for (size_t s = 0; s < 2; s++) {
+        soren_input in;
+        soren_input_wrap(&in, "empty", NULL, 0);
+        in.base = 42;
+        soren_input *chunks = NULL;
+        size_t count = 0;
+        uint64_t largest = 99;
+        soren_error err;
+        soren_error_clear(&err);
+        cr_assert_eq(soren_input_chunks(&specs[s], &in, 1, 1000, &chunks, &count, &largest,
+                                        &err), SOREN_OK);
+        cr_assert_eq(count, 1, "an empty input made %zu chunks", count);
+        cr_expect_eq(chunks[0].size, 0);
+        cr_expect_null(chunks[0].data);
+        cr_expect_eq(chunks[0].base, 42);
+        cr_expect_eq(largest, 0);
+        soren_input_chunks_free(chunks, count);
+        check_plan(&specs[s], &in, 1, 1, "an empty input");
+        soren_input_close(&in);
+    }
+    /* No inputs: no chunks. */
+    soren_stage_spec spec = lines_spec();
+    soren_input *chunks = (soren_input *)&spec;
+    size_t count = 7;
+    uint64_t largest = 7;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_input_chunks(&spec, NULL, 0, 1000, &chunks, &count, &largest, &err),
+                 SOREN_OK);
+    cr_expect_null(chunks);
+    cr_expect_eq(count, 0);
+    cr_expect_eq(largest, 0);
+    soren_input_chunks_free(chunks, count);
+}
+
+Test(stream, planner_several_inputs_keep_their_bases)
+{
+    size_t na = 0, nc = 0, at = 0;
+    uint8_t *a = random_lines(101, 5000, 0, 1, &na, &at);
+    uint8_t *c = random_lines(103, 7000, 2000, 0, &nc, &at);
+    soren_stage_spec spec = lines_spec();
+    soren_input in[4];
+    soren_input_wrap(&in[0], "a", a, na);
+    soren_input_wrap(&in[1], "b", NULL, 0);
+    soren_input_wrap(&in[2], "c", c, nc);
+    soren_input_wrap(&in[3], "d", "x", 1);
+    const uint64_t base = ((uint64_t)1 << 33) + 5; /* a slice of a large input */
+    in[2].base = base;
+    for (size_t j = 0; j < sizeof chunk_sizes / sizeof chunk_sizes[0]; j++) {
+        uint64_t cb = chunk_sizes[j];
+        check_plan(&spec, in, 4, cb, "four inputs");
+        soren_input *chunks = NULL;
+        size_t count = 0;
+        uint64_t largest = 0;
+        soren_error err;
+        soren_error_clear(&err);
+        cr_assert_eq(soren_input_chunks(&spec, in, 4, cb, &chunks, &count, &largest, &err),
+                     SOREN_OK);
+        /* Input c's chunks count from its base, in order, with its path. */
+        size_t seen = 0;
+        uint64_t next = base;
+        for (size_t k = 0; k < count; k++) {
+            if (strcmp(chunks[k].path, "c") != 0)
+                continue;
+            cr_assert_eq(chunks[k].base, next, "chunk_bytes %llu: chunk %zu of c has base "
+                         "%llu, want %llu", (unsigned long long)cb, k,
+                         (unsigned long long)chunks[k].base, (unsigned long long)next);
+            next += chunks[k].size;
+            seen++;
+        }
+        cr_assert_gt(seen, 1, "chunk_bytes %llu: input c made %zu chunks", (unsigned long long)cb,
+                     seen);
+        cr_assert_eq(next, base + nc);
+        cr_assert_str_eq(chunks[count - 1].path, "d");
+        cr_assert_eq(chunks[count - 1].base, 0);
+        soren_input_chunks_free(chunks, count);
+    }
+    check_plan(&spec, in, 4, 1 << 20, "four small inputs");
+    /* Fixed records with a base of whole records. */
+    soren_stage_spec fixed = fixed_spec(3);
+    uint8_t rec[300];
+    for (size_t i = 0; i < sizeof rec; i++)
+        rec[i] = (uint8_t)(i * 7);
+    soren_input f[2];
+    soren_input_wrap(&f[0], "p", rec, 150);
+    soren_input_wrap(&f[1], "q", rec + 150, 150);
+    f[1].base = 3000000;
+    for (uint64_t cb = 1; cb <= 40; cb += 13)
+        check_plan(&fixed, f, 2, cb, "two fixed inputs");
+    for (size_t i = 0; i < 4; i++)
+        soren_input_close(&in[i]);
+    soren_input_close(&f[0]);
+    soren_input_close(&f[1]);
+    free(a);
+    free(c);
+}
+
+/* ---- soren-host end to end ------------------------------------------------ */
+
+static json_t *load_schema(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/share/explain.schema.json", tu_srcdir());
+    json_error_t why;
+    json_t *schema = json_load_file(path, JSON_REJECT_DUPLICATES, &why);
+    cr_assert_not_null(schema, "%s: %s (line %d)", path, why.text, why.line);
+    return schema;
+}
+
+/* The --explain object: the last line of stderr that starts with '{'. */
+static json_t *explain_of(const char *err, const char *what)
+{
+    const char *brace = NULL;
+    for (const char *p = err; (p = strchr(p, '{')) != NULL; p++)
+        if (p == err || p[-1] == '\n')
+            brace = p;
+    cr_assert_not_null(brace, "%s: no --explain output in: %s", what, err);
+    json_error_t why;
+    json_t *x = json_loads(brace, JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &why);
+    cr_assert_not_null(x, "%s: --explain output is not JSON (%s): %s", what, why.text, brace);
+    json_t *schema = load_schema();
+    char reason[512];
+    cr_assert(js_validate(schema, x, reason, sizeof reason), "%s: --explain: %s", what, reason);
+    json_decref(schema);
+    return x;
+}
+
+static uint64_t chunk_field(const json_t *x, const char *key, const char *what)
+{
+    const json_t *v = json_object_get(json_object_get(x, "chunks"), key);
+    cr_assert(json_is_integer(v), "%s: chunks.%s is not an integer", what, key);
+    return (uint64_t)json_integer_value(v);
+}
+
+static uint64_t file_size(const char *path)
+{
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0, "stat %s", path);
+    return (uint64_t)st.st_size;
+}
+
+/* "'a' 'b'" for a NULL-terminated list of paths (static buffer). */
+static const char *quoted(const char *const *paths)
+{
+    static char buf[8192];
+    buf[0] = '\0';
+    for (; *paths; paths++) {
+        strcat(buf, " '");
+        strcat(buf, *paths);
+        strcat(buf, "'");
+    }
+    return buf;
+}
+
+static void expect_same_file(const char *got_path, const char *want_path, const char *what)
+{
+    size_t got_n = 0, want_n = 0;
+    char *got = tu_read(got_path, &got_n);
+    char *want = tu_read(want_path, &want_n);
+    if (got_n != want_n || memcmp(got, want, got_n) != 0) {
+        char *diff = NULL;
+        tu_runf(&diff, NULL, "diff '%s' '%s' | head -8", want_path, got_path);
+        cr_assert_fail("%s: output differs from the CPU engine's without a budget (%zu vs %zu "
+                       "bytes):\n%s", what, got_n, want_n, diff);
+    }
+    free(got);
+    free(want);
+}
+
+/* Runs job over inputs on the CPU engine without a budget (the reference,
+ * which must have pairs), then on device with --device-memory budget,
+ * --explain and -v: the same bytes, the report valid against the schema
+ * with "chunks" for that budget (when the input is larger than a quarter of
+ * it; none otherwise), and -v's line agreeing.  Returns the report. */
+static json_t *expect_streamed(const char *job, const char *args, const char *const *inputs,
+                               uint64_t budget, const char *device, const char *what)
+{
+    char *ref = in_dir("ref.tsv"), *out = in_dir("got.tsv");
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s' run %s %s --device cpu -o '%s'%s", tu_host(), job, args,
+                     ref, quoted(inputs));
+    cr_assert_eq(rc, 0, "%s: the reference run: exit %d: %s", what, rc, err);
+    free(err);
+    size_t ref_n = 0;
+    char *ref_text = tu_read(ref, &ref_n);
+    cr_assert(ref_n > 0 && strchr(ref_text, '\n'), "%s: the reference output is empty", what);
+    free(ref_text);
+
+    rc = tu_runf(NULL, &err, "'%s' run %s %s --device %s --device-memory %llu --explain -v "
+                 "-o '%s'%s", tu_host(), job, args, device, (unsigned long long)budget, out,
+                 quoted(inputs));
+    cr_assert_eq(rc, 0, "%s: --device %s --device-memory %llu: exit %d: %s", what, device,
+                 (unsigned long long)budget, rc, err);
+    json_t *x = explain_of(err, what);
+    cr_assert_str_eq(json_string_value(json_object_get(x, "device")), device,
+                     "%s: the run's device", what);
+
+    uint64_t total = 0, biggest = 0;
+    for (const char *const *p = inputs; *p; p++) {
+        uint64_t n = file_size(*p);
+        total += n;
+        if (n > biggest)
+            biggest = n;
+    }
+    uint64_t chunk = budget / 4 ? budget / 4 : 1;
+    const char *line = strstr(err, "soren-host: input: ");
+    if (biggest <= chunk) {
+        cr_assert_null(json_object_get(x, "chunks"), "%s: \"chunks\" in --explain though the "
+                       "input (%llu bytes) fits in a chunk of %llu", what,
+                       (unsigned long long)biggest, (unsigned long long)chunk);
+        cr_assert_null(line, "%s: -v says %s though nothing was cut", what, line);
+    } else {
+        cr_assert_not_null(json_object_get(x, "chunks"), "%s: no \"chunks\" in --explain for "
+                           "%llu bytes of input and a budget of %llu", what,
+                           (unsigned long long)total, (unsigned long long)budget);
+        uint64_t count = chunk_field(x, "count", what), largest = chunk_field(x, "largest", what);
+        cr_assert_eq(chunk_field(x, "budget", what), budget, "%s: chunks.budget", what);
+        cr_assert_eq(chunk_field(x, "chunk_bytes", what), chunk, "%s: chunks.chunk_bytes", what);
+        cr_assert_geq(count, 1, "%s", what);
+        cr_assert_leq(largest, biggest, "%s: chunks.largest %llu is more than an input",
+                      what, (unsigned long long)largest);
+        cr_assert_geq(largest, chunk, "%s: chunks.largest %llu, chunk_bytes %llu", what,
+                      (unsigned long long)largest, (unsigned long long)chunk);
+        cr_assert_not_null(line, "%s: no 'soren-host: input:' line with -v: %s", what, err);
+        char want[256];
+        snprintf(want, sizeof want, "soren-host: input: %llu chunks of about %llu bytes (the "
+                 "largest %llu) for a device memory budget of %llu bytes\n",
+                 (unsigned long long)count, (unsigned long long)chunk,
+                 (unsigned long long)largest, (unsigned long long)budget);
+        cr_assert(strncmp(line, want, strlen(want)) == 0, "%s: -v says\n%.*s\nwant\n%s", what,
+                  (int)strcspn(line, "\n"), line, want);
+    }
+    free(err);
+    char what2[512];
+    snprintf(what2, sizeof what2, "%s (--device %s --device-memory %llu)", what, device,
+             (unsigned long long)budget);
+    expect_same_file(out, ref, what2);
+    free(ref);
+    free(out);
+    return x;
+}
+
+/* expect_streamed where the budget cuts the input into more than one chunk
+ * and no more than the input's bytes over chunk_bytes, rounded up. */
+static void expect_cut(const char *job, const char *args, const char *const *inputs,
+                       uint64_t budget, const char *device, const char *what)
+{
+    json_t *x = expect_streamed(job, args, inputs, budget, device, what);
+    uint64_t total = 0;
+    for (const char *const *p = inputs; *p; p++)
+        total += file_size(*p);
+    uint64_t chunk = budget / 4, count = chunk_field(x, "count", what);
+    cr_assert_gt(count, 1, "%s: %llu bytes, budget %llu: %llu chunk", what,
+                 (unsigned long long)total, (unsigned long long)budget,
+                 (unsigned long long)count);
+    cr_assert_leq(count, (total + chunk - 1) / chunk + 1, "%s: %llu chunks of %llu for %llu "
+                  "bytes", what, (unsigned long long)count, (unsigned long long)chunk,
+                  (unsigned long long)total);
+    json_decref(x);
+}
+
+/* Runs soren-gen ARGS -o dir/name; returns the path (malloc'd). */
+static char *gen(const char *name, const char *args)
+{
+    char *path = in_dir(name), *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s/soren-gen' %s -o '%s'", tu_builddir(), args, path);
+    cr_assert_eq(rc, 0, "soren-gen %s: exit %d: %s", args, rc, err);
+    free(err);
+    return path;
+}
+
+/* Declares NAME_cpu and NAME_gpu running body(device). */
+#define TWINS(name)                                                                            \
+    Test(stream, name##_cpu) { name("cpu"); }                                                  \
+    Test(stream, name##_gpu)                                                                   \
+    {                                                                                          \
+        require_gpu();                                                                         \
+        name("gpu");                                                                           \
+    }
+
+static void wordcount(const char *device)
+{
+    char *text = in_dir("text");
+    size_t bytes = test_bytes();
+    dg_text(text, bytes, 1001);
+    const char *inputs[] = {text, NULL};
+    expect_cut("wordcount", "", inputs, file_size(text) / 4, device, "wordcount");
+    free(text);
+}
+TWINS(wordcount)
+
+static void grep_utf8(const char *device)
+{
+    char *text = in_dir("text");
+    dg_text(text, test_bytes(), 1002);
+    const char *inputs[] = {text, NULL};
+    expect_cut("grep", "--param 'pattern=\xc3\xa9|th'", inputs, file_size(text) / 4, device,
+               "grep \xc3\xa9|th");
+    free(text);
+}
+TWINS(grep_utf8)
+
+static void histogram(const char *device)
+{
+    char *pixels = in_dir("pixels.rgb");
+    dg_rgb(pixels, test_bytes() / 3, 1003);
+    uint64_t size = file_size(pixels), budget = size / 4;
+    while ((budget / 4) % 3 == 0)
+        budget += 4;
+    cr_assert_neq((budget / 4) % 3, 0);
+    const char *inputs[] = {pixels, NULL};
+    json_t *x = expect_streamed("histogram", "", inputs, budget, device, "histogram");
+    /* Chunks of whole pixels: chunk_bytes rounded up to a multiple of 3. */
+    uint64_t per = (budget / 4 + 2) / 3 * 3;
+    cr_assert_eq(chunk_field(x, "count", "histogram"), (size + per - 1) / per);
+    cr_assert_eq(chunk_field(x, "largest", "histogram"), per);
+    json_decref(x);
+    free(pixels);
+}
+TWINS(histogram)
+
+static void pageviewcount(const char *device)
+{
+    char args[128];
+    snprintf(args, sizeof args, "weblog --size %zu --urls 20000 --ips 5000 --seed 1004",
+             test_bytes());
+    char *log = gen("log", args);
+    const char *inputs[] = {log, NULL};
+    expect_cut("pageviewcount", "", inputs, file_size(log) / 4, device, "pageviewcount");
+    free(log);
+}
+TWINS(pageviewcount)
+
+static void stringmatch(const char *device)
+{
+    char *text = in_dir("text"), *more = in_dir("more");
+    dg_text(text, test_bytes(), 1005);
+    dg_text(more, test_bytes() / 2, 1006);
+    const char *one[] = {text, NULL};
+    expect_cut("stringmatch", "--param pattern=th", one, file_size(text) / 4, device,
+               "stringmatch");
+    /* Two inputs: each one's chunks count from its own start. */
+    const char *two[] = {text, more, NULL};
+    expect_cut("stringmatch", "--param pattern=th", two, file_size(text) / 4, device,
+               "stringmatch over two inputs");
+    free(text);
+    free(more);
+}
+TWINS(stringmatch)
+
+static void invertedindex(const char *device)
+{
+    char args[128];
+    snprintf(args, sizeof args, "html --size %zu --urls 3000 --seed 1007", test_bytes());
+    char *html = gen("pages.html", args);
+    const char *inputs[] = {html, NULL};
+    expect_cut("invertedindex", "", inputs, file_size(html) / 4, device, "invertedindex");
+    free(html);
+}
+TWINS(invertedindex)
+
+/* ---- Where the first cut falls -------------------------------------------- */
+
+enum { CUT_INSIDE, CUT_AT_END, CUT_BEFORE_NEWLINE, CUT_IN_UTF8, CUT_KINDS };
+static const char *const cut_names[] = {"inside a record", "at a record's end",
+                                        "right before a '\\n'", "inside a UTF-8 character"};
+
+static int cut_kind(const uint8_t *t, uint64_t c)
+{
+    if (t[c - 1] == '\n')
+        return CUT_AT_END;
+    if (t[c] == '\n')
+        return CUT_BEFORE_NEWLINE;
+    if (t[c] >= 0x80 && t[c] <= 0xBF)
+        return CUT_IN_UTF8;
+    return CUT_INSIDE;
+}
+
+static void boundaries(const char *device)
+{
+    char *text = in_dir("text");
+    size_t bytes = test_bytes() / 4;
+    dg_text(text, bytes, 1008);
+    size_t n = 0;
+    uint8_t *t = (uint8_t *)tu_read(text, &n);
+    const char *inputs[] = {text, NULL};
+    /* For each kind, the first chunk size C from a few starting points
+     * where byte C (the first nominal cut) is of that kind. */
+    const uint64_t starts[] = {n / 64, n / 16, n / 5};
+    for (int kind = 0; kind < CUT_KINDS; kind++) {
+        for (size_t s = 0; s < 3; s++) {
+            uint64_t c = starts[s];
+            while (c < n / 2 && cut_kind(t, c) != kind)
+                c++;
+            cr_assert_lt(c, n / 2, "no chunk size from %llu cuts %s: the test data has "
+                         "no such place", (unsigned long long)starts[s], cut_names[kind]);
+            char what[128];
+            snprintf(what, sizeof what, "wordcount, chunks of %llu bytes, the first cut %s",
+                     (unsigned long long)c, cut_names[kind]);
+            json_t *x = expect_streamed("wordcount", "", inputs, 4 * c, device, what);
+            cr_assert_eq(chunk_field(x, "chunk_bytes", what), c);
+            cr_assert_gt(chunk_field(x, "count", what), 1, "%s", what);
+            json_decref(x);
+        }
+    }
+    free(t);
+    free(text);
+}
+TWINS(boundaries)
+
+/* ---- Records longer than a chunk ------------------------------------------ */
+
+static void long_record(const char *device)
+{
+    /* One line of about 1 MB: one chunk, larger than chunk_bytes. */
+    char *line = in_dir("line");
+    dg_text_shape(line, (size_t)1 << 20, DG_NO_NEWLINE, 1009);
+    uint64_t n = file_size(line);
+    const char *one[] = {line, NULL};
+    json_t *x = expect_streamed("wordcount", "", one, 64 << 10, device, "one line of 1 MB");
+    cr_assert_eq(chunk_field(x, "chunk_bytes", "one line"), 16 << 10);
+    cr_assert_eq(chunk_field(x, "count", "one line"), 1);
+    cr_assert_eq(chunk_field(x, "largest", "one line"), n, "the line's chunk holds %llu bytes",
+                 (unsigned long long)n);
+    cr_assert_gt(n, 16 << 10);
+    json_decref(x);
+
+    /* Text, a line of about 200 KB, text: many chunks, the line's the
+     * largest. */
+    char *part = in_dir("part"), *mixed = in_dir("mixed");
+    FILE *f = fopen(mixed, "wb");
+    cr_assert_not_null(f);
+    uint64_t longest = 0;
+    for (int i = 0; i < 3; i++) {
+        if (i == 1)
+            dg_text_shape(part, 200 << 10, DG_NO_NEWLINE, 1010);
+        else
+            dg_text(part, 300 << 10, 1011 + (uint64_t)i);
+        size_t pn = 0;
+        char *p = tu_read(part, &pn);
+        cr_assert_eq(fwrite(p, 1, pn, f), pn);
+        if (i < 2)
+            fputc('\n', f);
+        if (i == 1)
+            longest = pn + 1;
+        free(p);
+    }
+    fclose(f);
+    const char *inputs[] = {mixed, NULL};
+    x = expect_streamed("wordcount", "", inputs, 64 << 10, device,
+                        "text with a line of 200 KB");
+    cr_assert_gt(chunk_field(x, "count", "mixed"), 10);
+    cr_assert_geq(chunk_field(x, "largest", "mixed"), longest, "chunks.largest %llu, the long "
+                  "line has %llu bytes", (unsigned long long)chunk_field(x, "largest", "mixed"),
+                  (unsigned long long)longest);
+    cr_assert_gt(chunk_field(x, "largest", "mixed"), chunk_field(x, "chunk_bytes", "mixed"));
+    json_decref(x);
+    free(part);
+    free(mixed);
+    free(line);
+}
+TWINS(long_record)
+
+/* ---- Budgets of a few bytes, and budgets larger than the input ------------ */
+
+static void tiny_budgets(const char *device)
+{
+    char *text = in_dir("text");
+    dg_text(text, 16 << 10, 1014);
+    size_t n = 0;
+    char *t = tu_read(text, &n);
+    uint64_t lines = n && t[n - 1] != '\n';
+    for (size_t i = 0; i < n; i++)
+        lines += t[i] == '\n';
+    free(t);
+    const char *inputs[] = {text, NULL};
+    /* Budgets under 8 give chunks of one byte: every line its own chunk. */
+    static const uint64_t tiny[] = {1, 3, 4, 7};
+    for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "wordcount, a budget of %llu bytes",
+                 (unsigned long long)tiny[i]);
+        json_t *x = expect_streamed("wordcount", "", inputs, tiny[i], device, what);
+        cr_assert_eq(chunk_field(x, "chunk_bytes", what), 1);
+        cr_assert_eq(chunk_field(x, "count", what), lines, "%s: %llu chunks for %llu lines",
+                     what, (unsigned long long)chunk_field(x, "count", what),
+                     (unsigned long long)lines);
+        json_decref(x);
+    }
+    json_decref(expect_streamed("wordcount", "", inputs, 28, device, "a budget of 28 bytes"));
+    json_decref(expect_streamed("stringmatch", "--param pattern=e", inputs, 8, device,
+                                "stringmatch, a budget of 8 bytes"));
+
+    /* Pixels at a budget of 4: a chunk a pixel. */
+    char *pixels = in_dir("pixels.rgb");
+    dg_rgb(pixels, 3000, 1015);
+    const char *rgb[] = {pixels, NULL};
+    json_t *x = expect_streamed("histogram", "", rgb, 4, device, "histogram, a budget of 4");
+    cr_assert_eq(chunk_field(x, "count", "histogram"), 3000);
+    cr_assert_eq(chunk_field(x, "largest", "histogram"), 3);
+    json_decref(x);
+
+    /* A budget whose quarter holds the input cuts nothing: no "chunks". */
+    json_decref(expect_streamed("wordcount", "", inputs, 4 * file_size(text), device,
+                                "a budget of 4x the input"));
+    json_decref(expect_streamed("wordcount", "", inputs, (uint64_t)1 << 40, device,
+                                "a budget of 1 TB"));
+    free(pixels);
+    free(text);
+}
+TWINS(tiny_budgets)
+
+/* ---- Usage errors ---------------------------------------------------------- */
+
+Test(stream, device_memory_usage_errors)
+{
+    char *text = in_dir("text");
+    tu_write(text, "a b\n", 4);
+    static const char *const bad[] = {"0", "-5", "12Q", "''", "1.5G", "17179869184G", "0K",
+                                      "G"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *err = NULL;
+        int rc = tu_runf(NULL, &err, "'%s' run wordcount '%s' --device cpu --device-memory %s "
+                         "-o /dev/null", tu_host(), text, bad[i]);
+        cr_expect_eq(rc, 2, "--device-memory %s: exit %d, want 2 (usage): %s", bad[i], rc, err);
+        cr_expect(strstr(err, "--device-memory") != NULL, "--device-memory %s: the message does "
+                  "not name the option: %s", bad[i], err);
+        free(err);
+    }
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s' run wordcount '%s' --device cpu --device-memory",
+                     tu_host(), text);
+    cr_expect_eq(rc, 2, "--device-memory without a size: exit %d, want 2: %s", rc, err);
+    cr_expect(strstr(err, "device-memory") != NULL, "no size: %s", err);
+    free(err);
+    /* Suffixes are accepted. */
+    rc = tu_runf(NULL, &err, "'%s' run wordcount '%s' --device cpu --device-memory 1k "
+                 "-o /dev/null && '%s' run wordcount '%s' --device cpu --device-memory 2G "
+                 "-o /dev/null", tu_host(), text, tu_host(), text);
+    cr_expect_eq(rc, 0, "--device-memory 1k, 2G: exit %d: %s", rc, err);
+    free(err);
+    free(text);
+}
