@@ -63,12 +63,21 @@ template <typename T, typename W> __device__ inline T value_from(W w)
     return v;
 }
 
+/* A read of a word that other threads update with atomics and no barrier
+ * between: an atomic too, so that neither the memory model nor
+ * compute-sanitizer's racecheck (shared memory) sees a data race. */
+__device__ inline unsigned int atomic_read(unsigned int *p) { return atomicOr(p, 0u); }
+__device__ inline unsigned long long atomic_read(unsigned long long *p)
+{
+    return atomicOr(p, 0ull);
+}
+
 /* acc = f(acc, v) by compare-and-swap on the accumulator's bits. */
 template <typename T, typename W, typename F>
 __device__ inline void cas_loop(T *acc, T v, F f)
 {
     W *word = (W *)acc;
-    W seen = *(volatile W *)word, assumed;
+    W seen = atomic_read(word), assumed;
     do {
         assumed = seen;
         T next = f(value_from<T, W>(assumed), v);

@@ -222,8 +222,10 @@ __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_
     int64_t g = -1;
     uint32_t i = (uint32_t)(h >> 16) & (BLOCK_SLOTS - 1);
     for (int probe = 0; probe < BLOCK_PROBES; probe++, i = (i + 1) & (BLOCK_SLOTS - 1)) {
-        unsigned long long seen = *(volatile unsigned long long *)&c->block_slots[i];
-        volatile uint4 *entry = &c->block_keys[i];
+        /* Other threads of the block claim and fill entries while this one
+         * reads them, with no barrier between: every access is atomic. */
+        unsigned long long seen = atomic_read(&c->block_slots[i]);
+        unsigned int *entry = (unsigned int *)&c->block_keys[i];
         if (seen == 0) {
             if (g < 0 && (g = hash_slot(a, k, n, h)) < 0)
                 return false;
@@ -231,11 +233,11 @@ __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_
             if (seen == 0) {
                 /* The entry is ours: its bytes first, the size word that
                  * says they are there last. */
-                entry->y = prefix.y;
-                entry->z = prefix.z;
-                entry->w = prefix.w;
+                atomicExch(&entry[1], prefix.y);
+                atomicExch(&entry[2], prefix.z);
+                atomicExch(&entry[3], prefix.w);
                 __threadfence_block();
-                entry->x = prefix.x;
+                atomicExch(&entry[0], prefix.x);
                 combine_into<Op, VType, UserFn>(values + i * a->value_size, v);
                 return true;
             }
@@ -250,10 +252,11 @@ __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_
             /* Another thread claimed the entry: wait for its bytes (it
              * writes them right after its claim). */
             uint32_t size1;
-            while ((size1 = entry->x) == 0)
+            while ((size1 = atomic_read(&entry[0])) == 0)
                 ;
-            same = size1 == prefix.x && entry->y == prefix.y && entry->z == prefix.z &&
-                   entry->w == prefix.w &&
+            __threadfence_block(); /* the bytes were written before the size */
+            same = size1 == prefix.x && atomic_read(&entry[1]) == prefix.y &&
+                   atomic_read(&entry[2]) == prefix.z && atomic_read(&entry[3]) == prefix.w &&
                    (n <= 12 || key_equals(a, (uint32_t)__ldcg(&a->slots[other]), k, n));
         }
         if (same) {
