@@ -75,12 +75,17 @@
  * can shrink its result a lot: "a(a|b){14}" needs 2^15 subsets but only 16
  * states.  It stops at this many transitions (rows x classes), or at twice
  * the final limit where the rows are wide. */
-#define BUILD_MAX_CELLS (1u << 20)
 #define BUILD_MIN_STATES (2u * SOREN_REGEX_MAX_STATES)
-/* The NFA states the subset construction may store over all its states: a
- * long literal's state sets grow with the prefix read (quadratic), and this
- * still fits one of 4096 bytes. */
+/* BUILD_MAX_KEYS: the NFA states the subset construction may store over all
+ * its states: a long literal's state sets grow with the prefix read
+ * (quadratic), and this still fits one of 4096 bytes. */
+#ifdef SOREN_REGEX_SMALL_LIMITS
+#define BUILD_MAX_CELLS (1u << 16)
+#define BUILD_MAX_KEYS (1u << 20)
+#else
+#define BUILD_MAX_CELLS (1u << 20)
 #define BUILD_MAX_KEYS (1u << 24)
+#endif
 
 /* ---- Messages ------------------------------------------------------------ */
 

@@ -20,8 +20,16 @@
 #include "../error.h"
 #include <soren/dfa.h>
 
-/* Most states a compiled DFA may have; larger patterns are refused. */
+/* Most states a compiled DFA may have; larger patterns are refused.  The
+ * fuzzing build (SOREN_REGEX_SMALL_LIMITS, tests/fuzz/fuzz_regex) has this
+ * and the construction's limits (regex.c) sixteen times smaller: the same
+ * code refuses sooner, so the fuzzer tries many patterns instead of building
+ * a few DFAs of a million transitions. */
+#ifdef SOREN_REGEX_SMALL_LIMITS
+#define SOREN_REGEX_MAX_STATES 256u
+#else
 #define SOREN_REGEX_MAX_STATES 4096u
+#endif
 
 /* Compiles pattern into a new DFA block (free with free()).  On a syntax
  * error returns SOREN_EUSAGE with a message that shows the pattern and points
