@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+from run_bench import files_equal, median  # beside this script, in the tree and the bundle
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("SOREN_BENCH_ROOT", os.path.dirname(HERE))
 
@@ -69,22 +71,6 @@ def run_once(cmd):
         if line.startswith("{"):
             report = json.loads(line)
     return wall, report
-
-
-def files_equal(a, b):
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        while True:
-            x, y = fa.read(1 << 20), fb.read(1 << 20)
-            if x != y:
-                return False
-            if not x:
-                return True
-
-
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
 def main(argv):

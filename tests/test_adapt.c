@@ -364,19 +364,9 @@ Test(adapt, variant_names_round_trip)
 
 /* ---- The report ---------------------------------------------------------- */
 
-static json_t *load_schema(void)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/share/explain.schema.json", tu_srcdir());
-    json_error_t why;
-    json_t *schema = json_load_file(path, JSON_REJECT_DUPLICATES, &why);
-    cr_assert_not_null(schema, "%s: %s (line %d)", path, why.text, why.line);
-    return schema;
-}
-
 static void expect_valid(const json_t *doc, const char *what)
 {
-    json_t *schema = load_schema();
+    json_t *schema = tu_explain_schema();
     char why[512];
     cr_expect(js_validate(schema, doc, why, sizeof why), "%s: %s", what, why);
     json_decref(schema);
@@ -465,7 +455,7 @@ Test(adapt, validator_rejects_what_the_schema_forbids)
     x.variant = SOREN_VARIANT_HASH;
     x.rule = "r";
     json_t *doc = printed(&x);
-    json_t *schema = load_schema();
+    json_t *schema = tu_explain_schema();
     char why[512];
     cr_assert(js_validate(schema, doc, why, sizeof why), "%s", why);
 

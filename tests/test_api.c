@@ -336,10 +336,7 @@ Test(api, explain_follows_the_schema)
     json_error_t why;
     json_t *doc = json_loads(report, 0, &why);
     cr_assert_not_null(doc, "%s: %s", why.text, report);
-    char schema_path[4096];
-    snprintf(schema_path, sizeof schema_path, "%s/share/explain.schema.json", tu_srcdir());
-    json_t *schema = json_load_file(schema_path, 0, &why);
-    cr_assert_not_null(schema, "%s", why.text);
+    json_t *schema = tu_explain_schema();
     char reason[512];
     cr_expect(js_validate(schema, doc, reason, sizeof reason), "%s", reason);
     cr_expect_str_eq(json_string_value(json_object_get(doc, "job")), "wordcount");

@@ -206,10 +206,8 @@ Test(gpu, reduce_sizes)
 /* Runs soren-gen ARGS -o dir/name; returns the path (the caller frees). */
 static char *gen(const char *name, const char *args)
 {
-    char *path = in_dir(name), *err = NULL;
-    int rc = tu_runf(NULL, &err, "'%s/soren-gen' %s -o '%s'", tu_builddir(), args, path);
-    cr_assert_eq(rc, 0, "soren-gen %s: exit %d: %s", args, rc, err);
-    free(err);
+    char *path = in_dir(name);
+    tu_gen(path, args);
     return path;
 }
 
@@ -311,10 +309,8 @@ static json_t *explain_of(const char *err)
     json_error_t why;
     json_t *x = json_loads(brace, JSON_DISABLE_EOF_CHECK, &why);
     cr_assert_not_null(x, "--explain output is not JSON (%s): %s", why.text, brace);
-    char path[4096], broken[512];
-    snprintf(path, sizeof path, "%s/share/explain.schema.json", tu_srcdir());
-    json_t *schema = json_load_file(path, 0, &why);
-    cr_assert_not_null(schema, "%s: %s", path, why.text);
+    char broken[512];
+    json_t *schema = tu_explain_schema();
     cr_expect(js_validate(schema, x, broken, sizeof broken), "--explain breaks the schema: %s",
               broken);
     json_decref(schema);

@@ -344,10 +344,7 @@ static const char *gen(const char *name, const char *args)
 {
     static char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    char *err = NULL;
-    int rc = tu_runf(NULL, &err, "'%s/soren-gen' %s -o '%s'", tu_builddir(), args, path);
-    cr_assert_eq(rc, 0, "soren-gen %s: exit %d: %s", args, rc, err);
-    free(err);
+    tu_gen(path, args);
     return path;
 }
 

@@ -56,10 +56,9 @@ static const char *at(const char *name)
 /* soren-gen ARGS -o dir/name. */
 static void gen(const char *name, const char *args)
 {
-    char *err = NULL;
-    int rc = tu_runf(NULL, &err, "'%s/soren-gen' %s -o '%s/%s'", tu_builddir(), args, dir, name);
-    cr_assert_eq(rc, 0, "soren-gen %s: exit %d: %s", args, rc, err);
-    free(err);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    tu_gen(path, args);
 }
 
 /* Runs `soren-host run ARGS` on the CPU engine in dir: as mpirun's ranks
@@ -291,10 +290,8 @@ Test(mpi, explain_and_verbose_report_every_rank)
     json_error_t je;
     json_t *doc = json_loads(err, JSON_DISABLE_EOF_CHECK, &je);
     cr_assert_not_null(doc, "not JSON (%s): %s", je.text, err);
-    char path[4096], why[512];
-    snprintf(path, sizeof path, "%s/share/explain.schema.json", tu_srcdir());
-    json_t *schema = json_load_file(path, 0, &je);
-    cr_assert_not_null(schema, "%s: %s", path, je.text);
+    char why[512];
+    json_t *schema = tu_explain_schema();
     cr_expect(js_validate(schema, doc, why, sizeof why), "%s", why);
     json_t *d = json_object_get(doc, "distributed");
     cr_assert_not_null(d);

@@ -495,16 +495,6 @@ Test(stream, planner_several_inputs_keep_their_bases)
 
 /* ---- soren-host end to end ------------------------------------------------ */
 
-static json_t *load_schema(void)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/share/explain.schema.json", tu_srcdir());
-    json_error_t why;
-    json_t *schema = json_load_file(path, JSON_REJECT_DUPLICATES, &why);
-    cr_assert_not_null(schema, "%s: %s (line %d)", path, why.text, why.line);
-    return schema;
-}
-
 /* The --explain object: the last line of stderr that starts with '{'. */
 static json_t *explain_of(const char *err, const char *what)
 {
@@ -516,7 +506,7 @@ static json_t *explain_of(const char *err, const char *what)
     json_error_t why;
     json_t *x = json_loads(brace, JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES, &why);
     cr_assert_not_null(x, "%s: --explain output is not JSON (%s): %s", what, why.text, brace);
-    json_t *schema = load_schema();
+    json_t *schema = tu_explain_schema();
     char reason[512];
     cr_assert(js_validate(schema, x, reason, sizeof reason), "%s: --explain: %s", what, reason);
     json_decref(schema);
@@ -660,10 +650,8 @@ static void expect_cut(const char *job, const char *args, const char *const *inp
 /* Runs soren-gen ARGS -o dir/name; returns the path (malloc'd). */
 static char *gen(const char *name, const char *args)
 {
-    char *path = in_dir(name), *err = NULL;
-    int rc = tu_runf(NULL, &err, "'%s/soren-gen' %s -o '%s'", tu_builddir(), args, path);
-    cr_assert_eq(rc, 0, "soren-gen %s: exit %d: %s", args, rc, err);
-    free(err);
+    char *path = in_dir(name);
+    tu_gen(path, args);
     return path;
 }
 

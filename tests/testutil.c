@@ -117,6 +117,24 @@ int tu_runf(char **out, char **err, const char *fmt, ...)
     return rc;
 }
 
+void tu_gen(const char *path, const char *args)
+{
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s/soren-gen' %s -o '%s'", tu_builddir(), args, path);
+    cr_assert_eq(rc, 0, "soren-gen %s: exit %d: %s", args, rc, err);
+    free(err);
+}
+
+json_t *tu_explain_schema(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/share/explain.schema.json", tu_srcdir());
+    json_error_t why;
+    json_t *schema = json_load_file(path, JSON_REJECT_DUPLICATES, &why);
+    cr_assert_not_null(schema, "%s: %s (line %d)", path, why.text, why.line);
+    return schema;
+}
+
 uint64_t tu_rand(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);

@@ -8,6 +8,7 @@
 #ifndef SOREN_TESTUTIL_H
 #define SOREN_TESTUTIL_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,14 @@ char *tu_read(const char *path, size_t *size);
 int tu_run(const char *cmd, char **out, char **err);
 /* printf-style wrapper around tu_run. */
 int tu_runf(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Runs the build's soren-gen ARGS -o path; aborts the test on failure. */
+void tu_gen(const char *path, const char *args);
+
+/* share/explain.schema.json of the source tree, parsed (duplicate keys
+ * refused); aborts the test where it cannot be read.  The caller
+ * json_decref's it. */
+json_t *tu_explain_schema(void);
 
 /* splitmix64: deterministic, seedable. */
 uint64_t tu_rand(uint64_t *state);
