@@ -923,12 +923,9 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
         rc = run_iterations(p, specs, stages, where, stage1, stage1_count, params, param, o,
                             &out->result, &whole, out->stages, out->rules, out->ranks,
                             &out->iterations, err);
-    if (rc == SOREN_OK) { /* the engine timed the chunks (inputs_ms) */
-        soren_chunking *c = &out->stages[0].chunks;
-        c->budget = chunking.budget;
-        c->chunk_bytes = chunking.chunk_bytes;
-        c->count = chunking.count;
-        c->largest = chunking.largest;
+    if (rc == SOREN_OK) { /* the plan, with the engine's timing of it */
+        chunking.inputs_ms = out->stages[0].chunks.inputs_ms;
+        out->stages[0].chunks = chunking;
     }
     if (rc == SOREN_OK && comm && !o->iterate && !o->output_parts)
         rc = gather_whole(o, last, &out->result, 0, &whole, err);
