@@ -111,6 +111,9 @@ Test(cli, adaptive_options_exit_2_on_bad_values)
     expect_run(2, "--key-bytes: expected a size", "run wordcount --key-bytes 1T x");
     expect_run(2, "--pair-slots: expected a size",
                "run wordcount --pair-slots 99999999999999999999999 x");
+    expect_run(2, "--block-slots: expected a count such as 256 (0: no per-block tables), got "
+                  "\"-4\"", "run wordcount --block-slots -4 x");
+    expect_run(2, "--block-slots: expected a count", "run wordcount --block-slots 2K x");
     expect_run(2, "unknown option --explain=yes", "run wordcount --explain=yes x");
 }
 
@@ -120,7 +123,8 @@ Test(cli, adaptive_options_accept_their_range)
     static const char *const good[] = {"--sample 0", "--sample 1", "--sample 0.5",
                                        "--sample 1e-3", "--small-keys 0",
                                        "--small-keys 1000000", "--table-slots 1",
-                                       "--table-slots 16 --sample 0", "--explain"};
+                                       "--table-slots 16 --sample 0", "--block-slots 0",
+                                       "--block-slots 100000", "--explain"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         char args[128];
         snprintf(args, sizeof args, "run wordcount --device cpu %s in.txt", good[i]);

@@ -386,7 +386,10 @@ Test(gpu, index_keys_counted_by_parameters)
  * a region and the launch resumes where it stopped, and the output is still
  * the CPU engine's.  hash, block and direct grow while they map; sort and
  * dense size their regions exactly before writing (sort from its count
- * pass, dense from key.count), so they overflow at most once per region. */
+ * pass, dense from key.count), so they overflow at most once per region.
+ * hash and block also run with per-block tables of none, of 4 entries (all
+ * but a few keys crowded out to the global table) and of their default
+ * size. */
 static void overflow_case(const char *job, const char *params, const char *input)
 {
     char *want = in_dir("cpu.out"), *got = in_dir("gpu.out"), *err = NULL;
@@ -394,29 +397,35 @@ static void overflow_case(const char *job, const char *params, const char *input
     snprintf(args, sizeof args, "%s --device cpu", params);
     cr_assert_eq(run(job, args, input, want, &err), 0, "%s on the CPU: %s", job, err);
     free(err);
+    static const char *const tables[] = {"", "--block-slots 0", "--block-slots 4"};
     for (size_t v = 0; v < VARIANT_COUNT; v++) {
         const char *variant = all_variants[v];
         if (!runs_on(job, variant))
             continue;
-        snprintf(args, sizeof args, "%s --device gpu --engine %s --table-slots 16 --key-bytes 256 "
-                 "--pair-slots 100 --explain", params, variant);
-        err = NULL;
-        int rc = run(job, args, input, got, &err);
-        cr_expect_eq(rc, 0, "%s --engine %s with tiny regions: exit %d: %s", job, variant, rc, err);
-        if (rc == 0) {
-            json_t *x = explain_of(err);
-            size_t overflows = json_array_size(json_object_get(x, "overflows"));
-            int grows_while_mapping = strcmp(variant, "sort") != 0 && strcmp(variant, "dense") != 0;
-            cr_expect(!grows_while_mapping || overflows >= 10,
-                      "%s --engine %s: %zu overflows, expected at least 10", job, variant,
-                      overflows);
-            json_decref(x);
-            char what[256];
-            snprintf(what, sizeof what, "%s --engine %s with %zu overflows", job, variant,
-                     overflows);
-            expect_same(got, want, what);
+        const int tabled = strcmp(variant, "hash") == 0 || strcmp(variant, "block") == 0;
+        for (size_t t = 0; t < (tabled ? 3u : 1u); t++) {
+            snprintf(args, sizeof args, "%s --device gpu --engine %s --table-slots 16 "
+                     "--key-bytes 256 --pair-slots 100 %s --explain", params, variant, tables[t]);
+            err = NULL;
+            int rc = run(job, args, input, got, &err);
+            cr_expect_eq(rc, 0, "%s --engine %s %s with tiny regions: exit %d: %s", job, variant,
+                         tables[t], rc, err);
+            if (rc == 0) {
+                json_t *x = explain_of(err);
+                size_t overflows = json_array_size(json_object_get(x, "overflows"));
+                int grows_while_mapping =
+                    strcmp(variant, "sort") != 0 && strcmp(variant, "dense") != 0;
+                cr_expect(!grows_while_mapping || overflows >= 10,
+                          "%s --engine %s %s: %zu overflows, expected at least 10", job, variant,
+                          tables[t], overflows);
+                json_decref(x);
+                char what[256];
+                snprintf(what, sizeof what, "%s --engine %s %s with %zu overflows", job, variant,
+                         tables[t], overflows);
+                expect_same(got, want, what);
+            }
+            free(err);
         }
-        free(err);
     }
     free(want);
     free(got);
@@ -447,6 +456,23 @@ Test(gpu, overflows_resume_without_losing_a_pair)
     free(pixels);
 }
 
+/* The entries of each thread block's table that the GPU engine gives a
+ * run of job with variant, from its --explain report x: block's twice the
+ * projected keys (64 to 2048), hash's 2048 where it folds values (none where
+ * it groups them for a reduce), none for the others. */
+static json_int_t block_slots_for(const char *variant, int grouping, json_t *x)
+{
+    if (strcmp(variant, "block") == 0) {
+        json_int_t keys = json_integer_value(
+            json_object_get(json_object_get(x, "projection"), "distinct_keys"));
+        json_int_t n = 64;
+        while (n < 2 * keys && n < 2048)
+            n *= 2;
+        return n;
+    }
+    return strcmp(variant, "hash") == 0 && !grouping ? 2048 : 0;
+}
+
 /* --engine auto reads the metrics: many distinct keys, hash; few (a rare
  * pattern), block; index keys (counted by the manifest or by parameters),
  * dense; no combine, direct; a reduce without
@@ -462,15 +488,16 @@ Test(gpu, auto_picks_the_variant_the_metrics_call_for)
     dg_rgb(pixels, (8 << 20) / 3, 10);
     dg_kv32(few, 1 << 20, 1000, 13);
     dg_kv32(distinct, 1 << 20, 1u << 30, 14);
-    struct { const char *job, *params, *input, *variant; } cases[] = {
-        {"wordcount", "", text, "hash"},
-        {"grep", "--param 'pattern=^Q.*7$'", text, "block"},
-        {"histogram", "", pixels, "dense"},
-        {"stringmatch", "--param pattern=the", text, "direct"},
-        {docfreq, "", text, "hash"},
-        {kvmedian, "", few, "hash"},
-        {kvmedian, "", distinct, "sort"},
-        {bucketsum, "--param n=1000000 --param buckets=768 --param groups=10", "", "dense"},
+    /* grouping: a reduce without a combine (docfreq, kvmedian) */
+    struct { const char *job, *params, *input, *variant; int grouping; } cases[] = {
+        {"wordcount", "", text, "hash", 0},
+        {"grep", "--param 'pattern=^Q.*7$'", text, "block", 0},
+        {"histogram", "", pixels, "dense", 0},
+        {"stringmatch", "--param pattern=the", text, "direct", 0},
+        {docfreq, "", text, "hash", 1},
+        {kvmedian, "", few, "hash", 1},
+        {kvmedian, "", distinct, "sort", 1},
+        {bucketsum, "--param n=1000000 --param buckets=768 --param groups=10", "", "dense", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[256], *err = NULL;
@@ -483,6 +510,10 @@ Test(gpu, auto_picks_the_variant_the_metrics_call_for)
             cr_expect(variant && strcmp(variant, cases[i].variant) == 0,
                       "%s: auto picked %s, expected %s (%s)", cases[i].job, variant,
                       cases[i].variant, json_string_value(json_object_get(x, "rule")));
+            json_int_t got = json_integer_value(json_object_get(x, "block_slots"));
+            cr_expect_eq(got, block_slots_for(cases[i].variant, cases[i].grouping, x),
+                         "%s (%s): %lld per-block table entries", cases[i].job, cases[i].variant,
+                         (long long)got);
             json_decref(x);
         }
         free(err);

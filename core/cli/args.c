@@ -70,6 +70,11 @@ static const char usage_text[] =
     "                       (default: projected).  Regions grow when they fill and\n"
     "                       the run resumes, so small sizes only cost overflows;\n"
     "                       sizes take K, M, G\n"
+    "      --block-slots N  entries of the GPU's per-block tables in shared memory\n"
+    "                       (a power of two up to 2048): block's holds the key set,\n"
+    "                       hash's caches the frequent keys; 0: none, every pair\n"
+    "                       goes to the global table (default: block's twice the\n"
+    "                       projected keys, at least 64; hash's 2048)\n"
     "      --device-memory SIZE\n"
     "                       the device memory a run may take, e.g. 8G: an input\n"
     "                       larger than a quarter of it is mapped in chunks of that\n"
@@ -201,7 +206,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS,
         OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE, OPT_ORDER, OPT_TOP,
         OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR, OPT_TASKS, OPT_ITERATE,
-        OPT_OUTPUT_PARTS, OPT_DEVICE_MEMORY
+        OPT_OUTPUT_PARTS, OPT_DEVICE_MEMORY, OPT_BLOCK_SLOTS
     };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
@@ -212,6 +217,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         {"table-slots", required_argument, 0, OPT_TABLE_SLOTS},
         {"key-bytes", required_argument, 0, OPT_KEY_BYTES},
         {"pair-slots", required_argument, 0, OPT_PAIR_SLOTS},
+        {"block-slots", required_argument, 0, OPT_BLOCK_SLOTS},
         {"device-memory", required_argument, 0, OPT_DEVICE_MEMORY},
         {"sample", required_argument, 0, OPT_SAMPLE},
         {"small-keys", required_argument, 0, OPT_SMALL_KEYS},
@@ -308,6 +314,14 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
                                                   : opt == OPT_KEY_BYTES ? "--key-bytes"
                                                                           : "--pair-slots",
                                    optarg);
+            break;
+        }
+        case OPT_BLOCK_SLOTS: {
+            uint64_t n = 0;
+            if (!parse_count(optarg, &n))
+                return soren__cli_usage_error("--block-slots: expected a count such as 256 (0: "
+                                              "no per-block tables), got \"%s\"", optarg);
+            c->run.gpu.block_slots = n ? n : SOREN_GPU_NO_BLOCK_TABLE;
             break;
         }
         case OPT_DEVICE_MEMORY:

@@ -355,6 +355,7 @@ static int put_stage(json_t *o, const soren_explain *x)
 {
     return put(o, "variant", json_string(soren_variant_name(x->variant))) &
            put(o, "rule", json_string(x->rule ? x->rule : "")) &
+           put(o, "block_slots", count(x->block_slots)) &
            put(o, "metrics", metrics_json(&x->metrics)) &
            put(o, "projection", projection_json(&x->projection)) &
            put(o, "overflows", overflows_json(x)) & put(o, "times_ms", times_json(&x->ms));

@@ -114,6 +114,7 @@ typedef struct soren_explain {
     soren_projection projection;
     soren_variant variant;
     const char *rule;   /* static string from soren_choose, or "--engine NAME" */
+    uint64_t block_slots; /* GPU hash and block: entries of each thread block's table */
     soren_overflow *overflows; /* owned */
     size_t overflow_count, overflow_cap;
     soren_phase_times ms;

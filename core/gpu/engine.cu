@@ -316,6 +316,9 @@ __global__ void pack_kernel(const uint32_t *perm, uint64_t n, const uint32_t *re
 
 /* ---- Host side ----------------------------------------------------------- */
 
+/* The smallest table block sizes from the projection: its clearing and
+ * flushing cost next to nothing below this. */
+enum { BLOCK_SLOTS_MIN = 64 };
 enum { MARKS = 9 }; /* upload, split, monitor, map, merge, reduce, order, download, end */
 
 /* A device block of a session's pool (see dev_alloc). */
@@ -354,6 +357,7 @@ struct gpu_run {
     soren_gpu_resume *resume;   /* hash, block, direct: where each thread stopped */
     uint64_t max_threads;       /* resume entries: every thread the device can hold */
     uint32_t dense_shared;      /* dense: shared bytes per block (0: arrays in global memory) */
+    uint32_t block_slots;       /* hash and block: per-block table entries (0: none) */
     unsigned int *sketch;       /* monitor: SOREN_SKETCH_REGISTERS ranks */
     uint64_t sample_count;
     soren_explain *x;
@@ -1031,8 +1035,8 @@ void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint64_t siz
     if (variant == SOREN_GPU_HASH || variant == SOREN_GPU_BLOCK || variant == SOREN_GPU_DIRECT ||
         variant == SOREN_GPU_GROUP || variant == SOREN_GPU_REDUCE)
         a->resume = r->resume;
-    if (variant == SOREN_GPU_BLOCK)
-        a->shared_bytes = SOREN_GPU_BLOCK_SLOTS * (SOREN_GPU_BLOCK_BYTES + (uint32_t)s->value_size);
+    if (variant == SOREN_GPU_HASH || variant == SOREN_GPU_BLOCK)
+        a->shared_bytes = r->block_slots * (SOREN_GPU_BLOCK_BYTES + (uint32_t)s->value_size);
     if (variant == SOREN_GPU_DENSE)
         a->shared_bytes = r->dense_shared;
     a->sample_count = r->sample_count;
@@ -1364,6 +1368,31 @@ soren_status session_inputs(gpu_run *r, uint64_t largest, uint64_t records)
     return s->input_format == SOREN_INPUT_LINES ? SOREN_OK : ensure_records(r, records);
 }
 
+/* The entries of a hash or block launch's per-block table.  Block's holds
+ * the key set, so it follows the projection: a small table keeps more
+ * blocks resident and costs less to clear and flush.  Hash's caches the
+ * frequent keys of many at full size, so that they fold in shared memory
+ * instead of waiting on the global table (1.8x on wordcount's Zipf text:
+ * bench/results).  Plugins built before ABI 1.4 have a fixed block table
+ * and none for hash. */
+uint32_t block_table_entries(gpu_run *r)
+{
+    const soren_gpu_options *o = r->opt;
+    const bool block = r->variant == SOREN_VARIANT_BLOCK;
+    if (r->spec->combine == SOREN_COMBINE_NONE)
+        return 0; /* grouping for a reduce: nothing to fold */
+    if (r->spec->code->gpu->abi_minor < 4)
+        return block ? SOREN_GPU_BLOCK_SLOTS : 0;
+    if (o->block_slots == SOREN_GPU_NO_BLOCK_TABLE)
+        return 0; /* straight into the global table, block's launch too */
+    uint64_t want = SOREN_GPU_BLOCK_SLOTS, distinct = r->x->projection.distinct_keys;
+    if (o->block_slots)
+        want = o->block_slots;
+    else if (block && r->x->metrics.ran && distinct < SOREN_GPU_BLOCK_SLOTS / 2)
+        want = 2 * distinct > BLOCK_SLOTS_MIN ? 2 * distinct : BLOCK_SLOTS_MIN;
+    return (uint32_t)next_pow2(want < SOREN_GPU_BLOCK_SLOTS ? want : SOREN_GPU_BLOCK_SLOTS);
+}
+
 /* Sizes the table, key space and pair space from the options (initial
  * sizes: they grow on overflow) or the projection, and allocates them. */
 soren_status allocate_regions(gpu_run *r)
@@ -1392,6 +1421,8 @@ soren_status allocate_regions(gpu_run *r)
     }
     case SOREN_VARIANT_HASH:
     case SOREN_VARIANT_BLOCK: {
+        r->block_slots = block_table_entries(r);
+        r->x->block_slots = r->block_slots;
         uint64_t slots = next_pow2(o->table_slots ? o->table_slots : p->table_slots);
         if (slots > TABLE_SLOTS_MAX)
             slots = TABLE_SLOTS_MAX;
@@ -1954,6 +1985,7 @@ soren_status session_reset(gpu_run *r)
     x->projection = r->first_projection;
     x->variant = r->variant;
     x->rule = r->first_rule;
+    x->block_slots = r->block_slots;
     return SOREN_OK;
 }
 
@@ -2200,7 +2232,8 @@ extern "C" int soren_gpu_session_fits(const soren_gpu_session *s, const soren_st
     return !s->failed && same_stage &&
            s->opt.variant == opt->variant && s->opt.device == opt->device &&
            s->opt.table_slots == opt->table_slots && s->opt.key_bytes == opt->key_bytes &&
-           s->opt.pair_slots == opt->pair_slots && s->opt.small_keys == opt->small_keys &&
+           s->opt.pair_slots == opt->pair_slots && s->opt.block_slots == opt->block_slots &&
+           s->opt.small_keys == opt->small_keys &&
            s->opt.sample == opt->sample;
 }
 

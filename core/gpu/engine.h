@@ -45,6 +45,8 @@
 extern "C" {
 #endif
 
+#define SOREN_GPU_NO_BLOCK_TABLE UINT64_MAX
+
 typedef struct soren_gpu_options {
     soren_variant variant;   /* SOREN_VARIANT_AUTO: chosen after monitoring */
     double sample;           /* fraction of records monitoring maps (0: none) */
@@ -54,6 +56,12 @@ typedef struct soren_gpu_options {
     uint64_t table_slots;    /* hash and block: table slots (a power of two) */
     uint64_t key_bytes;      /* key space */
     uint64_t pair_slots;     /* direct and sort: pairs */
+    /* Entries of the per-block tables in shared memory (rounded up to a
+     * power of two, at most SOREN_GPU_BLOCK_SLOTS): block's, which holds the
+     * key set, and hash's, a cache of the frequent keys; 0: block's sized
+     * to the projected keys, hash's SOREN_GPU_BLOCK_SLOTS;
+     * SOREN_GPU_NO_BLOCK_TABLE: hash without one. */
+    uint64_t block_slots;
     soren_progress *progress; /* where the run reports its phases and uploaded bytes (or NULL) */
     int device;              /* the CUDA device to run on (a rank's: its local rank's) */
 } soren_gpu_options;

@@ -41,7 +41,7 @@
 /* ABI of the plugin table.  A new major version is a break the host refuses;
  * a new minor version only appends to the table or uses reserved fields. */
 #define SOREN_ABI_MAJOR 1
-#define SOREN_ABI_MINOR 3
+#define SOREN_ABI_MINOR 4
 #define SOREN_PLUGIN_SYMBOL "soren_plugin_v1"
 
 /* Markers around the manifest copy embedded in every plugin (see
@@ -212,12 +212,14 @@ typedef struct soren_combine {
 
 /* What one map launch does (see soren/engine/map.cuh). */
 typedef enum soren_gpu_variant {
-    SOREN_GPU_HASH = 1,   /* insert into the global table, combining as pairs arrive */
+    SOREN_GPU_HASH = 1,   /* insert into the global table, combining as pairs arrive; since
+                             ABI 1.4 through a per-block table in shared_bytes, if any */
     SOREN_GPU_DIRECT,     /* append every pair at an atomically claimed index */
     SOREN_GPU_SORT_COUNT, /* Mars pass 1: count each record's pairs and key bytes */
     SOREN_GPU_SORT_WRITE, /* Mars pass 2: write each record's pairs at its scanned offsets */
     SOREN_GPU_MONITOR,    /* count the sample's pairs and key bytes, sketch its keys */
-    SOREN_GPU_BLOCK,      /* hash, through a per-block table in shared memory */
+    SOREN_GPU_BLOCK,      /* hash, through a per-block table in shared memory sized (since
+                             ABI 1.4) by shared_bytes */
     SOREN_GPU_DENSE,      /* index keys: per-block arrays in shared memory, then slot = key */
     SOREN_GPU_GROUP,      /* (ABI 1.2) find or claim the key's slot, append the pair with the
                              slot's key ref: values grouped by key for a reduce */
@@ -236,9 +238,11 @@ enum {
     SOREN_GPU_PAIRS_FULL = 1u << 2, /* the pair space is used up */
     SOREN_GPU_BAD_KEY = 1u << 3     /* a key broke the manifest's rules; *bad_key says how */
 };
-/* Entries of the block variant's per-block table in shared memory, and the
- * bytes of each beside its value (its claim, the key's size and first 12
- * bytes). */
+/* The most entries of a per-block table in shared memory (before ABI 1.4,
+ * the block variant's fixed size), and the bytes of each beside its value
+ * (its claim, the key's size and first 12 bytes).  A launch's table has
+ * shared_bytes / (SOREN_GPU_BLOCK_BYTES + value_size) entries, a power of
+ * two. */
 #define SOREN_GPU_BLOCK_SLOTS 2048
 #define SOREN_GPU_BLOCK_BYTES 24
 
@@ -310,7 +314,8 @@ typedef struct soren_gpu_map_args {
     soren_gpu_resume *resume;
     uint64_t max_threads;            /* resume entries; the launch uses at most this many threads */
     uint32_t resuming;
-    uint32_t shared_bytes;           /* block and dense: dynamic shared memory per block */
+    uint32_t shared_bytes;           /* hash (ABI 1.4), block and dense: dynamic shared memory
+                                        per block; 0 for hash: no per-block table */
     uint64_t identity;               /* the combine's identity, as the value's bits */
     /* monitor: map records soren__sample_record(i, sample_count, record_count)
      * for i < sample_count; sample_counts[0..2] += pairs, key footprints and

@@ -6,11 +6,14 @@
  * soren_emit delivers each pair as the launch's variant says:
  *   hash        find or claim the key's slot in the global table (linear
  *               probing; a slot is claimed by atomicCAS of (hash, key ref))
- *               and fold the value into the slot's accumulator;
- *   block       the same through a per-block table in shared memory that
- *               caches (key, global slot) and folds values there; flushed
- *               into the global table when the block ends, spilling into
- *               it directly where the block's table is crowded;
+ *               and fold the value into the slot's accumulator; where the
+ *               launch has shared memory (shared_bytes, ABI 1.4), through a
+ *               per-block table there that caches (key, global slot) and
+ *               folds values, flushed into the global table when the block
+ *               ends and spilling into it directly where it is crowded;
+ *   block       the same per-block table, sized by the host to hold the
+ *               whole (small) key set: one kernel serves both, hash's table
+ *               caching the frequent keys of many;
  *   dense       index keys: fold into a per-block array indexed by the key
  *               (shared memory where it fits), flushed at the block's end;
  *   direct      store the key once in the key space and the pair at an
@@ -41,23 +44,24 @@ namespace soren {
 
 enum { EMIT_RECORD = 0, EMIT_PAIRS, EMIT_KEY_BYTES, EMIT_STAGE, EMIT_SKIP, EMIT_FAILED };
 
-/* The block variant's table: entries, and how far a key probes before it
- * goes to the global table. */
-enum { BLOCK_SLOTS = SOREN_GPU_BLOCK_SLOTS, BLOCK_PROBES = 8 };
+/* How far a key probes the per-block table before it goes to the global
+ * table. */
+enum { BLOCK_PROBES = 8 };
 
 constexpr unsigned long long TAG_MASK = 0xffffffff00000000ull;
 
 /* What soren_emit reaches from a kernel: the launch's arguments, its
  * variant (a compile-time constant of each kernel, so the emit path of the
- * other variants is compiled away) and, for block and dense, this block's
- * shared memory. */
+ * other variants is compiled away) and, for a per-block table (hash, block)
+ * or array (dense), this block's shared memory. */
 struct emit_ctx {
     const soren_gpu_map_args *a;
     uint32_t variant;                /* soren_gpu_variant */
-    unsigned long long *block_slots; /* block: tag | (global slot + 1); 0 is free */
-    uint4 *block_keys;               /* block: size + 1 (0 until written), first 12 bytes */
-    void *block_values;              /* block: BLOCK_SLOTS values; dense: key_count values */
+    unsigned long long *block_slots; /* tag | (global slot + 1); 0 is free; NULL: no table */
+    uint4 *block_keys;               /* size + 1 (0 until written), first 12 bytes */
+    void *block_values;              /* the table's values; dense: key_count values */
     uint8_t *present;                /* dense: a byte per key, 1 once the block emitted it */
+    uint32_t block_mask;             /* the table's entries - 1 (a power of two) */
 };
 
 /* Bytes [off, off + 4) of a key of n bytes as a little-endian word, zero
@@ -203,12 +207,12 @@ __device__ inline bool hash_insert(const soren_gpu_map_args *a, const uint8_t *k
     return true;
 }
 
-/* The block variant: the key's entry in this block's table holds its
- * global slot (claimed on the block's first sight of the key), its size
- * and first 12 bytes, and a value that folds in shared memory until the
- * block flushes it.  A key of up to 12 bytes that the block has seen
- * compares in shared memory alone: the frequent keys of a skewed set never
- * touch the global table again.  Crowded keys go to the global table. */
+/* Through the per-block table: the key's entry holds its global slot
+ * (claimed on the block's first sight of the key), its size and first 12
+ * bytes, and a value that folds in shared memory until the block flushes
+ * it.  A key of up to 12 bytes that the block has seen compares in shared
+ * memory alone: the frequent keys of a skewed set never touch the global
+ * table again.  Crowded keys go to the global table. */
 template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
 __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_t n,
                                     const void *v)
@@ -220,8 +224,8 @@ __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_
     const uint4 prefix = make_uint4(n + 1, key_word(k, n, 0), key_word(k, n, 4), key_word(k, n, 8));
     uint8_t *values = (uint8_t *)c->block_values;
     int64_t g = -1;
-    uint32_t i = (uint32_t)(h >> 16) & (BLOCK_SLOTS - 1);
-    for (int probe = 0; probe < BLOCK_PROBES; probe++, i = (i + 1) & (BLOCK_SLOTS - 1)) {
+    uint32_t i = (uint32_t)(h >> 16) & c->block_mask;
+    for (int probe = 0; probe < BLOCK_PROBES; probe++, i = (i + 1) & c->block_mask) {
         /* Other threads of the block claim and fill entries while this one
          * reads them, with no barrier between: every access is atomic. */
         unsigned long long seen = atomic_read(&c->block_slots[i]);
@@ -381,10 +385,9 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
     } else {
         switch (c->variant) {
         case SOREN_GPU_HASH:
-            applied = hash_insert<S::op, S::value_type, S::user_combine>(a, k, n, v);
-            break;
-        case SOREN_GPU_BLOCK:
-            applied = block_insert<S::op, S::value_type, S::user_combine>(c, k, n, v);
+            applied = c->block_slots
+                          ? block_insert<S::op, S::value_type, S::user_combine>(c, k, n, v)
+                          : hash_insert<S::op, S::value_type, S::user_combine>(a, k, n, v);
             break;
         case SOREN_GPU_DENSE:
             if constexpr (S::key_type == SOREN_TYPE_INDEX)
@@ -422,18 +425,21 @@ __device__ __forceinline__ void emit_any(soren_emitter *e, const void *key, uint
     }
 }
 
-/* Shared memory of a block or dense launch: its table or array, set to
- * empty and to the combine's identity. */
+/* Shared memory of a hash (block) or dense launch that has some: its table
+ * or array, set to empty and to the combine's identity. */
 template <uint32_t V, typename T>
 __device__ inline void shared_setup(emit_ctx *c, const soren_gpu_map_args &a, T identity,
                                     unsigned long long *shared)
 {
-    if constexpr (V == SOREN_GPU_BLOCK) {
-        /* SOREN_GPU_BLOCK_BYTES an entry: claim, size and prefix; then the values */
+    if constexpr (V == SOREN_GPU_HASH) {
+        /* SOREN_GPU_BLOCK_BYTES an entry: claim, size and prefix; then the
+         * values.  The host sizes it to a power of two of entries. */
+        const uint32_t entries = a.shared_bytes / (SOREN_GPU_BLOCK_BYTES + sizeof(T));
+        c->block_mask = entries - 1;
         c->block_slots = shared;
-        c->block_keys = (uint4 *)(shared + BLOCK_SLOTS);
-        c->block_values = c->block_keys + BLOCK_SLOTS;
-        for (uint32_t i = threadIdx.x; i < BLOCK_SLOTS; i += blockDim.x) {
+        c->block_keys = (uint4 *)(shared + entries);
+        c->block_values = c->block_keys + entries;
+        for (uint32_t i = threadIdx.x; i < entries; i += blockDim.x) {
             c->block_slots[i] = 0;
             c->block_keys[i] = make_uint4(0, 0, 0, 0);
             ((T *)c->block_values)[i] = identity;
@@ -455,8 +461,8 @@ __device__ inline void shared_flush(const emit_ctx *c, const soren_gpu_map_args 
 {
     __syncthreads();
     const uint32_t vs = a.value_size;
-    if constexpr (V == SOREN_GPU_BLOCK) {
-        for (uint32_t i = threadIdx.x; i < BLOCK_SLOTS; i += blockDim.x) {
+    if constexpr (V == SOREN_GPU_HASH) {
+        for (uint32_t i = threadIdx.x; i <= c->block_mask; i += blockDim.x) {
             unsigned long long s = c->block_slots[i];
             if (s)
                 combine_into<Op, VType, UserFn>(
@@ -543,8 +549,9 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
     constexpr bool monitor = V == SOREN_GPU_MONITOR;
     extern __shared__ unsigned long long shared[];
 
-    emit_ctx c = {&a, V, nullptr, nullptr, nullptr, nullptr};
-    if constexpr (V == SOREN_GPU_BLOCK || V == SOREN_GPU_DENSE) {
+    emit_ctx c = {&a, V, nullptr, nullptr, nullptr, nullptr, 0};
+    const bool shared_table = (V == SOREN_GPU_HASH || V == SOREN_GPU_DENSE) && a.shared_bytes;
+    if (shared_table) {
         T user = value_from<T, typename value_of<S::value_type>::word>(
             (typename value_of<S::value_type>::word)a.identity);
         shared_setup<V, T>(&c, a,
@@ -616,7 +623,7 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
             atomicAdd(&a.sample_counts[2], bytes);
         }
     }
-    if constexpr (V == SOREN_GPU_BLOCK || V == SOREN_GPU_DENSE)
+    if (shared_table)
         shared_flush<V, S::op, S::value_type, S::user_combine>(&c, a);
 }
 
@@ -637,9 +644,9 @@ __host__ inline void (*map_kernel_for(uint32_t variant))(soren_gpu_map_args)
         if constexpr (combines)
             return map_kernel<Desc, I, SOREN_GPU_HASH>;
         break;
-    case SOREN_GPU_BLOCK:
+    case SOREN_GPU_BLOCK: /* a hash launch whose per-block table holds the key set */
         if constexpr (combines)
-            return map_kernel<Desc, I, SOREN_GPU_BLOCK>;
+            return map_kernel<Desc, I, SOREN_GPU_HASH>;
         break;
     case SOREN_GPU_DENSE:
         if constexpr (combines && S::key_type == SOREN_TYPE_INDEX)
