@@ -458,13 +458,13 @@ Test(gpu, overflows_resume_without_losing_a_pair)
 
 /* The entries of each thread block's table that the GPU engine gives a
  * run of job with variant, from its --explain report x: block's twice the
- * projected keys (64 to 2048), hash's 2048 where it folds values (none where
- * it groups them for a reduce), none for the others. */
+ * sample's distinct keys (64 to 2048), hash's 2048 where it folds values
+ * (none where it groups them for a reduce), none for the others. */
 static json_int_t block_slots_for(const char *variant, int grouping, json_t *x)
 {
     if (strcmp(variant, "block") == 0) {
         json_int_t keys = json_integer_value(
-            json_object_get(json_object_get(x, "projection"), "distinct_keys"));
+            json_object_get(json_object_get(x, "metrics"), "distinct_keys"));
         json_int_t n = 64;
         while (n < 2 * keys && n < 2048)
             n *= 2;

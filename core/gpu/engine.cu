@@ -1369,12 +1369,12 @@ soren_status session_inputs(gpu_run *r, uint64_t largest, uint64_t records)
 }
 
 /* The entries of a hash or block launch's per-block table.  Block's holds
- * the key set, so it follows the projection: a small table keeps more
- * blocks resident and costs less to clear and flush.  Hash's caches the
- * frequent keys of many at full size, so that they fold in shared memory
- * instead of waiting on the global table (1.8x on wordcount's Zipf text:
- * bench/results).  Plugins built before ABI 1.4 have a fixed block table
- * and none for hash. */
+ * the key set, so it follows the sample's distinct keys: a small table
+ * keeps more blocks resident and costs less to clear and flush.  Hash's
+ * caches the frequent keys of many at full size, so that they fold in
+ * shared memory instead of waiting on the global table (1.7x on
+ * wordcount's Zipf text: bench/results/block-tables-*.md).  Plugins built
+ * before ABI 1.4 have a fixed block table and none for hash. */
 uint32_t block_table_entries(gpu_run *r)
 {
     const soren_gpu_options *o = r->opt;
@@ -1385,7 +1385,10 @@ uint32_t block_table_entries(gpu_run *r)
         return block ? SOREN_GPU_BLOCK_SLOTS : 0;
     if (o->block_slots == SOREN_GPU_NO_BLOCK_TABLE)
         return 0; /* straight into the global table, block's launch too */
-    uint64_t want = SOREN_GPU_BLOCK_SLOTS, distinct = r->x->projection.distinct_keys;
+    /* The sample's count, not the projection's: scaling a few keys by the
+     * input's size over the sample's (32 on 1 GiB) would size for keys
+     * that a sample of millions of pairs did not meet. */
+    uint64_t want = SOREN_GPU_BLOCK_SLOTS, distinct = r->x->metrics.distinct_keys;
     if (o->block_slots)
         want = o->block_slots;
     else if (block && r->x->metrics.ran && distinct < SOREN_GPU_BLOCK_SLOTS / 2)

@@ -7,10 +7,11 @@
  *   hash        find or claim the key's slot in the global table (linear
  *               probing; a slot is claimed by atomicCAS of (hash, key ref))
  *               and fold the value into the slot's accumulator; where the
- *               launch has shared memory (shared_bytes, ABI 1.4), through a
- *               per-block table there that caches (key, global slot) and
- *               folds values, flushed into the global table when the block
- *               ends and spilling into it directly where it is crowded;
+ *               launch has shared memory (shared_bytes, ABI 1.4), keys of up
+ *               to 12 bytes go through a per-block table there that caches
+ *               (key, global slot) and folds values, flushed into the global
+ *               table when the block ends and spilling into it directly
+ *               where it is crowded;
  *   block       the same per-block table, sized by the host to hold the
  *               whole (small) key set: one kernel serves both, hash's table
  *               caching the frequent keys of many;
@@ -385,7 +386,9 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
     } else {
         switch (c->variant) {
         case SOREN_GPU_HASH:
-            applied = c->block_slots
+            /* A hash launch's table caches the keys it can compare without
+             * leaving the SM; a block launch's holds every key of its set. */
+            applied = c->block_slots && (n <= 12 || a->variant == SOREN_GPU_BLOCK)
                           ? block_insert<S::op, S::value_type, S::user_combine>(c, k, n, v)
                           : hash_insert<S::op, S::value_type, S::user_combine>(a, k, n, v);
             break;
