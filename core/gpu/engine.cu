@@ -182,15 +182,20 @@ __global__ void split_write_kernel(const uint8_t *input, uint64_t size, uint64_t
     }
 }
 
-__global__ void gather_slots_kernel(const uint64_t *used, uint64_t n,
-                                    const unsigned long long *slots, const uint8_t *slot_values,
+/* Takes the used slots' keys and values into the list and leaves the
+ * slots empty again (0, and the identity value), so that a session's next
+ * run need not clear the whole table. */
+__global__ void gather_slots_kernel(const uint64_t *used, uint64_t n, unsigned long long *slots,
+                                    uint8_t *slot_values, const uint8_t *identity,
                                     uint32_t value_size, uint32_t *refs, uint8_t *values)
 {
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x) {
         uint64_t i = used[j];
         refs[j] = (uint32_t)slots[i];
+        slots[i] = 0;
         memcpy(values + j * value_size, slot_values + i * value_size, value_size);
+        memcpy(slot_values + i * value_size, identity, value_size);
     }
 }
 
@@ -300,15 +305,22 @@ __global__ void key_sizes_kernel(const uint32_t *perm, uint64_t n, const uint32_
 }
 
 /* The final packed layout of a soren_result: keys back to back at their
- * scanned offsets, values in order. */
+ * offsets, values in order.  Keys of one size (typed keys: key_size) are at
+ * multiples of it, which the kernel writes; other keys at offsets scanned
+ * from their sizes. */
 __global__ void pack_kernel(const uint32_t *perm, uint64_t n, const uint32_t *refs,
-                            const uint8_t *keys, const uint64_t *offsets,
+                            const uint8_t *keys, uint32_t key_size, uint64_t *offsets,
                             const uint8_t *values, uint32_t value_size, uint8_t *out_keys,
                             uint8_t *out_values)
 {
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x) {
         uint32_t ref = refs[perm[j]];
+        if (key_size) {
+            offsets[j] = j * key_size;
+            if (j == n - 1)
+                offsets[n] = n * key_size;
+        }
         memcpy(out_keys + offsets[j], key_bytes_of(keys, ref), key_size_of(keys, ref));
         memcpy(out_values + j * value_size, values + (uint64_t)perm[j] * value_size, value_size);
     }
@@ -358,6 +370,8 @@ struct gpu_run {
     uint64_t max_threads;       /* resume entries: every thread the device can hold */
     uint32_t dense_shared;      /* dense: shared bytes per block (0: arrays in global memory) */
     uint32_t block_slots;       /* hash and block: per-block table entries (0: none) */
+    uint8_t *identity;          /* the combine's identity value, for emptied slots */
+    bool table_clean;           /* merge_table left every slot empty */
     unsigned int *sketch;       /* monitor: SOREN_SKETCH_REGISTERS ranks */
     uint64_t sample_count;
     soren_explain *x;
@@ -565,7 +579,7 @@ void gpu_run_destroy(gpu_run *r)
                      r->record_pairs, r->record_key_bytes, r->temp,   r->refs,
                      r->values,      r->perm,        r->perm_alt,     r->bits,
                      r->bits_alt,    r->group_refs,  r->group_start,  r->group_values,
-                     r->packed_keys, r->packed_values, r->packed_offsets};
+                     r->packed_keys, r->packed_values, r->packed_offsets, r->identity};
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         dev_free(r, owned[i]);
     for (int i = 0; i < SOREN_MAX_PARAMS; i++)
@@ -1342,11 +1356,11 @@ soren_status session_start(gpu_run *r)
  * "none"; keys start SOREN_KEY_ALIGN-aligned). */
 soren_status counters_reset(gpu_run *r)
 {
-    CUDA_TRY(r, cudaMemsetAsync(r->counters, 0, COUNTER_COUNT * sizeof(unsigned long long),
+    unsigned long long fresh[COUNTER_COUNT] = {0};
+    fresh[KEYS_USED] = SOREN_KEY_ALIGN;
+    /* from pageable memory: the copy has taken fresh when it returns */
+    CUDA_TRY(r, cudaMemcpyAsync(r->counters, fresh, sizeof fresh, cudaMemcpyHostToDevice,
                                 r->stream));
-    unsigned long long first_key = SOREN_KEY_ALIGN;
-    CUDA_TRY(r, cudaMemcpyAsync(r->counters + KEYS_USED, &first_key, sizeof first_key,
-                                cudaMemcpyHostToDevice, r->stream));
     return SOREN_OK;
 }
 
@@ -1580,10 +1594,21 @@ soren_status merge_table(gpu_run *r)
         if ((st = dev_alloc(r, (void **)&r->refs, n * 4, "the merged keys")) != SOREN_OK ||
             (st = dev_alloc(r, (void **)&r->values, n * vs, "the merged values")) != SOREN_OK)
             break;
-        gather_slots_kernel<<<GRID(r)>>>(used, n, r->slots, r->slot_values, vs, r->refs,
-                                         r->values);
+        if (!r->identity) {
+            if ((st = dev_alloc(r, (void **)&r->identity, vs, "the identity value")) != SOREN_OK)
+                break;
+            if ((rc = (cudaError_t)r->gpu->fill_identity(r->identity, 1, r->stream)) !=
+                cudaSuccess) {
+                st = cuda_fail(r, rc, "fill_identity", __LINE__);
+                break;
+            }
+        }
+        gather_slots_kernel<<<GRID(r)>>>(used, n, r->slots, r->slot_values, r->identity, vs,
+                                         r->refs, r->values);
         if ((rc = cudaGetLastError()) != cudaSuccess)
             st = cuda_fail(r, rc, "gather_slots_kernel", __LINE__);
+        else
+            r->table_clean = true;
     } while (0);
     dev_free(r, used);
     return st;
@@ -1887,22 +1912,29 @@ soren_status pack_result(gpu_run *r)
     if (n == 0)
         return SOREN_OK;
     ALLOC(r, r->packed_offsets, (n + 1) * 8, "the result's key offsets");
-    key_sizes_kernel<<<GRID(r)>>>(r->perm, n, r->refs, r->keys, r->bits_alt);
-    CUDA_TRY(r, cudaGetLastError());
-    CUB_RUN(r, cub::DeviceScan::ExclusiveSum, r->bits_alt, r->packed_offsets, (int64_t)n);
-    uint64_t last_offset = 0, last_size = 0;
-    CUDA_TRY(r, cudaMemcpyAsync(&last_offset, r->packed_offsets + n - 1, 8,
-                                cudaMemcpyDeviceToHost, r->stream));
-    CUDA_TRY(r, cudaMemcpyAsync(&last_size, r->bits_alt + n - 1, 8, cudaMemcpyDeviceToHost,
-                                r->stream));
-    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
-    r->packed_key_bytes = last_offset + last_size;
-    CUDA_TRY(r, cudaMemcpyAsync(r->packed_offsets + n, &r->packed_key_bytes, 8,
-                                cudaMemcpyHostToDevice, r->stream));
+    /* Typed keys have one size: their offsets need no scan, and the host
+     * knows their total without asking the device. */
+    const uint32_t key_size = (uint32_t)soren_type_size((soren_type)r->spec->key_type);
+    if (key_size) {
+        r->packed_key_bytes = n * key_size;
+    } else {
+        key_sizes_kernel<<<GRID(r)>>>(r->perm, n, r->refs, r->keys, r->bits_alt);
+        CUDA_TRY(r, cudaGetLastError());
+        CUB_RUN(r, cub::DeviceScan::ExclusiveSum, r->bits_alt, r->packed_offsets, (int64_t)n);
+        uint64_t last_offset = 0, last_size = 0;
+        CUDA_TRY(r, cudaMemcpyAsync(&last_offset, r->packed_offsets + n - 1, 8,
+                                    cudaMemcpyDeviceToHost, r->stream));
+        CUDA_TRY(r, cudaMemcpyAsync(&last_size, r->bits_alt + n - 1, 8, cudaMemcpyDeviceToHost,
+                                    r->stream));
+        CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+        r->packed_key_bytes = last_offset + last_size;
+        CUDA_TRY(r, cudaMemcpyAsync(r->packed_offsets + n, &r->packed_key_bytes, 8,
+                                    cudaMemcpyHostToDevice, r->stream));
+    }
     ALLOC(r, r->packed_keys, r->packed_key_bytes, "the result's keys");
     ALLOC(r, r->packed_values, n * vs, "the result's values");
-    pack_kernel<<<GRID(r)>>>(r->perm, n, r->refs, r->keys, r->packed_offsets, r->values, vs,
-                             r->packed_keys, r->packed_values);
+    pack_kernel<<<GRID(r)>>>(r->perm, n, r->refs, r->keys, key_size, r->packed_offsets,
+                             r->values, vs, r->packed_keys, r->packed_values);
     CUDA_TRY(r, cudaGetLastError());
     return SOREN_OK;
 }
@@ -1971,10 +2003,11 @@ void release_list(gpu_run *r)
  * handed it to its list; the first run's sample and sizes reported. */
 soren_status session_reset(gpu_run *r)
 {
-    if (r->slots) {
+    if (r->slots && !r->table_clean) { /* grouping leaves its slots claimed */
         CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, r->slot_count * 8, r->stream));
         CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, r->slot_count, r->stream));
     }
+    r->table_clean = false;
     bool pairs = r->variant == SOREN_VARIANT_DIRECT || r->variant == SOREN_VARIANT_SORT ||
                  (r->variant == SOREN_VARIANT_HASH && r->spec->combine == SOREN_COMBINE_NONE);
     if (pairs && !r->pair_keys) {
@@ -2127,6 +2160,8 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
             st = group_pairs(r);
         } else if (r->slots) {
             st = merge_table(r);
+            /* dense: slot i is key i, and the select keeps the slots' order */
+            key_sorted = r->variant == SOREN_VARIANT_DENSE;
         } else {
             st = merge_pairs(r);
             key_sorted = s->combine != SOREN_COMBINE_NONE;
