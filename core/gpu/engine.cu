@@ -328,9 +328,6 @@ __global__ void pack_kernel(const uint32_t *perm, uint64_t n, const uint32_t *re
 
 /* ---- Host side ----------------------------------------------------------- */
 
-/* The smallest table block sizes from the projection: its clearing and
- * flushing cost next to nothing below this. */
-enum { BLOCK_SLOTS_MIN = 64 };
 enum { MARKS = 9 }; /* upload, split, monitor, map, merge, reduce, order, download, end */
 
 /* A device block of a session's pool (see dev_alloc). */
@@ -1382,31 +1379,24 @@ soren_status session_inputs(gpu_run *r, uint64_t largest, uint64_t records)
     return s->input_format == SOREN_INPUT_LINES ? SOREN_OK : ensure_records(r, records);
 }
 
-/* The entries of a hash or block launch's per-block table.  Block's holds
- * the key set, so it follows the sample's distinct keys: a small table
- * keeps more blocks resident and costs less to clear and flush.  Hash's
- * caches the frequent keys of many at full size, so that they fold in
- * shared memory instead of waiting on the global table (1.7x on
- * wordcount's Zipf text: bench/results/block-tables-*.md).  Plugins built
+/* The entries of a hash or block launch's per-block table: block's holds
+ * its few keys, hash's caches the frequent short keys of many, so that they
+ * fold in shared memory instead of waiting on the global table (1.7x on
+ * wordcount's Zipf text: bench/results/block-tables-*.md).  Both take the
+ * largest size by default: a table sized to a few keys (64 entries for a
+ * rare grep) was no faster, and made k-means 2x slower, its more resident
+ * blocks flushing the same 24 keys into the global table.  Plugins built
  * before ABI 1.4 have a fixed block table and none for hash. */
 uint32_t block_table_entries(gpu_run *r)
 {
     const soren_gpu_options *o = r->opt;
-    const bool block = r->variant == SOREN_VARIANT_BLOCK;
     if (r->spec->combine == SOREN_COMBINE_NONE)
         return 0; /* grouping for a reduce: nothing to fold */
     if (r->spec->code->gpu->abi_minor < 4)
-        return block ? SOREN_GPU_BLOCK_SLOTS : 0;
+        return r->variant == SOREN_VARIANT_BLOCK ? SOREN_GPU_BLOCK_SLOTS : 0;
     if (o->block_slots == SOREN_GPU_NO_BLOCK_TABLE)
         return 0; /* straight into the global table, block's launch too */
-    /* The sample's count, not the projection's: scaling a few keys by the
-     * input's size over the sample's (32 on 1 GiB) would size for keys
-     * that a sample of millions of pairs did not meet. */
-    uint64_t want = SOREN_GPU_BLOCK_SLOTS, distinct = r->x->metrics.distinct_keys;
-    if (o->block_slots)
-        want = o->block_slots;
-    else if (block && r->x->metrics.ran && distinct < SOREN_GPU_BLOCK_SLOTS / 2)
-        want = 2 * distinct > BLOCK_SLOTS_MIN ? 2 * distinct : BLOCK_SLOTS_MIN;
+    uint64_t want = o->block_slots ? o->block_slots : SOREN_GPU_BLOCK_SLOTS;
     return (uint32_t)next_pow2(want < SOREN_GPU_BLOCK_SLOTS ? want : SOREN_GPU_BLOCK_SLOTS);
 }
 
