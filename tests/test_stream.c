@@ -896,6 +896,54 @@ static void tiny_budgets(const char *device)
 }
 TWINS(tiny_budgets)
 
+/* ---- The table under a budget ---------------------------------------------- */
+
+/* On the GPU a table that would grow, with its key space, past half the
+ * budget goes to host memory and starts again empty; its pairs are folded
+ * with the rest on the CPU engine at the end: the same output as the CPU
+ * engine, and --explain and -v say how often.  The table starts tiny so
+ * that it grows, then spills, many times. */
+static void expect_spills(const char *job, const char *args, const char *input,
+                          uint64_t budget, const char *what)
+{
+    char *ref = in_dir("ref.tsv"), *out = in_dir("got.tsv"), *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s' run %s %s --device cpu -o '%s' '%s'", tu_host(), job,
+                     args, ref, input);
+    cr_assert_eq(rc, 0, "%s: the reference run: exit %d: %s", what, rc, err);
+    free(err);
+    rc = tu_runf(NULL, &err, "'%s' run %s %s --device gpu --device-memory %llu --table-slots "
+                 "256 --key-bytes 4K --explain -v -o '%s' '%s'", tu_host(), job, args,
+                 (unsigned long long)budget, out, input);
+    cr_assert_eq(rc, 0, "%s: exit %d: %s", what, rc, err);
+    json_t *x = explain_of(err, what);
+    json_int_t spills = json_integer_value(json_object_get(x, "spills"));
+    json_int_t pairs = json_integer_value(json_object_get(x, "spilled_pairs"));
+    cr_expect_geq(spills, 2, "%s: %lld spills under a budget of %llu", what, (long long)spills,
+                  (unsigned long long)budget);
+    cr_expect_gt(pairs, 0, "%s: %lld spills took no pair", what, (long long)spills);
+    cr_expect(strstr(err, "the table went to host memory") != NULL, "%s: -v does not say it: %s",
+              what, err);
+    json_decref(x);
+    free(err);
+    expect_same_file(out, ref, what);
+    free(ref);
+    free(out);
+}
+
+Test(stream, table_spills_to_host_gpu)
+{
+    require_gpu();
+    char *text = gen("text", "text --size 4M --vocab 300000 --seed 1016");
+    char *log = gen("log", "weblog --size 4M --urls 200000 --ips 50000 --seed 1017");
+    const uint64_t budget = 2 << 20;
+    expect_spills("wordcount", "--engine hash", text, budget, "wordcount, hash");
+    expect_spills("wordcount", "--engine block", text, budget, "wordcount, block");
+    expect_spills("wordcount", "--top 20", text, budget, "wordcount --top 20 (auto)");
+    expect_spills("pageviewcount", "", log, budget, "pageviewcount (two stages)");
+    free(text);
+    free(log);
+}
+
 /* ---- Usage errors ---------------------------------------------------------- */
 
 Test(stream, device_memory_usage_errors)

@@ -115,6 +115,11 @@ typedef struct soren_explain {
     soren_variant variant;
     const char *rule;   /* static string from soren_choose, or "--engine NAME" */
     uint64_t block_slots; /* GPU hash and block: entries of each thread block's table */
+    /* GPU: times the table went to host memory instead of growing past the
+     * device memory budget, and the pairs it took there (soren_gpu_options);
+     * the result then holds a key once per spill and once more, unordered,
+     * and the caller folds it. */
+    uint64_t spills, spilled_pairs;
     soren_overflow *overflows; /* owned */
     size_t overflow_count, overflow_cap;
     soren_phase_times ms;

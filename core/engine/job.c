@@ -102,6 +102,28 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static soren_status fold_received(const soren_stage_spec *spec, const soren_input *received,
+                                  const soren_params *params, const soren_run_options *o,
+                                  soren_result *res, soren_error *err);
+
+/* A GPU run whose table spilled to host memory left a key's values in
+ * several pairs: they are folded with the stage's combine on the CPU
+ * engine, which also runs the reduce function and orders, as a rank of a
+ * distributed run folds what it received. */
+static soren_status fold_spills(const soren_stage_spec *spec, const soren_params *params,
+                                const soren_run_options *o, soren_result *res, soren_error *err)
+{
+    soren_input pairs;
+    soren_status rc = soren_input_pairs(&pairs, "(the GPU table's pairs and spills)", res, err);
+    soren_result_destroy(res);
+    if (rc != SOREN_OK)
+        return rc;
+    soren_progress_phase(o->progress, "fold", 0);
+    rc = fold_received(spec, &pairs, params, o, res, err);
+    soren_input_close(&pairs);
+    return rc;
+}
+
 /* A stage on the GPU: one run, or a run of the session in *session (the
  * library's jobs keep one per stage), made anew where the stage or the
  * options changed. */
@@ -117,6 +139,7 @@ static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inp
     gpu.sample = o->sample;
     gpu.small_keys = o->small_keys;
     gpu.progress = o->progress;
+    gpu.device_memory = o->device_memory;
     x->device = "gpu";
     soren_status rc = SOREN_OK;
     if (!session) {
@@ -131,6 +154,14 @@ static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inp
         if (rc == SOREN_OK)
             rc = soren_gpu_session_run(*session, inputs, input_count, params, o->progress, res,
                                        x, err);
+    }
+    if (rc == SOREN_OK && x->spills) {
+        if (o->verbose)
+            soren_progress_say(o->progress, "soren-host: gpu engine: the table went to host "
+                               "memory %llu times (%llu pairs) under --device-memory; folding "
+                               "on the CPU\n", (unsigned long long)x->spills,
+                               (unsigned long long)x->spilled_pairs);
+        rc = fold_spills(spec, params, o, res, err);
     }
     if (rc == SOREN_OK && o->verbose) {
         soren_progress_say(o->progress,

@@ -369,6 +369,7 @@ struct gpu_run {
     uint32_t block_slots;       /* hash and block: per-block table entries (0: none) */
     uint8_t *identity;          /* the combine's identity value, for emptied slots */
     bool table_clean;           /* merge_table left every slot empty */
+    soren_result spilled;       /* the pairs of the table's spills (soren_gpu_options) */
     unsigned int *sketch;       /* monitor: SOREN_SKETCH_REGISTERS ranks */
     uint64_t sample_count;
     soren_explain *x;
@@ -577,6 +578,7 @@ void gpu_run_destroy(gpu_run *r)
                      r->values,      r->perm,        r->perm_alt,     r->bits,
                      r->bits_alt,    r->group_refs,  r->group_start,  r->group_values,
                      r->packed_keys, r->packed_values, r->packed_offsets, r->identity};
+    soren_result_destroy(&r->spilled);
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         dev_free(r, owned[i]);
     for (int i = 0; i < SOREN_MAX_PARAMS; i++)
@@ -1259,8 +1261,29 @@ soren_status grow_after_overflow(gpu_run *r, const unsigned long long *c)
     return SOREN_OK;
 }
 
-/* Launches map over one input's records, growing regions and resuming until
- * every record is done. */
+soren_status spill_table(gpu_run *r, const unsigned long long *c);
+
+/* Whether a full table goes to host memory instead of growing: under a
+ * device memory budget, where growing would take the table and the key
+ * space past half of it (the input's chunks take the other half), for a
+ * table that folds values (hash, block) and is at least half used, so that
+ * emptying it makes room for progress. */
+bool spill_due(gpu_run *r, const unsigned long long *c)
+{
+    const uint64_t budget = r->opt->device_memory;
+    const unsigned status = (unsigned)c[STATUS];
+    if (!budget || !r->slots || r->spec->combine == SOREN_COMBINE_NONE ||
+        (r->variant != SOREN_VARIANT_HASH && r->variant != SOREN_VARIANT_BLOCK) ||
+        !(status & (SOREN_GPU_TABLE_FULL | SOREN_GPU_KEYS_FULL)))
+        return false;
+    const uint64_t table = r->slot_count * (8 + r->spec->value_size) *
+                           (status & SOREN_GPU_TABLE_FULL ? 2 : 1);
+    const uint64_t keys = r->keys_capacity * (status & SOREN_GPU_KEYS_FULL ? 2 : 1);
+    return table + keys > budget / 2 && c[SLOTS_USED] >= r->slot_limit / 2;
+}
+
+/* Launches map over one input's records, growing regions (or spilling the
+ * table) and resuming until every record is done. */
 soren_status launch_map(gpu_run *r, uint32_t variant, uint64_t size, uint64_t records)
 {
     /* Each resume at least doubles a region: this many cover any size. */
@@ -1278,6 +1301,16 @@ soren_status launch_map(gpu_run *r, uint32_t variant, uint64_t size, uint64_t re
             return bad_key_error(r, c[BAD_KEY]);
         if (!(status & SOREN_GPU_OVERFLOW))
             return SOREN_OK;
+        if (spill_due(r, c)) {
+            /* Each spill empties a table at least half used: no limit. */
+            soren_status st = spill_table(r, c);
+            if (st != SOREN_OK)
+                return st;
+            resumes--;
+            fill_args(r, &a, variant, size, records);
+            a.resuming = 1;
+            continue;
+        }
         if (resumes == RESUMES_MAX)
             return soren_error_set(r->err, SOREN_EJOB, "%s: map still overflows after %d "
                                    "resumes; this is a bug in Soren, please report it",
@@ -1987,6 +2020,42 @@ void release_list(gpu_run *r)
     r->n = 0;
 }
 
+/* Moves the table's pairs to host memory (appended to r->spilled, which
+ * session_run hands on with the result, for the caller to fold) and starts
+ * the table and the key space empty; the stopped launch then resumes.  The
+ * merge empties the slots; the key space is empty again once no slot
+ * refers to it. */
+soren_status spill_table(gpu_run *r, const unsigned long long *c)
+{
+    soren_result part;
+    soren_result_init(&part, r->spec);
+    soren_status st = merge_table(r);
+    if (st == SOREN_OK)
+        st = alloc_order_buffers(r);
+    if (st == SOREN_OK)
+        st = pack_result(r);
+    if (st == SOREN_OK)
+        st = copy_result(r, &part);
+    release_list(r);
+    r->table_clean = false; /* the map goes on filling it */
+    for (uint64_t i = 0; st == SOREN_OK && i < part.count; i++)
+        st = soren_result_append(&r->spilled, part.key_bytes + part.key_offset[i],
+                                 (uint32_t)(part.key_offset[i + 1] - part.key_offset[i]),
+                                 part.values + i * part.value_size, r->err);
+    if (st == SOREN_OK) {
+        r->x->spills++;
+        r->x->spilled_pairs += part.count;
+    }
+    soren_result_destroy(&part);
+    if (st != SOREN_OK)
+        return st;
+    uint64_t pairs_used = c[PAIRS_USED] < r->pair_capacity ? c[PAIRS_USED] : r->pair_capacity;
+    unsigned long long reset[SLOTS_USED + 1] = {SOREN_KEY_ALIGN, pairs_used, 0, 0, 0, 0};
+    CUDA_TRY(r, cudaMemcpyAsync(r->counters, reset, sizeof reset, cudaMemcpyHostToDevice,
+                                r->stream));
+    return SOREN_OK;
+}
+
 /* A later run of a session: the first run's variant and the regions as
  * they grew, emptied (the counters, the table or dense array back to empty
  * slots and the identity), and the pair space again where the last run
@@ -2071,6 +2140,9 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     }
     r->phase = "setup";
     r->emitter = "map";
+    soren_result_destroy(&r->spilled);
+    soren_result_init(&r->spilled, s);
+    r->x->spills = r->x->spilled_pairs = 0;
     /* a session may run from another thread than its first run's */
     CUDA_TRY(r, cudaSetDevice(r->opt->device));
     soren_status st = SOREN_OK;
@@ -2157,18 +2229,28 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
             key_sorted = s->combine != SOREN_COMBINE_NONE;
         }
     }
-    const char *reduce_phase = reducing ? "reduce" : NULL;
-    if (st == SOREN_OK && (st = mark(r, 5, "reduce", reduce_phase)) == SOREN_OK && reducing &&
+    /* After a spill the table held only some of each key's values: the
+     * caller folds them all, then reduces and orders. */
+    const bool spilled = r->spilled.count > 0;
+    const char *reduce_phase = reducing && !spilled ? "reduce" : NULL;
+    if (st == SOREN_OK && (st = mark(r, 5, "reduce", reduce_phase)) == SOREN_OK && reduce_phase &&
         r->n) {
         st = reduce_list(r);
         key_sorted = false;
     }
     if (st == SOREN_OK && (st = mark(r, 6, "ordering", "order")) == SOREN_OK)
-        st = order_list(r, key_sorted);
+        st = spilled ? (r->n ? alloc_order_buffers(r) : SOREN_OK) : order_list(r, key_sorted);
     if (st == SOREN_OK && (st = mark(r, 7, "copying the result back", "download")) == SOREN_OK)
         st = pack_result(r);
     if (st == SOREN_OK)
         st = copy_result(r, out);
+    for (uint64_t i = 0; st == SOREN_OK && i < r->spilled.count; i++) {
+        const soren_result *p = &r->spilled;
+        st = soren_result_append(out, p->key_bytes + p->key_offset[i],
+                                 (uint32_t)(p->key_offset[i + 1] - p->key_offset[i]),
+                                 p->values + i * p->value_size, r->err);
+    }
+    soren_result_destroy(&r->spilled);
     if (st == SOREN_OK && (st = mark(r, 8, "copying the result back", NULL)) == SOREN_OK) {
         CUDA_TRY(r, cudaEventSynchronize(r->mark[8]));
         ms->merge = elapsed(r, 4, 5);
@@ -2261,6 +2343,7 @@ extern "C" int soren_gpu_session_fits(const soren_gpu_session *s, const soren_st
            s->opt.variant == opt->variant && s->opt.device == opt->device &&
            s->opt.table_slots == opt->table_slots && s->opt.key_bytes == opt->key_bytes &&
            s->opt.pair_slots == opt->pair_slots && s->opt.block_slots == opt->block_slots &&
+           s->opt.device_memory == opt->device_memory &&
            s->opt.small_keys == opt->small_keys &&
            s->opt.sample == opt->sample;
 }

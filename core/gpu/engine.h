@@ -62,6 +62,12 @@ typedef struct soren_gpu_options {
      * to the projected keys, hash's SOREN_GPU_BLOCK_SLOTS;
      * SOREN_GPU_NO_BLOCK_TABLE: hash without one. */
     uint64_t block_slots;
+    /* --device-memory: where growing the hash table and the key space would
+     * take them past half of it, the table's pairs are copied to host
+     * memory instead and the table starts empty again; the caller folds
+     * them (soren_explain.spills says how many times).  0: they grow until
+     * the device is full. */
+    uint64_t device_memory;
     soren_progress *progress; /* where the run reports its phases and uploaded bytes (or NULL) */
     int device;              /* the CUDA device to run on (a rank's: its local rank's) */
 } soren_gpu_options;
