@@ -1464,6 +1464,17 @@ soren_status allocate_regions(gpu_run *r)
         r->block_slots = block_table_entries(r);
         r->x->block_slots = r->block_slots;
         uint64_t slots = next_pow2(o->table_slots ? o->table_slots : p->table_slots);
+        r->keys_capacity = o->key_bytes ? o->key_bytes : p->key_space;
+        if (o->device_memory && s->combine != SOREN_COMBINE_NONE) {
+            /* Under a budget the projection may not have it all: a quarter
+             * of the budget each for the table and the key space, which
+             * then spill (spill_due) rather than grow past half of it. */
+            const uint64_t quarter = o->device_memory / 4;
+            while (slots > 1024 && slots * (8 + s->value_size) > quarter)
+                slots /= 2;
+            if (r->keys_capacity > quarter)
+                r->keys_capacity = quarter;
+        }
         if (slots > TABLE_SLOTS_MAX)
             slots = TABLE_SLOTS_MAX;
         r->slot_count = slots < 2 ? 2 : slots;
@@ -1471,7 +1482,6 @@ soren_status allocate_regions(gpu_run *r)
         soren_status st = alloc_table(r, r->slot_count, &r->slots, &r->slot_values);
         if (st != SOREN_OK)
             return st;
-        r->keys_capacity = o->key_bytes ? o->key_bytes : p->key_space;
         if (s->combine == SOREN_COMBINE_NONE) {
             /* grouping for a reduce: the pairs refer to the table's keys */
             r->pair_capacity = o->pair_slots ? o->pair_slots : p->pair_slots;
