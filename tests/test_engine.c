@@ -1038,6 +1038,38 @@ static void append_str(soren_result *r, const char *key, uint32_t value)
     cr_assert_eq(soren_result_append(r, key, (uint32_t)strlen(key), &value, NULL), SOREN_OK);
 }
 
+/* append_all keeps the destination's pairs and adds the source's after
+ * them, keys of any length (the empty one too) and values intact. */
+Test(engine, result_append_all_concatenates)
+{
+    soren_stage_spec spec = wc_spec();
+    soren_result a, b;
+    soren_result_init(&a, &spec);
+    soren_result_init(&b, &spec);
+    cr_assert_eq(soren_result_append_all(&a, &b, NULL), SOREN_OK, "an empty source");
+    cr_assert_eq(a.count, 0);
+    append_str(&a, "first", 11);
+    append_str(&b, "", 22);
+    append_str(&b, "a longer key than the others", 33);
+    append_str(&b, "x", 44);
+    cr_assert_eq(soren_result_append_all(&a, &b, NULL), SOREN_OK);
+    const char *keys[] = {"first", "", "a longer key than the others", "x"};
+    const uint32_t values[] = {11, 22, 33, 44};
+    cr_assert_eq(a.count, 4);
+    for (uint64_t i = 0; i < 4; i++) {
+        uint64_t n = a.key_offset[i + 1] - a.key_offset[i];
+        cr_expect_eq(n, strlen(keys[i]), "pair %llu's key size", (unsigned long long)i);
+        cr_expect(memcmp(a.key_bytes + a.key_offset[i], keys[i], n) == 0, "pair %llu's key",
+                  (unsigned long long)i);
+        uint32_t v;
+        memcpy(&v, a.values + i * a.value_size, sizeof v);
+        cr_expect_eq(v, values[i], "pair %llu's value", (unsigned long long)i);
+    }
+    cr_assert_eq(b.count, 3, "the source is left as it was");
+    soren_result_destroy(&a);
+    soren_result_destroy(&b);
+}
+
 Test(engine, order_modes_and_limit)
 {
     soren_stage_spec spec = wc_spec();

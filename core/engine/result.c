@@ -60,6 +60,16 @@ static int result_reserve(soren_result *r, uint64_t key_size)
     return 0;
 }
 
+soren_status soren_result_append_all(soren_result *r, const soren_result *src, soren_error *err)
+{
+    soren_status rc = SOREN_OK;
+    for (uint64_t i = 0; rc == SOREN_OK && i < src->count; i++)
+        rc = soren_result_append(r, src->key_bytes + src->key_offset[i],
+                                 (uint32_t)(src->key_offset[i + 1] - src->key_offset[i]),
+                                 src->values + i * src->value_size, err);
+    return rc;
+}
+
 soren_status soren_result_append(soren_result *r, const void *key, uint32_t key_size,
                                  const void *value, soren_error *err)
 {

@@ -36,6 +36,8 @@ void soren_result_destroy(soren_result *r);
 /* Appends one pair (copying key and value), growing the arrays. */
 soren_status soren_result_append(soren_result *r, const void *key, uint32_t key_size,
                                  const void *value, soren_error *err);
+/* Appends every pair of src (of the same types) to r. */
+soren_status soren_result_append_all(soren_result *r, const soren_result *src, soren_error *err);
 
 /* Compares keys as the key type orders them: strings by bytes (memcmp, then
  * length), integers and index keys numerically, floats by IEEE total order. */

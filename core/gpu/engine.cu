@@ -2048,10 +2048,8 @@ soren_status spill_table(gpu_run *r, const unsigned long long *c)
         st = copy_result(r, &part);
     release_list(r);
     r->table_clean = false; /* the map goes on filling it */
-    for (uint64_t i = 0; st == SOREN_OK && i < part.count; i++)
-        st = soren_result_append(&r->spilled, part.key_bytes + part.key_offset[i],
-                                 (uint32_t)(part.key_offset[i + 1] - part.key_offset[i]),
-                                 part.values + i * part.value_size, r->err);
+    if (st == SOREN_OK)
+        st = soren_result_append_all(&r->spilled, &part, r->err);
     if (st == SOREN_OK) {
         r->x->spills++;
         r->x->spilled_pairs += part.count;
@@ -2254,12 +2252,8 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
         st = pack_result(r);
     if (st == SOREN_OK)
         st = copy_result(r, out);
-    for (uint64_t i = 0; st == SOREN_OK && i < r->spilled.count; i++) {
-        const soren_result *p = &r->spilled;
-        st = soren_result_append(out, p->key_bytes + p->key_offset[i],
-                                 (uint32_t)(p->key_offset[i + 1] - p->key_offset[i]),
-                                 p->values + i * p->value_size, r->err);
-    }
+    if (st == SOREN_OK)
+        st = soren_result_append_all(out, &r->spilled, r->err);
     soren_result_destroy(&r->spilled);
     if (st == SOREN_OK && (st = mark(r, 8, "copying the result back", NULL)) == SOREN_OK) {
         CUDA_TRY(r, cudaEventSynchronize(r->mark[8]));
