@@ -368,7 +368,6 @@ struct gpu_run {
     uint32_t dense_shared;      /* dense: shared bytes per block (0: arrays in global memory) */
     uint32_t block_slots;       /* hash and block: per-block table entries (0: none) */
     uint8_t *identity;          /* the combine's identity value, for emptied slots */
-    bool table_clean;           /* merge_table left every slot empty */
     soren_result spilled;       /* the pairs of the table's spills (soren_gpu_options) */
     unsigned int *sketch;       /* monitor: SOREN_SKETCH_REGISTERS ranks */
     uint64_t sample_count;
@@ -1122,6 +1121,12 @@ __global__ void dense_keys_kernel(uint8_t *keys, uint64_t count)
 
 #define GRID(r) (r)->grid, 256, 0, (r)->stream
 
+/* The device bytes of a table of slot_count slots and their values. */
+uint64_t table_bytes(const gpu_run *r, uint64_t slot_count)
+{
+    return slot_count * (8 + r->spec->value_size);
+}
+
 /* A table of slot_count empty slots (and identity values) for the hash and
  * block variants; a claim past slot_limit counts as full. */
 soren_status alloc_table(gpu_run *r, uint64_t slot_count, unsigned long long **slots,
@@ -1276,8 +1281,8 @@ bool spill_due(gpu_run *r, const unsigned long long *c)
         (r->variant != SOREN_VARIANT_HASH && r->variant != SOREN_VARIANT_BLOCK) ||
         !(status & (SOREN_GPU_TABLE_FULL | SOREN_GPU_KEYS_FULL)))
         return false;
-    const uint64_t table = r->slot_count * (8 + r->spec->value_size) *
-                           (status & SOREN_GPU_TABLE_FULL ? 2 : 1);
+    const uint64_t slots = r->slot_count * (status & SOREN_GPU_TABLE_FULL ? 2 : 1);
+    const uint64_t table = table_bytes(r, slots);
     const uint64_t keys = r->keys_capacity * (status & SOREN_GPU_KEYS_FULL ? 2 : 1);
     return table + keys > budget / 2 && c[SLOTS_USED] >= r->slot_limit / 2;
 }
@@ -1414,7 +1419,7 @@ soren_status session_inputs(gpu_run *r, uint64_t largest, uint64_t records)
 
 /* The entries of a hash or block launch's per-block table: block's holds
  * its few keys, hash's caches the frequent short keys of many, so that they
- * fold in shared memory instead of waiting on the global table (1.7x on
+ * fold in shared memory instead of waiting on the global table (1.8x on
  * wordcount's Zipf text: bench/results/block-tables-*.md).  Both take the
  * largest size by default: a table sized to a few keys (64 entries for a
  * rare grep) was no faster, and made k-means 2x slower, its more resident
@@ -1470,7 +1475,7 @@ soren_status allocate_regions(gpu_run *r)
              * of the budget each for the table and the key space, which
              * then spill (spill_due) rather than grow past half of it. */
             const uint64_t quarter = o->device_memory / 4;
-            while (slots > 1024 && slots * (8 + s->value_size) > quarter)
+            while (slots > 1024 && table_bytes(r, slots) > quarter)
                 slots /= 2;
             if (r->keys_capacity > quarter)
                 r->keys_capacity = quarter;
@@ -1640,8 +1645,6 @@ soren_status merge_table(gpu_run *r)
                                          r->refs, r->values);
         if ((rc = cudaGetLastError()) != cudaSuccess)
             st = cuda_fail(r, rc, "gather_slots_kernel", __LINE__);
-        else
-            r->table_clean = true;
     } while (0);
     dev_free(r, used);
     return st;
@@ -2047,7 +2050,6 @@ soren_status spill_table(gpu_run *r, const unsigned long long *c)
     if (st == SOREN_OK)
         st = copy_result(r, &part);
     release_list(r);
-    r->table_clean = false; /* the map goes on filling it */
     if (st == SOREN_OK)
         st = soren_result_append_all(&r->spilled, &part, r->err);
     if (st == SOREN_OK) {
@@ -2070,11 +2072,14 @@ soren_status spill_table(gpu_run *r, const unsigned long long *c)
  * handed it to its list; the first run's sample and sizes reported. */
 soren_status session_reset(gpu_run *r)
 {
-    if (r->slots && !r->table_clean) { /* grouping leaves its slots claimed */
+    /* merge_table emptied the slots it took; grouping leaves its slots
+     * claimed (a run that failed left its session unusable) */
+    const bool grouped = r->spec->reduce == SOREN_REDUCE_FUNCTION &&
+                         r->spec->combine == SOREN_COMBINE_NONE;
+    if (r->slots && grouped) {
         CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, r->slot_count * 8, r->stream));
         CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, r->slot_count, r->stream));
     }
-    r->table_clean = false;
     bool pairs = r->variant == SOREN_VARIANT_DIRECT || r->variant == SOREN_VARIANT_SORT ||
                  (r->variant == SOREN_VARIANT_HASH && r->spec->combine == SOREN_COMBINE_NONE);
     if (pairs && !r->pair_keys) {
@@ -2252,8 +2257,16 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
         st = pack_result(r);
     if (st == SOREN_OK)
         st = copy_result(r, out);
-    if (st == SOREN_OK)
-        st = soren_result_append_all(out, &r->spilled, r->err);
+    if (st == SOREN_OK && spilled) {
+        /* The last table's pairs join the spills' (usually far more), which
+         * become the result, for the caller to fold. */
+        st = soren_result_append_all(&r->spilled, out, r->err);
+        if (st == SOREN_OK) {
+            soren_result_destroy(out);
+            *out = r->spilled;
+            soren_result_init(&r->spilled, s);
+        }
+    }
     soren_result_destroy(&r->spilled);
     if (st == SOREN_OK && (st = mark(r, 8, "copying the result back", NULL)) == SOREN_OK) {
         CUDA_TRY(r, cudaEventSynchronize(r->mark[8]));
