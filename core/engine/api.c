@@ -30,6 +30,10 @@ struct soren_job {
     soren_job_options options;
     char *engine;                              /* options.engine's copy */
     soren_param_value values[SOREN_MAX_PARAMS]; /* text and bytes owned here */
+    /* each value's version, new whenever it is set, so that a GPU session
+     * uploads again only what changed (soren_run_options.param_versions) */
+    uint64_t versions[SOREN_MAX_PARAMS];
+    uint64_t versions_issued;
     api_input *inputs;
     size_t input_count, input_cap;
     uint64_t tasks;
@@ -109,6 +113,8 @@ soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_jo
         return soren_error_set(err, SOREN_ENOMEM, "soren_job_new: out of memory");
     }
     job->plugin = p;
+    for (size_t j = 0; j < SOREN_MAX_PARAMS; j++)
+        job->versions[j] = ++job->versions_issued; /* the defaults */
     job->options = *o;
     job->engine = engine;
     job->options.engine = engine;
@@ -173,6 +179,7 @@ static soren_status set_param(soren_job *job, const char *name, const soren_para
     }
     value_clear(&job->values[j]);
     job->values[j] = copy;
+    job->versions[j] = ++job->versions_issued;
     return SOREN_OK;
 }
 
@@ -287,6 +294,7 @@ static void run_options(soren_job *job, soren_run_options *o)
     o->threads = job->options.threads;
     o->tasks = job->tasks;
     o->gpu_sessions = job->sessions;
+    o->param_versions = job->versions;
 }
 
 soren_status soren_job_run(soren_job *job, soren_error *err)

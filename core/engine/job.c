@@ -152,8 +152,8 @@ static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inp
         if (!*session)
             rc = soren_gpu_session_new(spec, &gpu, session, err);
         if (rc == SOREN_OK)
-            rc = soren_gpu_session_run(*session, inputs, input_count, params, o->progress, res,
-                                       x, err);
+            rc = soren_gpu_session_run(*session, inputs, input_count, params,
+                                       o->param_versions, o->progress, res, x, err);
     }
     if (rc == SOREN_OK && x->spills) {
         if (o->verbose)

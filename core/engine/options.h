@@ -44,6 +44,10 @@ typedef struct soren_run_options {
     /* The library's jobs: a GPU session per stage, made by the first run on
      * the GPU and kept by the caller; NULL: every run sets up anew. */
     soren_gpu_session **gpu_sessions;
+    /* ... and each parameter's version, which changes whenever its value
+     * does: a session uploads only the parameters whose version it does
+     * not hold.  NULL: every run uploads them all. */
+    const uint64_t *param_versions;
     int output_parts;          /* --output-parts: each rank writes OUTPUT.part-R-of-N */
     /* --device-memory: the device memory a run may take, which sizes the
      * chunks a large input is cut into (soren_chunk_bytes); 0: on the GPU

@@ -425,6 +425,7 @@ struct gpu_run {
     uint64_t record_capacity;                /* records line_starts (and the sort
                                                 variant's record arrays) can hold */
     uint64_t param_capacity[SOREN_MAX_PARAMS];
+    uint64_t param_version[SOREN_MAX_PARAMS]; /* the version each block holds (0: none) */
     const uint8_t *cur_input;                /* this launch's input: input, or the
                                                 caller's device memory */
     uint64_t cur_base;                       /* its place in the whole (soren_input.base) */
@@ -636,14 +637,21 @@ uint64_t next_pow2(uint64_t x)
 }
 
 /* Copies the parameters up, into the blocks of the run before where they
- * fit (a session's runs change parameters, rarely their sizes). */
-soren_status upload_params(gpu_run *r, const soren_params *host)
+ * fit (a session's runs change parameters, rarely their sizes); one whose
+ * version is the one the block holds is there already. */
+soren_status upload_params(gpu_run *r, const soren_params *host, const uint64_t *versions)
 {
     r->params = *host;
     for (uint32_t i = 0; i < host->count && i < SOREN_MAX_PARAMS; i++) {
         r->params.data[i] = NULL;
         if (!host->data[i])
             continue;
+        const uint64_t version = versions ? versions[i] : 0;
+        if (version && version == r->param_version[i] && r->param_blocks[i]) {
+            r->params.data[i] = r->param_blocks[i];
+            continue;
+        }
+        r->param_version[i] = 0;
         if (host->size[i] > r->param_capacity[i] || !r->param_blocks[i]) {
             dev_free(r, r->param_blocks[i]);
             r->param_blocks[i] = NULL;
@@ -654,6 +662,7 @@ soren_status upload_params(gpu_run *r, const soren_params *host)
         CUDA_TRY(r, cudaMemcpyAsync(r->param_blocks[i], host->data[i], host->size[i],
                                     cudaMemcpyHostToDevice, r->stream));
         r->params.data[i] = r->param_blocks[i];
+        r->param_version[i] = version;
     }
     return SOREN_OK;
 }
@@ -2133,7 +2142,8 @@ soren_status map_input(gpu_run *r, uint64_t size, uint64_t records)
  * the device and copied into out.  The first run of a session sets up,
  * monitors, chooses and sizes; later runs reuse all of it. */
 soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_count,
-                         const soren_params *params, soren_result *out)
+                         const soren_params *params, const uint64_t *param_versions,
+                         soren_result *out)
 {
     const soren_stage_spec *s = r->spec;
     const bool first = r->runs == 0;
@@ -2169,7 +2179,7 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
         st = session_start(r);
     }
     if (st == SOREN_OK)
-        st = upload_params(r, params);
+        st = upload_params(r, params, param_versions);
     if (st == SOREN_OK)
         st = counters_reset(r);
     if (st == SOREN_OK)
@@ -2367,6 +2377,7 @@ extern "C" int soren_gpu_session_fits(const soren_gpu_session *s, const soren_st
 
 extern "C" soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_input *inputs,
                                               size_t input_count, const soren_params *params,
+                                              const uint64_t *param_versions,
                                               soren_progress *progress, soren_result *out,
                                               soren_explain *x, soren_error *err)
 {
@@ -2377,7 +2388,7 @@ extern "C" soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_
     s->opt.progress = progress;
     s->run.err = err;
     s->run.x = x;
-    soren_status st = session_run(&s->run, inputs, input_count, params, out);
+    soren_status st = session_run(&s->run, inputs, input_count, params, param_versions, out);
     if (st != SOREN_OK)
         s->failed = 1;
     return st;
@@ -2414,7 +2425,7 @@ extern "C" soren_status soren_gpu_run(const soren_stage_spec *spec, const soren_
     session_init(&s, spec, opt, false);
     s.run.err = err;
     s.run.x = x;
-    soren_status st = session_run(&s.run, inputs, input_count, params, out);
+    soren_status st = session_run(&s.run, inputs, input_count, params, NULL, out);
     gpu_run_destroy(&s.run);
     return st;
 }

@@ -97,9 +97,12 @@ int soren_gpu_session_fits(const soren_gpu_session *s, const soren_stage_spec *s
                            const soren_gpu_options *opt);
 /* One run; inputs may be host memory or, on_device, the caller's device
  * memory (16-byte aligned), read where it is.  The result is copied into
- * out (initialised by the caller) and kept on the device. */
+ * out (initialised by the caller) and kept on the device.  A parameter
+ * whose version (param_versions, 0: unknown; NULL: none known) is the one
+ * the session last uploaded is not uploaded again. */
 soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_input *inputs,
                                    size_t input_count, const soren_params *params,
+                                   const uint64_t *param_versions,
                                    soren_progress *progress, soren_result *out,
                                    soren_explain *x, soren_error *err);
 void soren_gpu_session_pairs(const soren_gpu_session *s, soren_gpu_pairs *out);

@@ -189,9 +189,11 @@ static size_t number_width(soren_param_type t)
 }
 
 /* Raw bytes as parameter mp's value, checked: a number's exact width, any
- * string; a pattern only as text (its compiled form is the engine's). */
+ * string; a pattern only as text (its compiled form is the engine's).  The
+ * value is the caller's bytes, borrowed (*owned stays NULL): a library
+ * job's large parameters are not copied again on every run. */
 static soren_status take_bytes(const char *job, const soren_manifest_param *mp,
-                               const soren_param_value *v, void **out, uint64_t *size,
+                               const soren_param_value *v, const void **out, uint64_t *size,
                                soren_error *err)
 {
     size_t width = number_width(mp->type);
@@ -202,23 +204,21 @@ static soren_status take_bytes(const char *job, const soren_manifest_param *mp,
         return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s is a %s: it takes %zu "
                                "bytes, got %zu", job, mp->name, param_type_name(mp->type), width,
                                v->size);
-    void *copy = malloc(v->size ? v->size : 1);
-    if (!copy)
-        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", job);
-    if (v->size)
-        memcpy(copy, v->bytes, v->size);
-    *out = copy;
+    *out = v->bytes;
     *size = v->size;
     return SOREN_OK;
 }
 
 /* Parameter j's value: given (as bytes or text), else its default, else
- * absent (*out NULL; an error if it is required). */
+ * absent (*out NULL; an error if it is required).  A value converted from
+ * text is allocated, and *owned is it; bytes are borrowed, *owned NULL. */
 static soren_status param_value(const soren_manifest *m, size_t j, const soren_param_value *v,
-                                void **out, uint64_t *size, soren_error *err)
+                                const void **out, void **owned, uint64_t *size,
+                                soren_error *err)
 {
     const soren_manifest_param *mp = &m->params[j];
     *out = NULL;
+    *owned = NULL;
     *size = 0;
     if (v && v->bytes)
         return take_bytes(m->name, mp, v, out, size, err);
@@ -237,8 +237,9 @@ static soren_status param_value(const soren_manifest *m, size_t j, const soren_p
             return rc;
         text = file_text;
     }
-    soren_status rc = convert(m->name, mp, text, text_size, out, size, err);
+    soren_status rc = convert(m->name, mp, text, text_size, owned, size, err);
     free(file_text);
+    *out = *owned;
     return rc;
 }
 
@@ -249,8 +250,8 @@ soren_status soren_param_set_from(soren_param_set *set, const soren_manifest *m,
     set->params.count = (uint32_t)m->param_count;
     soren_status rc = SOREN_OK;
     for (size_t j = 0; j < m->param_count && rc == SOREN_OK; j++) {
-        rc = param_value(m, j, &values[j], &set->owned[j], &set->params.size[j], err);
-        set->params.data[j] = set->owned[j];
+        rc = param_value(m, j, &values[j], &set->params.data[j], &set->owned[j],
+                         &set->params.size[j], err);
     }
     if (rc != SOREN_OK)
         soren_param_set_destroy(set);
@@ -260,10 +261,11 @@ soren_status soren_param_set_from(soren_param_set *set, const soren_manifest *m,
 soren_status soren_param_check(const soren_manifest *m, size_t j, const soren_param_value *v,
                                soren_error *err)
 {
-    void *value = NULL;
+    const void *value = NULL;
+    void *owned = NULL;
     uint64_t size = 0;
-    soren_status rc = param_value(m, j, v, &value, &size, err);
-    free(value);
+    soren_status rc = param_value(m, j, v, &value, &owned, &size, err);
+    free(owned);
     return rc;
 }
 

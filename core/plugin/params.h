@@ -17,8 +17,9 @@
 #include <soren/soren.h>
 
 typedef struct soren_param_set {
-    soren_params params;               /* host pointers into owned[] */
-    void *owned[SOREN_MAX_PARAMS];     /* what params.data points to */
+    soren_params params;               /* host pointers: into owned[], or at
+                                          the bytes a soren_param_value gave */
+    void *owned[SOREN_MAX_PARAMS];     /* values converted from text */
 } soren_param_set;
 
 /* Builds the parameters of manifest m from assignments ("name=value" or
@@ -40,7 +41,8 @@ typedef struct soren_param_value {
 
 /* Builds the parameters from values[j] for each manifest parameter j; one
  * given neither way takes its default, and a required one without a
- * default is a SOREN_EUSAGE error naming it. */
+ * default is a SOREN_EUSAGE error naming it.  Values given as bytes are
+ * borrowed, not copied: they must outlive the set. */
 soren_status soren_param_set_from(soren_param_set *set, const soren_manifest *m,
                                   const soren_param_value *values, soren_error *err);
 
