@@ -359,6 +359,10 @@ struct gpu_run {
     uint8_t *keys;
     uint64_t keys_capacity;
     unsigned long long *counters; /* keys_used, pairs_used, status, bad_key, selected */
+    /* pinned host memory (see READBACK_BYTES): the counters as the host last
+     * read them, the fresh counters a run starts from, and a small result */
+    unsigned long long *host_counters, *fresh_counters;
+    uint8_t *readback;
     unsigned long long *slots;
     uint8_t *slot_values;
     uint64_t slot_count;
@@ -452,6 +456,13 @@ enum {
     SAMPLE_BYTES,
     COUNTER_COUNT
 };
+
+/* A result of up to this many bytes comes back through the run's pinned
+ * readback buffer: its copies then run without the host, which waits once.
+ * A copy into pageable memory waits for itself, several times a run, and
+ * a re-run's time is mostly such waits.  A larger result is copied straight
+ * into its arrays, where the copy's own time dwarfs the waits. */
+enum { READBACK_BYTES = 1 << 20 };
 
 soren_status cuda_fail(gpu_run *r, cudaError_t rc, const char *call, int line)
 {
@@ -596,12 +607,31 @@ void gpu_run_destroy(gpu_run *r)
             if (events[i])
                 cudaEventDestroy(events[i]);
     }
+    if (r->host_counters)
+        cudaFreeHost(r->host_counters);
     if (r->began)
         cudaEventDestroy(r->began);
     if (r->copy_stream)
         cudaStreamDestroy(r->copy_stream);
     if (r->stream)
         cudaStreamDestroy(r->stream);
+}
+
+/* A reduce without a combine groups the map's pairs by key (group_pairs)
+ * instead of merging a table of one value per key (merge_table). */
+bool groups_pairs(const soren_stage_spec *s)
+{
+    return s->reduce == SOREN_REDUCE_FUNCTION && s->combine == SOREN_COMBINE_NONE;
+}
+
+/* The counters as they stand once the stream's work so far is done. */
+soren_status read_counters(gpu_run *r, unsigned long long *c)
+{
+    CUDA_TRY(r, cudaMemcpyAsync(r->host_counters, r->counters, COUNTER_COUNT * sizeof *c,
+                                cudaMemcpyDeviceToHost, r->stream));
+    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+    memcpy(c, r->host_counters, COUNTER_COUNT * sizeof *c);
+    return SOREN_OK;
 }
 
 /* CUB's temporary storage, grown on demand and kept for the run. */
@@ -1306,10 +1336,15 @@ soren_status launch_map(gpu_run *r, uint32_t variant, uint64_t size, uint64_t re
     fill_args(r, &a, variant, size, records);
     for (unsigned resumes = 0;; resumes++) {
         CUDA_TRY(r, r->gpu->map(&a, r->stream));
+        /* A dense array holds every key and no key bytes: its launch cannot
+         * stop for room, and merge_table reads a bad key's status with the
+         * merged count, so the host need not wait here. */
+        if (variant == SOREN_GPU_DENSE && !groups_pairs(r->spec))
+            return SOREN_OK;
         unsigned long long c[COUNTER_COUNT];
-        CUDA_TRY(r, cudaMemcpyAsync(c, r->counters, sizeof c, cudaMemcpyDeviceToHost,
-                                    r->stream));
-        CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+        soren_status st = read_counters(r, c);
+        if (st != SOREN_OK)
+            return st;
         unsigned status = (unsigned)c[STATUS];
         if (status & SOREN_GPU_BAD_KEY)
             return bad_key_error(r, c[BAD_KEY]);
@@ -1317,7 +1352,7 @@ soren_status launch_map(gpu_run *r, uint32_t variant, uint64_t size, uint64_t re
             return SOREN_OK;
         if (spill_due(r, c)) {
             /* Each spill empties a table at least half used: no limit. */
-            soren_status st = spill_table(r, c);
+            st = spill_table(r, c);
             if (st != SOREN_OK)
                 return st;
             resumes--;
@@ -1329,7 +1364,7 @@ soren_status launch_map(gpu_run *r, uint32_t variant, uint64_t size, uint64_t re
             return soren_error_set(r->err, SOREN_EJOB, "%s: map still overflows after %d "
                                    "resumes; this is a bug in Soren, please report it",
                                    r->spec->job_name, (int)RESUMES_MAX);
-        soren_status st = grow_after_overflow(r, c);
+        st = grow_after_overflow(r, c);
         if (st != SOREN_OK)
             return st;
         fill_args(r, &a, variant, size, records);
@@ -1382,6 +1417,20 @@ soren_status map_sort(gpu_run *r, uint64_t size, uint64_t records)
 soren_status session_start(gpu_run *r)
 {
     ALLOC(r, r->counters, COUNTER_COUNT * sizeof(unsigned long long), "the engine's counters");
+    const size_t counter_bytes = COUNTER_COUNT * sizeof(unsigned long long);
+    cudaError_t rc = cudaMallocHost((void **)&r->host_counters, 2 * counter_bytes +
+                                                                 READBACK_BYTES);
+    if (rc != cudaSuccess) {
+        r->host_counters = NULL;
+        return cuda_fail(r, rc, "cudaMallocHost(the counters' and the result's pinned buffer)",
+                         __LINE__);
+    }
+    r->fresh_counters = r->host_counters + COUNTER_COUNT;
+    r->readback = (uint8_t *)(r->fresh_counters + COUNTER_COUNT);
+    /* the first key unit reserved (key ref 0 means "none"; keys start
+     * SOREN_KEY_ALIGN-aligned) */
+    memset(r->fresh_counters, 0, counter_bytes);
+    r->fresh_counters[KEYS_USED] = SOREN_KEY_ALIGN;
     int sms = 0, per_sm = 0;
     CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->opt->device));
     CUDA_TRY(r, cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor,
@@ -1396,15 +1445,13 @@ soren_status session_start(gpu_run *r)
     return SOREN_OK;
 }
 
-/* Zeroes the counters, the first key unit reserved (key ref 0 means
- * "none"; keys start SOREN_KEY_ALIGN-aligned). */
+/* Sets the counters as a run starts them (from pinned memory that never
+ * changes: the copy need not wait). */
 soren_status counters_reset(gpu_run *r)
 {
-    unsigned long long fresh[COUNTER_COUNT] = {0};
-    fresh[KEYS_USED] = SOREN_KEY_ALIGN;
-    /* from pageable memory: the copy has taken fresh when it returns */
-    CUDA_TRY(r, cudaMemcpyAsync(r->counters, fresh, sizeof fresh, cudaMemcpyHostToDevice,
-                                r->stream));
+    CUDA_TRY(r, cudaMemcpyAsync(r->counters, r->fresh_counters,
+                                COUNTER_COUNT * sizeof(unsigned long long),
+                                cudaMemcpyHostToDevice, r->stream));
     return SOREN_OK;
 }
 
@@ -1625,18 +1672,19 @@ soren_status merge_table(gpu_run *r)
         if (rc == cudaSuccess && (st = temp_reserve(r, need)) == SOREN_OK)
             rc = cub::DeviceSelect::If(r->temp, need, slots, used, r->counters + SELECTED,
                                        (int64_t)r->slot_count, slot_used{r->slots}, r->stream);
-        unsigned long long n = 0;
-        if (rc == cudaSuccess && st == SOREN_OK)
-            rc = cudaMemcpyAsync(&n, r->counters + SELECTED, sizeof n, cudaMemcpyDeviceToHost,
-                                 r->stream);
-        if (rc == cudaSuccess && st == SOREN_OK)
-            rc = cudaStreamSynchronize(r->stream);
         if (rc != cudaSuccess) {
             st = cuda_fail(r, rc, "compacting the hash table", __LINE__);
             break;
         }
-        if (st != SOREN_OK)
+        unsigned long long c[COUNTER_COUNT];
+        if (st != SOREN_OK || (st = read_counters(r, c)) != SOREN_OK)
             break;
+        /* a dense launch's status, read here (launch_map) */
+        if (c[STATUS] & SOREN_GPU_BAD_KEY) {
+            st = bad_key_error(r, c[BAD_KEY]);
+            break;
+        }
+        uint64_t n = c[SELECTED];
         r->n = n;
         if ((st = dev_alloc(r, (void **)&r->refs, n * 4, "the merged keys")) != SOREN_OK ||
             (st = dev_alloc(r, (void **)&r->values, n * vs, "the merged values")) != SOREN_OK)
@@ -1714,11 +1762,11 @@ soren_status sort_by_value(gpu_run *r, bool descending)
 /* The pair space becomes the list (its keys stay in the key space). */
 soren_status take_pairs(gpu_run *r)
 {
-    unsigned long long used = 0;
-    CUDA_TRY(r, cudaMemcpyAsync(&used, r->counters + PAIRS_USED, sizeof used,
-                                cudaMemcpyDeviceToHost, r->stream));
-    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
-    r->n = used;
+    unsigned long long c[COUNTER_COUNT];
+    soren_status st = read_counters(r, c);
+    if (st != SOREN_OK)
+        return st;
+    r->n = c[PAIRS_USED];
     r->refs = r->pair_keys;
     r->values = r->pair_values;
     r->pair_keys = NULL;
@@ -1984,47 +2032,52 @@ soren_status pack_result(gpu_run *r)
     return SOREN_OK;
 }
 
-/* Copies the packed result into out's host arrays. */
+/* Copies the packed result into out's host arrays, and records mark 8 (the
+ * end of the download) once the copies are issued.  A small result comes
+ * through the pinned readback buffer, so that the host waits once, on the
+ * mark. */
 soren_status copy_result(gpu_run *r, soren_result *out)
 {
     uint64_t n = r->packed_n, key_total = r->packed_key_bytes;
     uint32_t vs = (uint32_t)r->spec->value_size;
     out->count = 0;
+    uint64_t sizes[3] = {key_total, n ? (n + 1) * 8 : 0, n * vs};
+    const void *from[3] = {r->packed_keys, r->packed_offsets, r->packed_values};
+    void *to[3] = {NULL, NULL, NULL};
+    const bool staged = sizes[0] + sizes[1] + sizes[2] <= READBACK_BYTES;
+    soren_status st = SOREN_OK;
+    for (int i = 0; i < 3 && n; i++)
+        if (!(to[i] = malloc(sizes[i] ? sizes[i] : 1)))
+            st = soren_error_set(r->err, SOREN_ENOMEM, "%s: out of host memory for %llu "
+                                 "results", r->spec->job_name, (unsigned long long)n);
+    cudaError_t rc = cudaSuccess;
+    for (uint64_t i = 0, at = 0; i < 3 && n && st == SOREN_OK && rc == cudaSuccess; i++) {
+        rc = cudaMemcpyAsync(staged ? r->readback + at : to[i], from[i], sizes[i],
+                             cudaMemcpyDeviceToHost, r->stream);
+        at += sizes[i];
+    }
+    if (st == SOREN_OK && rc == cudaSuccess)
+        rc = cudaEventRecord(r->mark[8], r->stream);
+    if (st == SOREN_OK && rc == cudaSuccess)
+        rc = cudaEventSynchronize(r->mark[8]);
+    if (st == SOREN_OK && rc != cudaSuccess)
+        st = cuda_fail(r, rc, "copying the result back", __LINE__);
+    if (st != SOREN_OK) {
+        for (int i = 0; i < 3; i++)
+            free(to[i]);
+        return st;
+    }
     if (n == 0)
         return SOREN_OK;
-    uint8_t *h_keys = (uint8_t *)malloc(key_total ? key_total : 1);
-    uint64_t *h_offsets = (uint64_t *)malloc((n + 1) * 8);
-    uint8_t *h_values = (uint8_t *)malloc(n * vs);
-    soren_status st = SOREN_OK;
-    if (!h_keys || !h_offsets || !h_values)
-        st = soren_error_set(r->err, SOREN_ENOMEM, "%s: out of host memory for %llu results",
-                             r->spec->job_name, (unsigned long long)n);
-    cudaError_t rc = cudaSuccess;
-    if (st == SOREN_OK) {
-        rc = cudaMemcpyAsync(h_keys, r->packed_keys, key_total, cudaMemcpyDeviceToHost,
-                             r->stream);
-        if (rc == cudaSuccess)
-            rc = cudaMemcpyAsync(h_offsets, r->packed_offsets, (n + 1) * 8,
-                                 cudaMemcpyDeviceToHost, r->stream);
-        if (rc == cudaSuccess)
-            rc = cudaMemcpyAsync(h_values, r->packed_values, n * vs, cudaMemcpyDeviceToHost,
-                                 r->stream);
-        if (rc == cudaSuccess)
-            rc = cudaStreamSynchronize(r->stream);
-        if (rc != cudaSuccess)
-            st = cuda_fail(r, rc, "copying the result back", __LINE__);
-    }
-    if (st != SOREN_OK) {
-        free(h_keys);
-        free(h_offsets);
-        free(h_values);
-        return st;
+    for (uint64_t i = 0, at = 0; i < 3 && staged; i++) {
+        memcpy(to[i], r->readback + at, sizes[i]);
+        at += sizes[i];
     }
     soren_result_destroy(out);
     out->count = n;
-    out->key_bytes = h_keys;
-    out->key_offset = h_offsets;
-    out->values = h_values;
+    out->key_bytes = (uint8_t *)to[0];
+    out->key_offset = (uint64_t *)to[1];
+    out->values = (uint8_t *)to[2];
     return SOREN_OK;
 }
 
@@ -2083,9 +2136,7 @@ soren_status session_reset(gpu_run *r)
 {
     /* merge_table emptied the slots it took; grouping leaves its slots
      * claimed (a run that failed left its session unusable) */
-    const bool grouped = r->spec->reduce == SOREN_REDUCE_FUNCTION &&
-                         r->spec->combine == SOREN_COMBINE_NONE;
-    if (r->slots && grouped) {
+    if (r->slots && groups_pairs(r->spec)) {
         CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, r->slot_count * 8, r->stream));
         CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, r->slot_count, r->stream));
     }
@@ -2120,6 +2171,18 @@ soren_status mark(gpu_run *r, int i, const char *phase, const char *progress_pha
 float elapsed(gpu_run *r, int from, int to)
 {
     return elapsed_between(r->mark[from], r->mark[to]);
+}
+
+/* Adds input i's phases to the run's times, its marks 0 to 4 done (piped,
+ * the copy engine's time, beside split and map's). */
+void add_input_times(gpu_run *r, bool piped, size_t i)
+{
+    soren_phase_times *ms = &r->x->ms;
+    ms->upload += piped ? elapsed_between(r->upload_began[i % 2], r->uploaded[i % 2])
+                        : elapsed(r, 0, 1);
+    ms->split += elapsed(r, 1, 2);
+    ms->monitor += elapsed(r, 2, 3);
+    ms->map += elapsed(r, 3, 4);
 }
 
 /* Maps one input with the chosen variant. */
@@ -2215,23 +2278,19 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
         }
         if (st == SOREN_OK)
             st = map_input(r, in->size, records);
+        /* The next input reuses the marks: its times are read now.  The
+         * last input's are read at the end, mark 4 then the merge's start,
+         * so that the host need not wait between map and merge. */
         cudaError_t rc = cudaSuccess;
-        if (st == SOREN_OK && (st = mark(r, 4, "map", NULL)) == SOREN_OK &&
+        if (st == SOREN_OK && i + 1 < input_count &&
+            (st = mark(r, 4, "map", NULL)) == SOREN_OK &&
             (rc = cudaEventSynchronize(r->mark[4])) != cudaSuccess)
             st = cuda_fail(r, rc, "cudaEventSynchronize(map)", __LINE__);
-        if (st == SOREN_OK) {
-            /* piped, the copy engine's time, beside split and map's */
-            ms->upload += piped ? elapsed_between(r->upload_began[i % 2], r->uploaded[i % 2])
-                                : elapsed(r, 0, 1);
-            ms->split += elapsed(r, 1, 2);
-            ms->monitor += elapsed(r, 2, 3);
-            ms->map += elapsed(r, 3, 4);
-        }
+        if (st == SOREN_OK && i + 1 < input_count)
+            add_input_times(r, piped, i);
     }
     if (up.running) /* a failed map: the next input's copies must end first */
         pthread_join(up.thread, NULL);
-    if (st == SOREN_OK && piped)
-        r->x->chunks.inputs_ms = elapsed_between(r->began, r->mark[4]);
     if (st == SOREN_OK && input_count == 0 && first)
         st = configure(r); /* no input: nothing to monitor, an empty result */
     if (st == SOREN_OK && input_count == 0 && first)
@@ -2241,7 +2300,7 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     const bool reducing = s->reduce == SOREN_REDUCE_FUNCTION;
     bool key_sorted = false;
     if (st == SOREN_OK) {
-        if (reducing && s->combine == SOREN_COMBINE_NONE) {
+        if (groups_pairs(s)) {
             st = group_pairs(r);
         } else if (r->slots) {
             st = merge_table(r);
@@ -2266,7 +2325,7 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     if (st == SOREN_OK && (st = mark(r, 7, "copying the result back", "download")) == SOREN_OK)
         st = pack_result(r);
     if (st == SOREN_OK)
-        st = copy_result(r, out);
+        st = copy_result(r, out); /* ends with mark 8: every mark is done */
     if (st == SOREN_OK && spilled) {
         /* The last table's pairs join the spills' (usually far more), which
          * become the result, for the caller to fold. */
@@ -2278,8 +2337,11 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
         }
     }
     soren_result_destroy(&r->spilled);
-    if (st == SOREN_OK && (st = mark(r, 8, "copying the result back", NULL)) == SOREN_OK) {
-        CUDA_TRY(r, cudaEventSynchronize(r->mark[8]));
+    if (st == SOREN_OK) {
+        if (input_count)
+            add_input_times(r, piped, input_count - 1);
+        if (piped)
+            r->x->chunks.inputs_ms = elapsed_between(r->began, r->mark[4]);
         ms->merge = elapsed(r, 4, 5);
         ms->reduce = elapsed(r, 5, 6);
         ms->sort = elapsed(r, 6, 7);
