@@ -4,6 +4,7 @@ wordcount over a large text from the page cache, end to end, against the
 measured pinned host-to-device bandwidth; the same input under a device
 memory budget a quarter of its size (so mapped in chunks, each going up
 while the map reads the one before) against the run that takes it whole;
+the GPU and the CPU engine together (--device both) against the GPU alone;
 and, from --explain, how much of the copying the chunks hid.
 
     stream_figures.py [--gib N] [--budget SIZE] [--runs N] [--data DIR] [--json FILE]
@@ -88,11 +89,12 @@ def main(argv):
     pinned = limits["h2d_pinned_gbps"]
     path = make_input(args.data, args.gib)
     size = os.path.getsize(path)
-    configs = [("whole", []), (f"budget {budget}", ["--device-memory", budget])]
+    configs = [("whole", "gpu", []), (f"budget {budget}", "gpu", ["--device-memory", budget]),
+               ("both engines", "both", [])]
     rows, first_out = [], None
-    for name, extra in configs:
+    for name, device, extra in configs:
         out = os.path.join(args.data, f"stream-{len(rows)}.tsv")
-        cmd = [tool("soren-host"), "run", "wordcount", path, "--device", "gpu", "--explain",
+        cmd = [tool("soren-host"), "run", "wordcount", path, "--device", device, "--explain",
                "-o", out] + extra
         run_once(cmd)  # warm-up
         walls, reports = [], []
@@ -115,6 +117,7 @@ def main(argv):
             "variant": r["variant"], "times_ms": t, "chunks": chunks,
             "hidden_copy_ms": hidden,
             "hidden_fraction": hidden / min(t["upload"], compute) if hidden else 0.0,
+            "coprocessing": r.get("coprocessing", {}),
             "output_matches": same})
     whole = rows[0]["wall_ms_median"]
     print(f"wordcount, {size / 2**30:.0f} GiB from the page cache, {limits['gpu']}; "
@@ -130,6 +133,13 @@ def main(argv):
               f"{whole / x['wall_ms_median']:.2f} | {t['upload']:.1f} | "
               f"{t['split'] + t['monitor'] + t['map']:.1f} | {c.get('inputs_ms', 0):.1f} | "
               f"{x['hidden_fraction']:.2f} | {'yes' if x['output_matches'] else 'NO'} |")
+    for x in rows:
+        b = x["coprocessing"]
+        if b:
+            share = b["gpu_bytes"] / max(b["gpu_bytes"] + b["cpu_bytes"], 1)
+            print(f"\n--device both: the GPU mapped {share:.1%} of the input in {b['gpu_ms']:.1f} ms, "
+                  f"the CPU engine the rest in {b['cpu_ms']:.1f} ms; folding both took "
+                  f"{b['fold_ms']:.1f} ms; {whole / x['wall_ms_median']:.2f}x the GPU alone")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"limits": limits, "bytes": size, "runs": args.runs, "results": rows}, f,

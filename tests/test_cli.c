@@ -67,7 +67,7 @@ Test(cli, usage_errors_exit_2)
     expect_run(2, "unknown option --frob", "--frob list");
     expect_run(2, "--threads: expected a number", "run wordcount --threads 0 x");
     expect_run(2, "--threads: expected a number", "run wordcount --threads many x");
-    expect_run(2, "--device: expected auto, cpu or gpu", "run wordcount --device tpu x");
+    expect_run(2, "--device: expected auto, cpu, gpu or both", "run wordcount --device tpu x");
     expect_run(2, "--engine: expected one of", "run wordcount --engine magic x");
     expect_run(2, "--format: expected one of tsv csv json jsonl, got \"xml\"",
                "run wordcount --format xml x");

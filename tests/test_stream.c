@@ -944,6 +944,75 @@ Test(stream, table_spills_to_host_gpu)
     free(log);
 }
 
+/* ---- Co-processing: --device both ----------------------------------------- */
+
+/* Stage 1 shared between the GPU and the CPU engine: the same output as the
+ * CPU engine alone, and --explain says how the input was shared (both
+ * engines took some: the probe gives each a piece). */
+static void expect_shared(const char *job, const char *args, const char *input,
+                          const char *what)
+{
+    char *ref = in_dir("ref.tsv"), *out = in_dir("got.tsv"), *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s' run %s %s --device cpu -o '%s' '%s'", tu_host(), job,
+                     args, ref, input);
+    cr_assert_eq(rc, 0, "%s: the reference run: exit %d: %s", what, rc, err);
+    free(err);
+    rc = tu_runf(NULL, &err, "'%s' run %s %s --device both --explain -v -o '%s' '%s'",
+                 tu_host(), job, args, out, input);
+    cr_assert_eq(rc, 0, "%s: exit %d: %s", what, rc, err);
+    json_t *x = explain_of(err, what);
+    json_t *shared = json_object_get(x, "coprocessing");
+    cr_assert_not_null(shared, "%s: no \"coprocessing\" in --explain: %s", what, err);
+    json_int_t gpu = json_integer_value(json_object_get(shared, "gpu_bytes"));
+    json_int_t cpu = json_integer_value(json_object_get(shared, "cpu_bytes"));
+    cr_expect(gpu > 0 && cpu > 0, "%s: the GPU mapped %lld bytes, the CPU engine %lld", what,
+              (long long)gpu, (long long)cpu);
+    cr_expect_eq((uint64_t)(gpu + cpu), file_size(input), "%s: %lld + %lld bytes shared of %llu",
+                 what, (long long)gpu, (long long)cpu, (unsigned long long)file_size(input));
+    cr_expect(strstr(err, "--device both: the GPU mapped") != NULL, "%s: -v does not say how "
+              "the input was shared: %s", what, err);
+    json_decref(x);
+    free(err);
+    expect_same_file(out, ref, what);
+    free(ref);
+    free(out);
+}
+
+Test(stream, both_engines_equal_the_cpu_engine_gpu)
+{
+    require_gpu();
+    /* 24 MiB: 24 pieces of 1 MiB, records cut inside multi-byte words */
+    char *text = gen("text", "text --size 24M --vocab 300000 --seed 1018");
+    char *log = gen("log", "weblog --size 24M --urls 200000 --ips 50000 --seed 1019");
+    char *pixels = in_dir("pixels.rgb");
+    dg_rgb(pixels, 8 << 20, 1020);
+    expect_shared("wordcount", "", text, "wordcount");
+    expect_shared("wordcount", "--top 20", text, "wordcount --top 20");
+    expect_shared("grep", "--param 'pattern=^th.*ing'", text, "grep");
+    expect_shared("histogram", "", pixels, "histogram");
+    expect_shared("pageviewcount", "", log, "pageviewcount (two stages)");
+    free(text);
+    free(log);
+    free(pixels);
+}
+
+/* Without a GPU, --device both is an error that says why, as --device gpu is. */
+Test(stream, both_without_a_gpu_says_why)
+{
+    char why[256] = "";
+    if (soren_device_count(why, sizeof why) > 0)
+        cr_skip_test("a GPU is usable here: this checks the error without one");
+    char *text = in_dir("text");
+    tu_write(text, "a b\n", 4);
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s' run wordcount '%s' --device both -o /dev/null", tu_host(),
+                     text);
+    cr_expect_eq(rc, 1, "--device both without a GPU: exit %d, want 1: %s", rc, err);
+    cr_expect(strstr(err, "--device both: no usable GPU") != NULL, "the message: %s", err);
+    free(err);
+    free(text);
+}
+
 /* ---- Usage errors ---------------------------------------------------------- */
 
 Test(stream, device_memory_usage_errors)

@@ -46,8 +46,10 @@ static const char usage_text[] =
     "                       N times, each run's output written into the parameter\n"
     "                       it names for the next; stops early when a run changes\n"
     "                       nothing; the last run's output is the result\n"
-    "      --device auto|cpu|gpu\n"
-    "                       where to run (default auto: a usable GPU, else the CPU)\n"
+    "      --device auto|cpu|gpu|both\n"
+    "                       where to run (default auto: a usable GPU, else the CPU);\n"
+    "                       both: the GPU and the CPU engine share stage 1's input\n"
+    "                       by their measured rates, and the CPU folds their pairs\n"
     "      --engine auto|hash|block|direct|dense|sort\n"
     "                       force a GPU engine variant (default auto: chosen from\n"
     "                       the manifest and the sample; the CPU engine runs hash,\n"
@@ -253,8 +255,10 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
                 c->run.device = SOREN_DEVICE_CPU;
             else if (strcmp(optarg, "gpu") == 0)
                 c->run.device = SOREN_DEVICE_GPU;
+            else if (strcmp(optarg, "both") == 0)
+                c->run.device = SOREN_DEVICE_BOTH;
             else
-                return soren__cli_usage_error("--device: expected auto, cpu or gpu, got \"%s\"", optarg);
+                return soren__cli_usage_error("--device: expected auto, cpu, gpu or both, got \"%s\"", optarg);
             break;
         case OPT_ENGINE:
             if (!soren_engine_name_valid(optarg))

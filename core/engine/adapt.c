@@ -375,6 +375,19 @@ static json_t *chunks_json(const soren_chunking *c)
     return o;
 }
 
+static json_t *sharing_json(const soren_sharing *b)
+{
+    json_t *o = json_object();
+    int ok = put(o, "gpu_bytes", count(b->gpu_bytes)) & put(o, "cpu_bytes", count(b->cpu_bytes)) &
+             put(o, "gpu_ms", millis(b->gpu_ms)) & put(o, "cpu_ms", millis(b->cpu_ms)) &
+             put(o, "fold_ms", millis(b->fold_ms));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *iterations_json(const soren_iterations *it)
 {
     json_t *o = json_object();
@@ -452,6 +465,8 @@ void soren_explain_print_stages(const soren_explain *xs, size_t n, const soren_i
     }
     if (x->chunks.count)
         ok &= put(doc, "chunks", chunks_json(&x->chunks));
+    if (x->sharing.gpu_bytes + x->sharing.cpu_bytes)
+        ok &= put(doc, "coprocessing", sharing_json(&x->sharing));
     if (it)
         ok &= put(doc, "iterations", iterations_json(it));
     if (d)

@@ -107,6 +107,13 @@ typedef struct soren_chunking {
     double inputs_ms;
 } soren_chunking;
 
+/* --device both: how stage 1's pieces were shared (zero otherwise). */
+typedef struct soren_sharing {
+    uint64_t gpu_bytes, cpu_bytes; /* input each engine mapped */
+    double gpu_ms, cpu_ms;         /* their times: the GPU's phases, the CPU's wall */
+    double fold_ms;                /* folding both engines' pairs on the CPU */
+} soren_sharing;
+
 typedef struct soren_explain {
     const char *job;
     const char *device; /* "gpu" or "cpu" */
@@ -124,6 +131,7 @@ typedef struct soren_explain {
     size_t overflow_count, overflow_cap;
     soren_phase_times ms;
     soren_chunking chunks; /* stage 1 only */
+    soren_sharing sharing; /* stage 1 only */
 } soren_explain;
 
 /* Records that region grew from old_size to new_size (ENOMEM on failure). */

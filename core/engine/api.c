@@ -79,10 +79,10 @@ void soren_job_options_init(soren_job_options *o)
 static soren_status check_options(const soren_job_options *o, soren_error *err)
 {
     if (o->device != SOREN_DEVICE_AUTO && o->device != SOREN_DEVICE_CPU &&
-        o->device != SOREN_DEVICE_GPU)
+        o->device != SOREN_DEVICE_GPU && o->device != SOREN_DEVICE_BOTH)
         return soren_error_set(err, SOREN_EUSAGE, "soren_job_new: device %d is none of "
-                               "SOREN_DEVICE_AUTO, SOREN_DEVICE_CPU, SOREN_DEVICE_GPU",
-                               (int)o->device);
+                               "SOREN_DEVICE_AUTO, SOREN_DEVICE_CPU, SOREN_DEVICE_GPU, "
+                               "SOREN_DEVICE_BOTH", (int)o->device);
     if (o->engine && !soren_engine_name_valid(o->engine))
         return soren_error_set(err, SOREN_EUSAGE, "soren_job_new: engine \"%s\" is none of %s",
                                o->engine, soren_engine_names);

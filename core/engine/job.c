@@ -1,6 +1,7 @@
 #include "job.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,10 +76,10 @@ static soren_status choose_device(const soren_stage_spec *specs, size_t stages,
         snprintf(why, sizeof why, "%s", unsupported);
     int gpu_ok = gpus > 0 && !unsupported;
 
-    if (o->device == SOREN_DEVICE_GPU && !gpu_ok)
-        return soren_error_set(err, SOREN_EDEVICE, "--device gpu: %s: %s; use --device cpu or "
-                               "auto", gpus > 0 ? "the GPU cannot run this job" : "no usable GPU",
-                               why);
+    if ((o->device == SOREN_DEVICE_GPU || o->device == SOREN_DEVICE_BOTH) && !gpu_ok)
+        return soren_error_set(err, SOREN_EDEVICE, "--device %s: %s: %s; use --device cpu or "
+                               "auto", o->device == SOREN_DEVICE_GPU ? "gpu" : "both",
+                               gpus > 0 ? "the GPU cannot run this job" : "no usable GPU", why);
     *where = gpu_ok ? SOREN_DEVICE_GPU : SOREN_DEVICE_CPU;
     /* The ranks of a host share its GPUs, one each while there are enough. */
     *gpu = gpu_ok && o->comm ? o->comm->local_rank % gpus : 0;
@@ -437,6 +438,10 @@ static soren_status stage_inputs(const soren_manifest *m, const soren_stage_spec
  * CUB's scratch. */
 enum { CHUNK_SHARE = 4 };
 
+/* --device both cuts stage 1's input into this many pieces (none under
+ * BOTH_PIECE_MIN bytes), so that the engines can share them by their rates. */
+enum { BOTH_PIECES = 32, BOTH_PIECE_MIN = 1 << 20 };
+
 /* The device memory a run on where may take: --device-memory, else on the
  * GPU its free memory less an eighth (the CUDA context, other processes'
  * allocations meanwhile); 0 (no budget) on the CPU engine without it. */
@@ -478,6 +483,15 @@ static soren_status plan_chunks(const soren_stage_spec *spec, const soren_run_op
     if (rc != SOREN_OK || budget == 0)
         return rc;
     uint64_t chunk = budget / CHUNK_SHARE ? budget / CHUNK_SHARE : 1;
+    if (o->device == SOREN_DEVICE_BOTH) {
+        /* pieces enough for the two engines to share by their rates */
+        uint64_t total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += inputs[i].size;
+        uint64_t piece = (total + BOTH_PIECES - 1) / BOTH_PIECES;
+        piece = piece > BOTH_PIECE_MIN ? piece : BOTH_PIECE_MIN;
+        chunk = piece < chunk ? piece : chunk;
+    }
     int cut = 0;
     for (size_t i = 0; i < n; i++)
         cut |= inputs[i].size > chunk;
@@ -497,8 +511,14 @@ static soren_status plan_chunks(const soren_stage_spec *spec, const soren_run_op
     return SOREN_OK;
 }
 
+static soren_status run_both(const soren_stage_spec *spec, const soren_input *inputs,
+                             size_t input_count, const soren_params *params,
+                             const soren_run_options *o, soren_gpu_session **session,
+                             soren_result *res, soren_explain *x, soren_error *err);
+
 /* One stage on the chosen device, its result left in res (initialised
- * here) in the stage's order. */
+ * here) in the stage's order; under --device both, stage 1 on the GPU and
+ * the CPU engine together, the later stages on the GPU. */
 static soren_status run_stage(const soren_stage_spec *spec, size_t index, soren_device where,
                               const soren_input *inputs, size_t input_count,
                               const soren_params *params, const soren_run_options *o,
@@ -507,9 +527,11 @@ static soren_status run_stage(const soren_stage_spec *spec, size_t index, soren_
 {
     soren_result_init(res, spec);
     x->job = spec->job_name;
+    soren_gpu_session **session = o->gpu_sessions ? &o->gpu_sessions[index] : NULL;
+    if (where == SOREN_DEVICE_GPU && index == 0 && o->device == SOREN_DEVICE_BOTH)
+        return run_both(spec, inputs, input_count, params, o, session, res, x, err);
     if (where == SOREN_DEVICE_GPU)
-        return run_gpu(spec, inputs, input_count, params, o,
-                       o->gpu_sessions ? &o->gpu_sessions[index] : NULL, res, x, err);
+        return run_gpu(spec, inputs, input_count, params, o, session, res, x, err);
     return run_cpu(spec, inputs, input_count, params, o, res, x, rule, rule_size, err);
 }
 
@@ -582,6 +604,156 @@ static soren_status fold_received(const soren_stage_spec *spec, const soren_inpu
     soren_status rc = soren_cpu_run(&f, received, 1, params, &cpu, res, err);
     if (rc == SOREN_OK)
         rc = soren_result_order(res, spec->order, spec->limit, err);
+    return rc;
+}
+
+/* ---- Co-processing: --device both (the Mars paper, section 4.4) ---------- */
+
+/* Some of stage 1's pieces, mapped on one engine, on a thread of its own. */
+typedef struct both_share {
+    const soren_stage_spec *spec; /* local_spec: the fold reduces and orders */
+    soren_device where;
+    const soren_input *inputs;
+    size_t count;
+    uint64_t bytes;
+    const soren_params *params;
+    soren_run_options o;
+    soren_gpu_session **session; /* the GPU's, kept from the probe to the rest */
+    soren_result res;
+    soren_explain x;
+    char rule[256];
+    soren_error err;
+    soren_status rc;
+    double ms; /* the engine's time: the GPU's phases (its setup left out), the CPU's wall */
+} both_share;
+
+static void *both_share_main(void *arg)
+{
+    both_share *b = arg;
+    memset(&b->x, 0, sizeof b->x);
+    b->x.job = b->spec->job_name;
+    soren_result_init(&b->res, b->spec);
+    double t0 = now_ms();
+    if (b->where == SOREN_DEVICE_GPU) {
+        b->rc = run_gpu(b->spec, b->inputs, b->count, b->params, &b->o, b->session, &b->res,
+                        &b->x, &b->err);
+        const soren_phase_times *t = &b->x.ms;
+        b->ms = t->upload + t->split + t->monitor + t->map + t->merge + t->reduce + t->sort +
+                t->download;
+    } else {
+        b->rc = run_cpu(b->spec, b->inputs, b->count, b->params, &b->o, &b->res, &b->x,
+                        b->rule, sizeof b->rule, &b->err);
+        b->ms = now_ms() - t0;
+    }
+    return NULL;
+}
+
+/* Runs the GPU's share on this thread and the CPU's beside it. */
+static void both_run(both_share *gpu, both_share *cpu)
+{
+    pthread_t tid;
+    int started = cpu->count && pthread_create(&tid, NULL, both_share_main, cpu) == 0;
+    if (gpu->count)
+        both_share_main(gpu);
+    if (started)
+        pthread_join(tid, NULL);
+    else if (cpu->count)
+        both_share_main(cpu); /* no thread: one after the other */
+}
+
+static soren_status both_take(both_share *b, soren_result *all, soren_explain *x,
+                              soren_error *err)
+{
+    soren_status rc = b->rc;
+    if (b->count && rc != SOREN_OK)
+        soren_error_set(err, rc, "%s (the %s's share of --device both)", b->err.text,
+                        b->where == SOREN_DEVICE_GPU ? "GPU" : "CPU engine");
+    if (b->count && rc == SOREN_OK)
+        rc = soren_result_append_all(all, &b->res, err);
+    if (b->count && b->where == SOREN_DEVICE_GPU && rc == SOREN_OK) {
+        soren_explain_destroy(x);
+        *x = b->x; /* stage 1's report is the GPU's, with the sharing beside it */
+        memset(&b->x, 0, sizeof b->x);
+    }
+    soren_result_destroy(&b->res);
+    soren_explain_destroy(&b->x);
+    return b->count ? rc : SOREN_OK;
+}
+
+/* Stage 1 on both engines: a probe piece each, at once, measures their
+ * rates; the other pieces go to them in proportion, the GPU's first; the
+ * CPU engine folds both engines' pairs (as a rank of a distributed run
+ * folds what it received), reduces and orders. */
+static soren_status run_both(const soren_stage_spec *spec, const soren_input *inputs,
+                             size_t input_count, const soren_params *params,
+                             const soren_run_options *o, soren_gpu_session **session,
+                             soren_result *res, soren_explain *x, soren_error *err)
+{
+    if (input_count < 2) {
+        if (o->verbose)
+            soren_progress_say(o->progress, "soren-host: --device both: the input is one "
+                               "piece (under %d bytes); it runs on the GPU alone\n",
+                               2 * BOTH_PIECE_MIN);
+        return run_gpu(spec, inputs, input_count, params, o, session, res, x, err);
+    }
+    soren_stage_spec l = local_spec(spec);
+    soren_gpu_session *own = NULL;
+    both_share gpu = {.spec = &l, .where = SOREN_DEVICE_GPU, .params = params, .o = *o,
+                      .session = session ? session : &own};
+    both_share cpu = {.spec = &l, .where = SOREN_DEVICE_CPU, .params = params, .o = *o};
+    /* The progress line is the GPU's; the CPU engine's threads leave it be. */
+    cpu.o.progress = NULL;
+    cpu.o.verbose = 0;
+    soren_result all;
+    soren_result_init(&all, &l);
+    soren_status rc = SOREN_OK;
+    double gpu_ms = 0, cpu_ms = 0;
+    uint64_t gpu_bytes = 0, cpu_bytes = 0;
+    for (int round = 0; round < 2 && rc == SOREN_OK; round++) {
+        if (round == 0) { /* the probe: a piece each */
+            gpu.inputs = &inputs[0], gpu.count = 1, gpu.bytes = inputs[0].size;
+            cpu.inputs = &inputs[1], cpu.count = 1, cpu.bytes = inputs[1].size;
+        } else { /* the rest, in proportion to the rates */
+            uint64_t rest = 0;
+            for (size_t i = 2; i < input_count; i++)
+                rest += inputs[i].size;
+            double g = gpu_ms > 0 ? (double)gpu_bytes / gpu_ms : 1;
+            double c = cpu_ms > 0 ? (double)cpu_bytes / cpu_ms : 0;
+            double want = (double)rest * g / (g + c);
+            size_t k = 2;
+            uint64_t taken = 0;
+            while (k < input_count && (double)taken + (double)inputs[k].size / 2 < want)
+                taken += inputs[k++].size;
+            gpu.inputs = &inputs[2], gpu.count = k - 2, gpu.bytes = taken;
+            cpu.inputs = &inputs[k], cpu.count = input_count - k, cpu.bytes = rest - taken;
+        }
+        both_run(&gpu, &cpu);
+        gpu_ms += gpu.count ? gpu.ms : 0, gpu_bytes += gpu.count ? gpu.bytes : 0;
+        cpu_ms += cpu.count ? cpu.ms : 0, cpu_bytes += cpu.count ? cpu.bytes : 0;
+        soren_error ignored; /* the CPU's error, where the GPU's is told */
+        soren_status g = both_take(&gpu, &all, x, err);
+        soren_status c = both_take(&cpu, &all, x, g == SOREN_OK ? err : &ignored);
+        rc = g != SOREN_OK ? g : c;
+    }
+    soren_gpu_session_free(own);
+    x->sharing = (soren_sharing){.gpu_bytes = gpu_bytes, .cpu_bytes = cpu_bytes,
+                                 .gpu_ms = gpu_ms, .cpu_ms = cpu_ms};
+    if (rc == SOREN_OK && o->verbose)
+        soren_progress_say(o->progress, "soren-host: --device both: the GPU mapped %llu bytes "
+                           "in %.1f ms, the CPU engine %llu bytes in %.1f ms\n",
+                           (unsigned long long)gpu_bytes, gpu_ms,
+                           (unsigned long long)cpu_bytes, cpu_ms);
+    soren_input pairs;
+    if (rc == SOREN_OK)
+        rc = soren_input_pairs(&pairs, "(both engines' pairs)", &all, err);
+    soren_result_destroy(&all);
+    if (rc != SOREN_OK)
+        return rc;
+    soren_progress_phase(o->progress, "fold", 0);
+    double t0 = now_ms();
+    rc = fold_received(spec, &pairs, params, o, res, err);
+    x->sharing.fold_ms = now_ms() - t0;
+    soren_input_close(&pairs);
     return rc;
 }
 

@@ -64,7 +64,10 @@ typedef struct soren_job soren_job;
 typedef enum soren_device {
     SOREN_DEVICE_AUTO = 0, /* a usable GPU, else the CPU engine */
     SOREN_DEVICE_CPU,
-    SOREN_DEVICE_GPU       /* fails, saying why, where no GPU can run the job */
+    SOREN_DEVICE_GPU,      /* fails, saying why, where no GPU can run the job */
+    SOREN_DEVICE_BOTH      /* the GPU and the CPU engine together: stage 1's input
+                              shared between them by their measured rates (fails
+                              as SOREN_DEVICE_GPU does) */
 } soren_device;
 
 typedef struct soren_job_options {
