@@ -898,6 +898,26 @@ TWINS(tiny_budgets)
 
 /* ---- The table under a budget ---------------------------------------------- */
 
+/* Runs job over input on the CPU engine (the reference), then with flags,
+ * --explain and -v, and expects the same output: returns the second run's
+ * report, and its standard error in *log (the caller frees both). */
+static json_t *run_beside_cpu(const char *job, const char *args, const char *input,
+                              const char *flags, const char *what, char **log)
+{
+    char *ref = in_dir("ref.tsv"), *out = in_dir("got.tsv"), *err = NULL;
+    int rc = tu_runf(NULL, &err, "'%s' run %s %s --device cpu -o '%s' '%s'", tu_host(), job,
+                     args, ref, input);
+    cr_assert_eq(rc, 0, "%s: the reference run: exit %d: %s", what, rc, err);
+    free(err);
+    rc = tu_runf(NULL, log, "'%s' run %s %s %s --explain -v -o '%s' '%s'", tu_host(), job, args,
+                 flags, out, input);
+    cr_assert_eq(rc, 0, "%s: exit %d: %s", what, rc, *log);
+    expect_same_file(out, ref, what);
+    free(ref);
+    free(out);
+    return explain_of(*log, what);
+}
+
 /* On the GPU a table that would grow, with its key space, past half the
  * budget goes to host memory and starts again empty; its pairs are folded
  * with the rest on the CPU engine at the end: the same output as the CPU
@@ -906,16 +926,10 @@ TWINS(tiny_budgets)
 static void expect_spills(const char *job, const char *args, const char *input,
                           uint64_t budget, const char *what)
 {
-    char *ref = in_dir("ref.tsv"), *out = in_dir("got.tsv"), *err = NULL;
-    int rc = tu_runf(NULL, &err, "'%s' run %s %s --device cpu -o '%s' '%s'", tu_host(), job,
-                     args, ref, input);
-    cr_assert_eq(rc, 0, "%s: the reference run: exit %d: %s", what, rc, err);
-    free(err);
-    rc = tu_runf(NULL, &err, "'%s' run %s %s --device gpu --device-memory %llu --table-slots "
-                 "256 --key-bytes 4K --explain -v -o '%s' '%s'", tu_host(), job, args,
-                 (unsigned long long)budget, out, input);
-    cr_assert_eq(rc, 0, "%s: exit %d: %s", what, rc, err);
-    json_t *x = explain_of(err, what);
+    char flags[128], *err = NULL;
+    snprintf(flags, sizeof flags, "--device gpu --device-memory %llu --table-slots 256 "
+             "--key-bytes 4K", (unsigned long long)budget);
+    json_t *x = run_beside_cpu(job, args, input, flags, what, &err);
     json_int_t spills = json_integer_value(json_object_get(x, "spills"));
     json_int_t pairs = json_integer_value(json_object_get(x, "spilled_pairs"));
     cr_expect_geq(spills, 2, "%s: %lld spills under a budget of %llu", what, (long long)spills,
@@ -925,9 +939,6 @@ static void expect_spills(const char *job, const char *args, const char *input,
               what, err);
     json_decref(x);
     free(err);
-    expect_same_file(out, ref, what);
-    free(ref);
-    free(out);
 }
 
 Test(stream, table_spills_to_host_gpu)
@@ -952,15 +963,8 @@ Test(stream, table_spills_to_host_gpu)
 static void expect_shared(const char *job, const char *args, const char *input,
                           const char *what)
 {
-    char *ref = in_dir("ref.tsv"), *out = in_dir("got.tsv"), *err = NULL;
-    int rc = tu_runf(NULL, &err, "'%s' run %s %s --device cpu -o '%s' '%s'", tu_host(), job,
-                     args, ref, input);
-    cr_assert_eq(rc, 0, "%s: the reference run: exit %d: %s", what, rc, err);
-    free(err);
-    rc = tu_runf(NULL, &err, "'%s' run %s %s --device both --explain -v -o '%s' '%s'",
-                 tu_host(), job, args, out, input);
-    cr_assert_eq(rc, 0, "%s: exit %d: %s", what, rc, err);
-    json_t *x = explain_of(err, what);
+    char *err = NULL;
+    json_t *x = run_beside_cpu(job, args, input, "--device both", what, &err);
     json_t *shared = json_object_get(x, "coprocessing");
     cr_assert_not_null(shared, "%s: no \"coprocessing\" in --explain: %s", what, err);
     json_int_t gpu = json_integer_value(json_object_get(shared, "gpu_bytes"));
@@ -973,9 +977,6 @@ static void expect_shared(const char *job, const char *args, const char *input,
               "the input was shared: %s", what, err);
     json_decref(x);
     free(err);
-    expect_same_file(out, ref, what);
-    free(ref);
-    free(out);
 }
 
 Test(stream, both_engines_equal_the_cpu_engine_gpu)
