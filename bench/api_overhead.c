@@ -7,12 +7,17 @@
  * and memsets, as CUPTI's activity records give them; the difference is the
  * run's overhead: host work, launches, and the GPU idle between them.
  *
- *   api-overhead POINTS K [--runs N]
+ *   api-overhead POINTS K [--runs N] [--timeline]
  *
  * POINTS: float32 x, y, z (soren-gen points --dims 3).  Prints one JSON line:
  *   {"program":"api-overhead","points":..,"k":..,"runs":N,"variant":"..",
- *    "wall_us":{"median":..,"p10":..,"p90":..},"gpu_busy_us":{...},
+ *    "waits":..,"wall_us":{"median":..,"p10":..,"p90":..},"gpu_busy_us":{...},
  *    "overhead_us":{...},"activities_per_run":..}
+ * waits: explain's count of the host's waits for the device in a run.
+ * --timeline: then one more run, traced with the runtime API calls too
+ * (which slows them, so it is not among the timed runs), as a second line:
+ *   {"timeline":[{"on":"host"|"gpu","what":"..","start_us":..,"end_us":..}]}
+ * its times from the run's start, in order of start.
  */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -31,10 +36,16 @@ enum { RUNS_MAX = 100000, DIMS = 3, STRIDE = DIMS + 1 };
  * record's start and end are in CUPTI's clock (cuptiGetTimestamp). */
 typedef struct busy_span {
     uint64_t start, end;
+    const char *what; /* a kernel's name or the copy's kind (CUPTI's, or static) */
 } busy_span;
 
-static busy_span *spans;
-static size_t span_count, span_cap;
+typedef struct span_list {
+    busy_span *at;
+    size_t count, cap;
+} span_list;
+
+/* the GPU's kernels, copies and memsets; the host's runtime API calls */
+static span_list spans, calls;
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -43,19 +54,29 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *max_records = 0;
 }
 
-static void add_span(uint64_t start, uint64_t end)
+static void add_span(span_list *l, uint64_t start, uint64_t end, const char *what)
 {
-    if (span_count == span_cap) {
-        size_t cap = span_cap ? 2 * span_cap : 4096;
-        busy_span *grown = realloc(spans, cap * sizeof *grown);
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 4096;
+        busy_span *grown = realloc(l->at, cap * sizeof *grown);
         if (!grown) {
             fprintf(stderr, "api-overhead: out of memory for activity records\n");
             exit(1);
         }
-        spans = grown;
-        span_cap = cap;
+        l->at = grown;
+        l->cap = cap;
     }
-    spans[span_count++] = (busy_span){start, end};
+    l->at[l->count++] = (busy_span){start, end, what};
+}
+
+static const char *copy_kind(uint8_t kind)
+{
+    switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "copy host to device";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "copy device to host";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "copy device to device";
+    default: return "copy";
+    }
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
@@ -69,17 +90,24 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
         switch (record->kind) {
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
             CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)record;
-            add_span(k->start, k->end);
+            add_span(&spans, k->start, k->end, k->name);
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
             CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)record;
-            add_span(m->start, m->end);
+            add_span(&spans, m->start, m->end, copy_kind(m->copyKind));
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
             CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)record;
-            add_span(m->start, m->end);
+            add_span(&spans, m->start, m->end, "memset");
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_RUNTIME: {
+            CUpti_ActivityAPI *a = (CUpti_ActivityAPI *)record;
+            const char *name = NULL;
+            cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, a->cbid, &name);
+            add_span(&calls, a->start, a->end, name ? name : "?");
             break;
         }
         default:
@@ -105,9 +133,9 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 static uint64_t busy_within(uint64_t from, uint64_t to)
 {
     uint64_t busy = 0, covered = from;
-    for (size_t i = 0; i < span_count; i++) {
-        uint64_t s = spans[i].start > covered ? spans[i].start : covered;
-        uint64_t e = spans[i].end < to ? spans[i].end : to;
+    for (size_t i = 0; i < spans.count; i++) {
+        uint64_t s = spans.at[i].start > covered ? spans.at[i].start : covered;
+        uint64_t e = spans.at[i].end < to ? spans.at[i].end : to;
         if (e > s) {
             busy += e - s;
             covered = e;
@@ -142,16 +170,74 @@ static void summary(const char *name, double *v, int n, int last)
            at(v, n, 0.1), at(v, n, 0.9), last ? "" : ",");
 }
 
+/* One run: the centroids in, soren_job_run timed (CUPTI's clock and the
+ * wall clock), the sums fed back as the next run's centroids. */
+static void run_once(soren_job *job, double *centroids, size_t size, uint64_t *t0, uint64_t *t1,
+                     double *wall_us)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    struct timespec w0, w1;
+    if (soren_job_param_bytes(job, "centroids", centroids, size, &err) != SOREN_OK) {
+        fprintf(stderr, "api-overhead: %s\n", err.text);
+        exit(1);
+    }
+    CUPTI_TRY(cuptiGetTimestamp(t0));
+    clock_gettime(CLOCK_MONOTONIC, &w0);
+    if (soren_job_run(job, &err) != SOREN_OK) {
+        fprintf(stderr, "api-overhead: %s\n", err.text);
+        exit(1);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &w1);
+    CUPTI_TRY(cuptiGetTimestamp(t1));
+    *wall_us = (double)(w1.tv_sec - w0.tv_sec) * 1e6 + (double)(w1.tv_nsec - w0.tv_nsec) / 1e3;
+    soren_pairs out;
+    soren_job_result(job, &out, &err);
+    for (uint64_t i = 0; i < out.count; i++) {
+        uint64_t key_size;
+        uint32_t key;
+        memcpy(&key, soren_pairs_key(&out, i, &key_size), sizeof key);
+        memcpy(&centroids[key], soren_pairs_value(&out, i), sizeof *centroids);
+    }
+}
+
+/* The spans of l within [from, to], as JSON objects on stdout. */
+static void print_spans(const span_list *l, const char *on, uint64_t from, uint64_t to, int *first)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        const busy_span *s = &l->at[i];
+        if (s->start < from || s->start > to)
+            continue;
+        json_t *what = json_string(s->what);
+        char *quoted = json_dumps(what, JSON_ENCODE_ANY);
+        printf("%s{\"on\":\"%s\",\"what\":%s,\"start_us\":%.2f,\"end_us\":%.2f}",
+               *first ? "" : ",", on, quoted ? quoted : "\"?\"", (double)(s->start - from) / 1e3,
+               (double)(s->end - from) / 1e3);
+        *first = 0;
+        free(quoted);
+        json_decref(what);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    int runs = 1000, timeline = 0;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+            runs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--timeline") == 0)
+            timeline = 1;
+        else
+            runs = 0; /* refused below */
+    }
     if (argc < 3) {
-        fprintf(stderr, "usage: api-overhead POINTS K [--runs N]\n");
+        fprintf(stderr, "usage: api-overhead POINTS K [--runs N] [--timeline]\n");
         return 2;
     }
     uint32_t k = (uint32_t)atoi(argv[2]);
-    int runs = argc >= 5 && strcmp(argv[3], "--runs") == 0 ? atoi(argv[4]) : 1000;
     if (k == 0 || runs < 1 || runs > RUNS_MAX) {
-        fprintf(stderr, "api-overhead: K from 1, --runs from 1 to %d\n", RUNS_MAX);
+        fprintf(stderr, "usage: api-overhead POINTS K [--runs N] [--timeline]: K from 1, "
+                "--runs from 1 to %d\n", RUNS_MAX);
         return 2;
     }
     FILE *f = fopen(argv[1], "rb");
@@ -205,53 +291,53 @@ int main(int argc, char **argv)
 
     uint64_t *from = malloc((size_t)runs * 8), *to = malloc((size_t)runs * 8);
     char variant[32] = "";
+    long long waits = -1;
     /* run -1 is the warm-up: the session's set-up and monitoring */
     for (int r = -1; r < runs; r++) {
         uint64_t t0, t1;
-        struct timespec w0, w1;
-        if (soren_job_param_bytes(job, "centroids", centroids, size, &err) != SOREN_OK) {
-            fprintf(stderr, "api-overhead: %s\n", err.text);
-            return 1;
-        }
-        CUPTI_TRY(cuptiGetTimestamp(&t0));
-        clock_gettime(CLOCK_MONOTONIC, &w0);
-        if (soren_job_run(job, &err) != SOREN_OK) {
-            fprintf(stderr, "api-overhead: %s\n", err.text);
-            return 1;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &w1);
-        CUPTI_TRY(cuptiGetTimestamp(&t1));
-        soren_pairs out;
-        soren_job_result(job, &out, &err);
-        for (uint64_t i = 0; i < out.count; i++) {
-            uint64_t key_size;
-            uint32_t key;
-            memcpy(&key, soren_pairs_key(&out, i, &key_size), sizeof key);
-            memcpy(&centroids[key], soren_pairs_value(&out, i), sizeof *centroids);
-        }
-        if (r < 0) {
-            json_t *x = json_loads(soren_job_explain(job), 0, NULL);
-            snprintf(variant, sizeof variant, "%s",
-                     json_string_value(json_object_get(x, "variant")) ?: "?");
-            json_decref(x);
+        double us;
+        run_once(job, centroids, size, &t0, &t1, &us);
+        if (r < 0)
             continue;
-        }
         from[r] = t0;
         to[r] = t1;
-        wall[r] = (double)(w1.tv_sec - w0.tv_sec) * 1e6 + (double)(w1.tv_nsec - w0.tv_nsec) / 1e3;
+        wall[r] = us;
     }
+    json_t *x = json_loads(soren_job_explain(job), 0, NULL);
+    snprintf(variant, sizeof variant, "%s",
+             json_string_value(json_object_get(x, "variant")) ?: "?");
+    if (json_is_integer(json_object_get(x, "waits")))
+        waits = json_integer_value(json_object_get(x, "waits"));
+    json_decref(x);
     CUPTI_TRY(cuptiActivityFlushAll(1));
-    qsort(spans, span_count, sizeof *spans, compare_spans);
+    const size_t timed_spans = spans.count;
+    uint64_t t0 = 0, t1 = 0;
+    if (timeline) {
+        double us;
+        CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+        run_once(job, centroids, size, &t0, &t1, &us);
+        CUPTI_TRY(cuptiActivityFlushAll(1));
+    }
+    qsort(spans.at, spans.count, sizeof *spans.at, compare_spans);
+    qsort(calls.at, calls.count, sizeof *calls.at, compare_spans);
     for (int r = 0; r < runs; r++) {
         busy[r] = (double)busy_within(from[r], to[r]) / 1e3;
         over[r] = wall[r] - busy[r];
     }
-    printf("{\"program\":\"api-overhead\",\"points\":%zu,\"k\":%u,\"runs\":%d,\"variant\":\"%s\","
-           "\"activities_per_run\":%.1f,", n, k, runs, variant, (double)span_count / (runs + 1));
+    printf("{\"program\":\"api-overhead\",\"points\":%zu,\"k\":%u,\"runs\":%d,"
+           "\"variant\":\"%s\",\"waits\":%lld,\"activities_per_run\":%.1f,", n, k, runs,
+           variant, waits, (double)timed_spans / (runs + 1));
     summary("wall_us", wall, runs, 0);
     summary("gpu_busy_us", busy, runs, 0);
     summary("overhead_us", over, runs, 1);
     printf("}\n");
+    if (timeline) {
+        int first = 1;
+        printf("{\"timeline\":[");
+        print_spans(&calls, "host", t0, t1, &first);
+        print_spans(&spans, "gpu", t0, t1, &first);
+        printf("]}\n");
+    }
     soren_job_free(job);
     soren_close(p);
     cudaFree(device_points);
@@ -262,6 +348,7 @@ int main(int argc, char **argv)
     free(over);
     free(from);
     free(to);
-    free(spans);
+    free(spans.at);
+    free(calls.at);
     return 0;
 }

@@ -360,6 +360,20 @@ Test(api, explain_follows_the_schema)
     soren_close(p);
 }
 
+/* explain's "waits" for the job's last run: the host's waits for the GPU;
+ * -1 where the run was on the CPU engine. */
+static long long gpu_waits(soren_job *job)
+{
+    json_t *x = json_loads(soren_job_explain(job), 0, NULL);
+    cr_assert_not_null(x, "an explain report after a run");
+    const char *device = json_string_value(json_object_get(x, "device"));
+    long long waits = device && strcmp(device, "gpu") == 0
+                          ? json_integer_value(json_object_get(x, "waits"))
+                          : -1;
+    json_decref(x);
+    return waits;
+}
+
 /* K-means through the API, the program holding the centroids and feeding
  * each run's sums back as the next run's parameter: 1M points of 3
  * dimensions, k = 24 (the sizes issue 6 names), until no centroid moves
@@ -402,6 +416,10 @@ Test(api, kmeans_through_the_api_equals_a_c_loop, .timeout = 600)
                      "%s", err.text);
         run(job);
         runs++;
+        /* a re-run on the GPU waits for it once (result_in_one_wait) */
+        long long waits = gpu_waits(job);
+        if (runs > 1 && waits >= 0)
+            cr_expect_eq(waits, 1, "run %d waited for the GPU %lld times", runs, waits);
         soren_pairs out;
         cr_assert_eq(soren_job_result(job, &out, &err), SOREN_OK, "%s", err.text);
         changed = 0;
@@ -543,4 +561,129 @@ Test(api, device_memory_mistakes)
 {
     EXPECT_FAIL(misaligned_device_input, SOREN_EUSAGE, "16-byte aligned");
     EXPECT_FAIL(device_result_after_a_cpu_run, SOREN_EUSAGE, "in host memory");
+}
+
+/* k-means on the GPU and on the CPU engine, k = 24 then 256 (1,024 keys in
+ * a table sized for 96): the second run waits once, finds that its map
+ * stopped for room, resumes it into a grown table, and gives the CPU
+ * engine's bytes; the third, in the grown table, waits once. */
+Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
+{
+    need_gpu();
+    const size_t n = 200000, dims = 3, stride = dims + 1;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/points.bin", dir);
+    char *gerr = NULL;
+    cr_assert_eq(tu_runf(NULL, &gerr, "'%s/soren-gen' points --count %zu --dims %zu --clusters "
+                         "24 --seed 77 -o '%s'", tu_builddir(), n, dims, path),
+                 0, "soren-gen: %s", gerr);
+    free(gerr);
+    size_t size = 0;
+    float *points = (float *)tu_read(path, &size);
+    cr_assert_eq(size, n * dims * sizeof(float));
+    soren_plugin *p = open_plugin("kmeans");
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.device = SOREN_DEVICE_GPU;
+    soren_job *gpu = new_job(p, &o);
+    o.device = SOREN_DEVICE_CPU;
+    soren_job *cpu = new_job(p, &o);
+    soren_job *jobs[2] = {gpu, cpu};
+    soren_error err;
+    soren_error_clear(&err);
+    const uint32_t ks[3] = {24, 256, 256};
+    double centroids[256 * 4];
+    for (int round = 0; round < 3; round++) {
+        uint32_t k = ks[round];
+        for (uint32_t c = 0; c < k; c++) {
+            for (size_t j = 0; j < dims; j++)
+                centroids[c * stride + j] = points[(c + round) * dims + j];
+            centroids[c * stride + dims] = 1;
+        }
+        for (int j = 0; j < 2; j++) {
+            if (round == 0)
+                cr_assert_eq(soren_job_input_file(jobs[j], path, &err), SOREN_OK, "%s",
+                             err.text);
+            cr_assert_eq(soren_job_param_bytes(jobs[j], "k", &k, sizeof k, &err), SOREN_OK,
+                         "%s", err.text);
+            cr_assert_eq(soren_job_param_bytes(jobs[j], "centroids", centroids,
+                                               k * stride * sizeof(double), &err),
+                         SOREN_OK, "%s", err.text);
+            run(jobs[j]);
+        }
+        char *got = result_text(gpu), *want = result_text(cpu);
+        cr_expect_str_eq(got, want, "round %d, k = %u", round, k);
+        free(got);
+        free(want);
+        long long waits = gpu_waits(gpu);
+        if (round == 1)
+            cr_expect_gt(waits, 1, "the run that outgrew its table went the usual way after "
+                         "its one wait");
+        if (round == 2)
+            cr_expect_eq(waits, 1, "round 2 waited for the GPU %lld times", waits);
+    }
+    soren_job_free(gpu);
+    soren_job_free(cpu);
+    soren_close(p);
+    free(points);
+}
+
+/* The error of a run on the job's engine (NULL: it ran). */
+static char *run_error(soren_job *job)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    return soren_job_run(job, &err) == SOREN_OK ? NULL : strdup(err.text);
+}
+
+/* bucketsum (index keys, dense on the GPU) on the GPU and on the CPU
+ * engine: a re-run whose map emits a bad key (a modulus past the bucket
+ * count) fails with the CPU engine's words, its one wait reading the
+ * status with the result; the job then runs again, as on the CPU. */
+Test(api, bad_key_in_a_rerun_on_the_gpu)
+{
+    need_gpu();
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stage/test-plugins/bucketsum.json", tu_builddir());
+    soren_plugin *p = open_plugin(path);
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.device = SOREN_DEVICE_GPU;
+    soren_job *gpu = new_job(p, &o);
+    o.device = SOREN_DEVICE_CPU;
+    soren_job *cpu = new_job(p, &o);
+    soren_job *jobs[2] = {gpu, cpu};
+    soren_error err;
+    soren_error_clear(&err);
+    const uint32_t moduli[3] = {0, 1001, 0};
+    for (int round = 0; round < 3; round++) {
+        char *why[2] = {NULL, NULL};
+        for (int j = 0; j < 2; j++) {
+            const char *texts[][2] = {{"n", "100000"}, {"buckets", "1000"}, {"groups", "1000"}};
+            for (int t = 0; t < 3; t++)
+                cr_assert_eq(soren_job_param(jobs[j], texts[t][0], texts[t][1], &err), SOREN_OK,
+                             "%s", err.text);
+            cr_assert_eq(soren_job_param_bytes(jobs[j], "modulus", &moduli[round],
+                                               sizeof moduli[round], &err),
+                         SOREN_OK, "%s", err.text);
+            why[j] = run_error(jobs[j]);
+        }
+        if (moduli[round]) {
+            cr_assert_not_null(why[0], "round %d: the GPU run took a bad key", round);
+            cr_assert_not_null(why[1], "round %d: the CPU run took a bad key", round);
+            cr_expect_str_eq(why[0], why[1], "round %d", round);
+        } else {
+            cr_assert_null(why[0], "round %d: %s", round, why[0]);
+            cr_assert_null(why[1], "round %d: %s", round, why[1]);
+            char *got = result_text(gpu), *want = result_text(cpu);
+            cr_expect_str_eq(got, want, "round %d", round);
+            free(got);
+            free(want);
+        }
+        free(why[0]);
+        free(why[1]);
+    }
+    soren_job_free(gpu);
+    soren_job_free(cpu);
+    soren_close(p);
 }

@@ -357,6 +357,7 @@ static int put_stage(json_t *o, const soren_explain *x)
            put(o, "rule", json_string(x->rule ? x->rule : "")) &
            put(o, "block_slots", count(x->block_slots)) &
            put(o, "spills", count(x->spills)) & put(o, "spilled_pairs", count(x->spilled_pairs)) &
+           put(o, "waits", count(x->waits)) &
            put(o, "metrics", metrics_json(&x->metrics)) &
            put(o, "projection", projection_json(&x->projection)) &
            put(o, "overflows", overflows_json(x)) & put(o, "times_ms", times_json(&x->ms));

@@ -127,6 +127,9 @@ typedef struct soren_explain {
      * the result then holds a key once per spill and once more, unordered,
      * and the caller folds it. */
     uint64_t spills, spilled_pairs;
+    /* GPU: the times the host waited for the device in the stage's last
+     * run (a re-run's overhead is mostly waits); 0 on the CPU engine. */
+    uint64_t waits;
     soren_overflow *overflows; /* owned */
     size_t overflow_count, overflow_cap;
     soren_phase_times ms;

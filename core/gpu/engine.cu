@@ -28,6 +28,27 @@ namespace {
 
 /* ---- Device code -------------------------------------------------------- */
 
+/* The engine's counters: one device array, which a run starts fresh. */
+enum {
+    KEYS_USED = 0,
+    PAIRS_USED,
+    STATUS,
+    BAD_KEY,
+    SELECTED,
+    SLOTS_USED,
+    SAMPLE_PAIRS, /* then SAMPLE_KEY_BYTES, SAMPLE_BYTES: soren_gpu_map_args.sample_counts */
+    SAMPLE_KEY_BYTES,
+    SAMPLE_BYTES,
+    COUNTER_COUNT
+};
+
+/* The length of a list of at most n entries: n, or where its count is
+ * still on the device (a re-run in one wait, see one_wait), that count. */
+__device__ inline uint64_t list_length(uint64_t n, const unsigned long long *count)
+{
+    return count && *count < n ? *count : n;
+}
+
 struct slot_used {
     const unsigned long long *slots;
     __device__ bool operator()(uint64_t i) const { return slots[i] != 0; }
@@ -184,18 +205,26 @@ __global__ void split_write_kernel(const uint8_t *input, uint64_t size, uint64_t
 
 /* Takes the used slots' keys and values into the list and leaves the
  * slots empty again (0, and the identity value), so that a session's next
- * run need not clear the whole table. */
-__global__ void gather_slots_kernel(const uint64_t *used, uint64_t n, unsigned long long *slots,
+ * run need not clear the whole table.  unread: the counters of a launch the
+ * host has not read (a re-run in one wait), whose SELECTED is the count of
+ * used; a launch that stopped for room keeps its table, which it resumes
+ * into; NULL: n slots are used and the launch ended. */
+__global__ void gather_slots_kernel(const uint64_t *used, uint64_t n,
+                                    const unsigned long long *unread, unsigned long long *slots,
                                     uint8_t *slot_values, const uint8_t *identity,
                                     uint32_t value_size, uint32_t *refs, uint8_t *values)
 {
+    const bool empty = !unread || unread[STATUS] == 0;
+    n = list_length(n, unread ? unread + SELECTED : NULL);
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x) {
         uint64_t i = used[j];
         refs[j] = (uint32_t)slots[i];
-        slots[i] = 0;
         memcpy(values + j * value_size, slot_values + i * value_size, value_size);
-        memcpy(slot_values + i * value_size, identity, value_size);
+        if (empty) {
+            slots[i] = 0;
+            memcpy(slot_values + i * value_size, identity, value_size);
+        }
     }
 }
 
@@ -207,21 +236,32 @@ __global__ void iota_kernel(uint32_t *perm, uint64_t n)
 }
 
 /* Sort keys for the radix sorts: a typed key, or a value (inverted for a
- * descending order), of entry perm[j]. */
-__global__ void key_bits_kernel(const uint32_t *perm, uint64_t n, const uint32_t *refs,
+ * descending order), of entry perm[j].  Entries from live's count on (a
+ * list whose count is on the device; NULL: all n are) hold nothing, and
+ * sort last: stable sorts keep them behind any entry of the same bits. */
+__global__ void key_bits_kernel(const uint32_t *perm, uint64_t n,
+                                const unsigned long long *live, const uint32_t *refs,
                                 const uint8_t *keys, uint32_t key_type, uint64_t *bits)
 {
+    const uint64_t length = list_length(n, live);
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x)
-        bits[j] = ordered_bits(key_type, key_bytes_of(keys, refs[perm[j]]));
+        bits[j] = perm[j] < length ? ordered_bits(key_type, key_bytes_of(keys, refs[perm[j]]))
+                                   : ~0ull;
 }
 
-__global__ void value_bits_kernel(const uint32_t *perm, uint64_t n, const uint8_t *values,
+__global__ void value_bits_kernel(const uint32_t *perm, uint64_t n,
+                                  const unsigned long long *live, const uint8_t *values,
                                   uint32_t value_size, uint32_t value_type, bool descending,
                                   uint64_t *bits)
 {
+    const uint64_t length = list_length(n, live);
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x) {
+        if (perm[j] >= length) {
+            bits[j] = ~0ull;
+            continue;
+        }
         uint64_t b = ordered_bits(value_type, values + (uint64_t)perm[j] * value_size);
         bits[j] = descending ? ~b : b;
     }
@@ -307,12 +347,13 @@ __global__ void key_sizes_kernel(const uint32_t *perm, uint64_t n, const uint32_
 /* The final packed layout of a soren_result: keys back to back at their
  * offsets, values in order.  Keys of one size (typed keys: key_size) are at
  * multiples of it, which the kernel writes; other keys at offsets scanned
- * from their sizes. */
-__global__ void pack_kernel(const uint32_t *perm, uint64_t n, const uint32_t *refs,
-                            const uint8_t *keys, uint32_t key_size, uint64_t *offsets,
-                            const uint8_t *values, uint32_t value_size, uint8_t *out_keys,
-                            uint8_t *out_values)
+ * from their sizes.  live: as for key_bits_kernel; its entries sort first. */
+__global__ void pack_kernel(const uint32_t *perm, uint64_t n, const unsigned long long *live,
+                            const uint32_t *refs, const uint8_t *keys, uint32_t key_size,
+                            uint64_t *offsets, const uint8_t *values, uint32_t value_size,
+                            uint8_t *out_keys, uint8_t *out_values)
 {
+    n = list_length(n, live);
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x) {
         uint32_t ref = refs[perm[j]];
@@ -442,19 +483,12 @@ struct gpu_run {
     uint8_t *packed_keys, *packed_values;
     uint64_t *packed_offsets;
     uint64_t packed_n, packed_key_bytes;
-};
-
-enum {
-    KEYS_USED = 0,
-    PAIRS_USED,
-    STATUS,
-    BAD_KEY,
-    SELECTED,
-    SLOTS_USED,
-    SAMPLE_PAIRS, /* then SAMPLE_KEY_BYTES, SAMPLE_BYTES: soren_gpu_map_args.sample_counts */
-    SAMPLE_KEY_BYTES,
-    SAMPLE_BYTES,
-    COUNTER_COUNT
+    /* The last map launch's arguments, for its resumes.  A re-run in one
+     * wait (one_wait) leaves its last launch unread (leave_unread) and the
+     * list's count on the device (live: NULL, the count is n). */
+    soren_gpu_map_args launch;
+    bool leave_unread;
+    const unsigned long long *live;
 };
 
 /* A result of up to this many bytes comes back through the run's pinned
@@ -624,12 +658,36 @@ bool groups_pairs(const soren_stage_spec *s)
     return s->reduce == SOREN_REDUCE_FUNCTION && s->combine == SOREN_COMBINE_NONE;
 }
 
+/* The host waits for the device: for the stream's work so far, or for
+ * mark i.  explain's "waits" counts them, a re-run's overhead being mostly
+ * waits (issue 6). */
+soren_status wait_stream(gpu_run *r)
+{
+    r->x->waits++;
+    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+    return SOREN_OK;
+}
+
+soren_status wait_mark(gpu_run *r, int i)
+{
+    r->x->waits++;
+    CUDA_TRY(r, cudaEventSynchronize(r->mark[i]));
+    return SOREN_OK;
+}
+
+#define WAIT_STREAM(r)                                                                     \
+    do {                                                                                   \
+        soren_status st_ = wait_stream(r);                                                 \
+        if (st_ != SOREN_OK)                                                               \
+            return st_;                                                                    \
+    } while (0)
+
 /* The counters as they stand once the stream's work so far is done. */
 soren_status read_counters(gpu_run *r, unsigned long long *c)
 {
     CUDA_TRY(r, cudaMemcpyAsync(r->host_counters, r->counters, COUNTER_COUNT * sizeof *c,
                                 cudaMemcpyDeviceToHost, r->stream));
-    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+    WAIT_STREAM(r);
     memcpy(c, r->host_counters, COUNTER_COUNT * sizeof *c);
     return SOREN_OK;
 }
@@ -1023,9 +1081,7 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
         if ((rc = cudaMemcpyAsync(&lines, tile_first + tiles, sizeof lines,
                                   cudaMemcpyDeviceToHost, r->stream)) != cudaSuccess)
             break;
-        if ((rc = cudaStreamSynchronize(r->stream)) != cudaSuccess)
-            break;
-        if ((st = ensure_records(r, lines + 1)) != SOREN_OK)
+        if ((st = wait_stream(r)) != SOREN_OK || (st = ensure_records(r, lines + 1)) != SOREN_OK)
             break;
         split_write_kernel<<<grid, SPLIT_THREADS, 0, r->stream>>>(r->cur_input, size, tiles,
                                                                     tile_first, r->line_starts);
@@ -1326,50 +1382,57 @@ bool spill_due(gpu_run *r, const unsigned long long *c)
     return table + keys > budget / 2 && c[SLOTS_USED] >= r->slot_limit / 2;
 }
 
-/* Launches map over one input's records, growing regions (or spilling the
- * table) and resuming until every record is done. */
-soren_status launch_map(gpu_run *r, uint32_t variant, uint64_t size, uint64_t records)
+/* Resumes the launch in r->launch, whose counters c the host has read,
+ * after each stop for room (growing a region, or spilling the table), until
+ * it has mapped everything. */
+soren_status finish_launch(gpu_run *r, unsigned long long *c)
 {
     /* Each resume at least doubles a region: this many cover any size. */
     enum { RESUMES_MAX = 64 };
-    soren_gpu_map_args a;
-    fill_args(r, &a, variant, size, records);
+    soren_gpu_map_args *a = &r->launch;
     for (unsigned resumes = 0;; resumes++) {
-        CUDA_TRY(r, r->gpu->map(&a, r->stream));
-        /* A dense array holds every key and no key bytes: its launch cannot
-         * stop for room, and merge_table reads a bad key's status with the
-         * merged count, so the host need not wait here. */
-        if (variant == SOREN_GPU_DENSE && !groups_pairs(r->spec))
-            return SOREN_OK;
-        unsigned long long c[COUNTER_COUNT];
-        soren_status st = read_counters(r, c);
-        if (st != SOREN_OK)
-            return st;
         unsigned status = (unsigned)c[STATUS];
         if (status & SOREN_GPU_BAD_KEY)
             return bad_key_error(r, c[BAD_KEY]);
         if (!(status & SOREN_GPU_OVERFLOW))
             return SOREN_OK;
+        soren_status st;
         if (spill_due(r, c)) {
             /* Each spill empties a table at least half used: no limit. */
             st = spill_table(r, c);
-            if (st != SOREN_OK)
-                return st;
             resumes--;
-            fill_args(r, &a, variant, size, records);
-            a.resuming = 1;
-            continue;
-        }
-        if (resumes == RESUMES_MAX)
+        } else if (resumes == RESUMES_MAX) {
             return soren_error_set(r->err, SOREN_EJOB, "%s: map still overflows after %d "
                                    "resumes; this is a bug in Soren, please report it",
                                    r->spec->job_name, (int)RESUMES_MAX);
-        st = grow_after_overflow(r, c);
+        } else {
+            st = grow_after_overflow(r, c);
+        }
         if (st != SOREN_OK)
             return st;
-        fill_args(r, &a, variant, size, records);
-        a.resuming = 1;
+        fill_args(r, a, a->variant, a->input_size, a->record_count);
+        a->resuming = 1;
+        CUDA_TRY(r, r->gpu->map(a, r->stream));
+        if ((st = read_counters(r, c)) != SOREN_OK)
+            return st;
     }
+}
+
+/* Launches map over one input's records, growing regions (or spilling the
+ * table) and resuming until every record is done. */
+soren_status launch_map(gpu_run *r, uint32_t variant, uint64_t size, uint64_t records)
+{
+    fill_args(r, &r->launch, variant, size, records);
+    CUDA_TRY(r, r->gpu->map(&r->launch, r->stream));
+    /* A dense array holds every key and no key bytes: its launch cannot
+     * stop for room, and merge_table reads a bad key's status with the
+     * merged count, so the host need not wait here.  A re-run in one wait
+     * reads the status with its result. */
+    if (r->leave_unread || (variant == SOREN_GPU_DENSE && !groups_pairs(r->spec)))
+        return SOREN_OK;
+    unsigned long long c[COUNTER_COUNT];
+    soren_status st = read_counters(r, c);
+    return st == SOREN_OK ? finish_launch(r, c) : st;
 }
 
 /* The Mars layout for one input: count, scan, then write at the offsets. */
@@ -1393,7 +1456,7 @@ soren_status map_sort(gpu_run *r, uint64_t size, uint64_t records)
                                 cudaMemcpyDeviceToHost, r->stream));
     CUDA_TRY(r, cudaMemcpyAsync(&scanned[1], r->record_key_bytes + records - 1, 8,
                                 cudaMemcpyDeviceToHost, r->stream));
-    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+    WAIT_STREAM(r);
     uint64_t pairs = scanned[0] + last[0], key_bytes = scanned[1] + last[1];
     /* Pass 1 counted exactly: grow to fit before writing. */
     if (used[PAIRS_USED] + pairs > r->pair_capacity &&
@@ -1606,7 +1669,7 @@ soren_status monitor(gpu_run *r, uint64_t size, uint64_t records, uint64_t total
     CUDA_TRY(r, cudaMemcpyAsync(c, r->counters, sizeof c, cudaMemcpyDeviceToHost, r->stream));
     CUDA_TRY(r, cudaMemcpyAsync(ranks, r->sketch, sizeof ranks, cudaMemcpyDeviceToHost,
                                 r->stream));
-    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+    WAIT_STREAM(r);
     uint8_t registers[SOREN_SKETCH_REGISTERS];
     for (unsigned i = 0; i < SOREN_SKETCH_REGISTERS; i++)
         registers[i] = (uint8_t)ranks[i];
@@ -1657,52 +1720,53 @@ soren_status configure(gpu_run *r)
 
 
 /* Hash: the used slots, compacted by a parallel select, are the list. */
+/* The indices of the table's used slots, in slot order, into used (room
+ * for every slot); their count goes to the counters' SELECTED. */
+soren_status select_used(gpu_run *r, uint64_t *used)
+{
+    thrust::counting_iterator<uint64_t> slots(0);
+    CUB_RUN(r, cub::DeviceSelect::If, slots, used, r->counters + SELECTED, (int64_t)r->slot_count,
+            slot_used{r->slots});
+    return SOREN_OK;
+}
+
+/* The combine's identity value on the device, which emptied slots get. */
+soren_status ensure_identity(gpu_run *r)
+{
+    if (r->identity)
+        return SOREN_OK;
+    ALLOC(r, r->identity, r->spec->value_size, "the identity value");
+    CUDA_TRY(r, r->gpu->fill_identity(r->identity, 1, r->stream));
+    return SOREN_OK;
+}
+
 soren_status merge_table(gpu_run *r)
 {
     uint32_t vs = (uint32_t)r->spec->value_size;
     uint64_t *used = NULL;
     ALLOC(r, used, r->slot_count * sizeof(uint64_t), "the list of used slots");
-    thrust::counting_iterator<uint64_t> slots(0);
-    soren_status st = SOREN_OK;
-    do {
-        size_t need = 0;
-        cudaError_t rc = cub::DeviceSelect::If(NULL, need, slots, used, r->counters + SELECTED,
-                                               (int64_t)r->slot_count, slot_used{r->slots},
-                                               r->stream);
-        if (rc == cudaSuccess && (st = temp_reserve(r, need)) == SOREN_OK)
-            rc = cub::DeviceSelect::If(r->temp, need, slots, used, r->counters + SELECTED,
-                                       (int64_t)r->slot_count, slot_used{r->slots}, r->stream);
-        if (rc != cudaSuccess) {
-            st = cuda_fail(r, rc, "compacting the hash table", __LINE__);
-            break;
-        }
-        unsigned long long c[COUNTER_COUNT];
-        if (st != SOREN_OK || (st = read_counters(r, c)) != SOREN_OK)
-            break;
-        /* a dense launch's status, read here (launch_map) */
-        if (c[STATUS] & SOREN_GPU_BAD_KEY) {
-            st = bad_key_error(r, c[BAD_KEY]);
-            break;
-        }
-        uint64_t n = c[SELECTED];
-        r->n = n;
-        if ((st = dev_alloc(r, (void **)&r->refs, n * 4, "the merged keys")) != SOREN_OK ||
-            (st = dev_alloc(r, (void **)&r->values, n * vs, "the merged values")) != SOREN_OK)
-            break;
-        if (!r->identity) {
-            if ((st = dev_alloc(r, (void **)&r->identity, vs, "the identity value")) != SOREN_OK)
-                break;
-            if ((rc = (cudaError_t)r->gpu->fill_identity(r->identity, 1, r->stream)) !=
-                cudaSuccess) {
-                st = cuda_fail(r, rc, "fill_identity", __LINE__);
-                break;
-            }
-        }
-        gather_slots_kernel<<<GRID(r)>>>(used, n, r->slots, r->slot_values, r->identity, vs,
-                                         r->refs, r->values);
-        if ((rc = cudaGetLastError()) != cudaSuccess)
+    soren_status st = select_used(r, used);
+    unsigned long long c[COUNTER_COUNT];
+    if (st == SOREN_OK)
+        st = read_counters(r, c);
+    /* a dense launch's status, read here (launch_map) */
+    if (st == SOREN_OK && (c[STATUS] & SOREN_GPU_BAD_KEY))
+        st = bad_key_error(r, c[BAD_KEY]);
+    uint64_t n = st == SOREN_OK ? c[SELECTED] : 0;
+    r->n = n;
+    if (st == SOREN_OK)
+        st = dev_alloc(r, (void **)&r->refs, n * 4, "the merged keys");
+    if (st == SOREN_OK)
+        st = dev_alloc(r, (void **)&r->values, n * vs, "the merged values");
+    if (st == SOREN_OK)
+        st = ensure_identity(r);
+    if (st == SOREN_OK) {
+        gather_slots_kernel<<<GRID(r)>>>(used, n, NULL, r->slots, r->slot_values, r->identity,
+                                         vs, r->refs, r->values);
+        cudaError_t rc = cudaGetLastError();
+        if (rc != cudaSuccess)
             st = cuda_fail(r, rc, "gather_slots_kernel", __LINE__);
-    } while (0);
+    }
     dev_free(r, used);
     return st;
 }
@@ -1746,15 +1810,17 @@ soren_status sort_by_key(gpu_run *r)
                 string_key_less{r->keys, r->refs});
         return SOREN_OK;
     }
-    key_bits_kernel<<<GRID(r)>>>(r->perm, r->n, r->refs, r->keys, r->spec->key_type, r->bits);
+    key_bits_kernel<<<GRID(r)>>>(r->perm, r->n, r->live, r->refs, r->keys, r->spec->key_type,
+                                 r->bits);
     CUDA_TRY(r, cudaGetLastError());
     return radix_perm(r, 64);
 }
 
 soren_status sort_by_value(gpu_run *r, bool descending)
 {
-    value_bits_kernel<<<GRID(r)>>>(r->perm, r->n, r->values, (uint32_t)r->spec->value_size,
-                                   r->spec->value_type, descending, r->bits);
+    value_bits_kernel<<<GRID(r)>>>(r->perm, r->n, r->live, r->values,
+                                   (uint32_t)r->spec->value_size, r->spec->value_type,
+                                   descending, r->bits);
     CUDA_TRY(r, cudaGetLastError());
     return radix_perm(r, 64);
 }
@@ -1796,7 +1862,7 @@ soren_status find_runs(gpu_run *r, bool by_ref, uint64_t *runs)
     CUB_RUN(r, cub::DeviceScan::InclusiveSum, r->bits, r->bits_alt, (int64_t)r->n);
     CUDA_TRY(r, cudaMemcpyAsync(runs, r->bits_alt + r->n - 1, 8, cudaMemcpyDeviceToHost,
                                 r->stream));
-    CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+    WAIT_STREAM(r);
     return SOREN_OK;
 }
 
@@ -1897,7 +1963,7 @@ soren_status group_pairs(gpu_run *r)
         CUDA_TRY(r, cudaGetLastError());
         CUDA_TRY(r, cudaMemcpyAsync(&largest, r->counters + SELECTED, 8,
                                     cudaMemcpyDeviceToHost, r->stream));
-        CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+        WAIT_STREAM(r);
         if (largest > UINT32_MAX)
             return soren_error_set(r->err, SOREN_EJOB, "%s: a key has %llu values; reduce "
                                    "takes at most %u at a time", r->spec->job_name, largest,
@@ -1987,10 +2053,8 @@ soren_status order_list(gpu_run *r, bool key_sorted)
     return st;
 }
 
-/* Packs the ordered list on the device as a soren_result lays it out (keys
- * back to back at their offsets, values in order), into packed_*, which a
- * session keeps until its next run. */
-soren_status pack_result(gpu_run *r)
+/* The last run's packed result, spent. */
+void free_packed(gpu_run *r)
 {
     void **packed[] = {(void **)&r->packed_keys, (void **)&r->packed_values,
                        (void **)&r->packed_offsets};
@@ -1998,10 +2062,18 @@ soren_status pack_result(gpu_run *r)
         dev_free(r, *packed[i]);
         *packed[i] = NULL;
     }
+    r->packed_n = r->packed_key_bytes = 0;
+}
+
+/* Packs the ordered list on the device as a soren_result lays it out (keys
+ * back to back at their offsets, values in order), into packed_*, which a
+ * session keeps until its next run. */
+soren_status pack_result(gpu_run *r)
+{
+    free_packed(r);
     uint64_t n = r->n;
     uint32_t vs = (uint32_t)r->spec->value_size;
     r->packed_n = n;
-    r->packed_key_bytes = 0;
     if (n == 0)
         return SOREN_OK;
     ALLOC(r, r->packed_offsets, (n + 1) * 8, "the result's key offsets");
@@ -2019,16 +2091,47 @@ soren_status pack_result(gpu_run *r)
                                     cudaMemcpyDeviceToHost, r->stream));
         CUDA_TRY(r, cudaMemcpyAsync(&last_size, r->bits_alt + n - 1, 8, cudaMemcpyDeviceToHost,
                                     r->stream));
-        CUDA_TRY(r, cudaStreamSynchronize(r->stream));
+        WAIT_STREAM(r);
         r->packed_key_bytes = last_offset + last_size;
         CUDA_TRY(r, cudaMemcpyAsync(r->packed_offsets + n, &r->packed_key_bytes, 8,
                                     cudaMemcpyHostToDevice, r->stream));
     }
     ALLOC(r, r->packed_keys, r->packed_key_bytes, "the result's keys");
     ALLOC(r, r->packed_values, n * vs, "the result's values");
-    pack_kernel<<<GRID(r)>>>(r->perm, n, r->refs, r->keys, key_size, r->packed_offsets,
+    pack_kernel<<<GRID(r)>>>(r->perm, n, r->live, r->refs, r->keys, key_size, r->packed_offsets,
                              r->values, vs, r->packed_keys, r->packed_values);
     CUDA_TRY(r, cudaGetLastError());
+    return SOREN_OK;
+}
+
+/* out takes n pairs from host memory: keys back to back (key_total bytes)
+ * at offsets (n + 1 of them; NULL: keys of key_size bytes each), and the
+ * values. */
+soren_status take_host_pairs(gpu_run *r, soren_result *out, uint64_t n, const uint8_t *keys,
+                             uint64_t key_total, const uint64_t *offsets, uint32_t key_size,
+                             const uint8_t *values)
+{
+    const uint64_t vs = r->spec->value_size;
+    soren_result_destroy(out);
+    if (n == 0)
+        return SOREN_OK;
+    uint8_t *k = (uint8_t *)malloc(key_total ? key_total : 1), *v = (uint8_t *)malloc(n * vs);
+    uint64_t *o = (uint64_t *)malloc((n + 1) * 8);
+    if (!k || !v || !o) {
+        free(k);
+        free(v);
+        free(o);
+        return soren_error_set(r->err, SOREN_ENOMEM, "%s: out of host memory for %llu results",
+                               r->spec->job_name, (unsigned long long)n);
+    }
+    memcpy(k, keys, key_total);
+    memcpy(v, values, n * vs);
+    for (uint64_t i = 0; i <= n; i++)
+        o[i] = offsets ? offsets[i] : i * key_size;
+    out->count = n;
+    out->key_bytes = k;
+    out->key_offset = o;
+    out->values = v;
     return SOREN_OK;
 }
 
@@ -2040,38 +2143,41 @@ soren_status copy_result(gpu_run *r, soren_result *out)
 {
     uint64_t n = r->packed_n, key_total = r->packed_key_bytes;
     uint32_t vs = (uint32_t)r->spec->value_size;
-    out->count = 0;
     uint64_t sizes[3] = {key_total, n ? (n + 1) * 8 : 0, n * vs};
     const void *from[3] = {r->packed_keys, r->packed_offsets, r->packed_values};
+    if (sizes[0] + sizes[1] + sizes[2] <= READBACK_BYTES) {
+        for (uint64_t i = 0, at = 0; i < 3 && n; at += sizes[i], i++)
+            CUDA_TRY(r, cudaMemcpyAsync(r->readback + at, from[i], sizes[i],
+                                        cudaMemcpyDeviceToHost, r->stream));
+        CUDA_TRY(r, cudaEventRecord(r->mark[8], r->stream));
+        soren_status st = wait_mark(r, 8);
+        if (st != SOREN_OK)
+            return st;
+        const uint8_t *at = r->readback;
+        return take_host_pairs(r, out, n, at, key_total, (const uint64_t *)(at + sizes[0]), 0,
+                               at + sizes[0] + sizes[1]);
+    }
+    /* Too large for the readback buffer: straight into the result's arrays,
+     * whose copies dwarf the waits. */
     void *to[3] = {NULL, NULL, NULL};
-    const bool staged = sizes[0] + sizes[1] + sizes[2] <= READBACK_BYTES;
     soren_status st = SOREN_OK;
-    for (int i = 0; i < 3 && n; i++)
+    for (int i = 0; i < 3; i++)
         if (!(to[i] = malloc(sizes[i] ? sizes[i] : 1)))
             st = soren_error_set(r->err, SOREN_ENOMEM, "%s: out of host memory for %llu "
                                  "results", r->spec->job_name, (unsigned long long)n);
     cudaError_t rc = cudaSuccess;
-    for (uint64_t i = 0, at = 0; i < 3 && n && st == SOREN_OK && rc == cudaSuccess; i++) {
-        rc = cudaMemcpyAsync(staged ? r->readback + at : to[i], from[i], sizes[i],
-                             cudaMemcpyDeviceToHost, r->stream);
-        at += sizes[i];
-    }
+    for (int i = 0; i < 3 && st == SOREN_OK && rc == cudaSuccess; i++)
+        rc = cudaMemcpyAsync(to[i], from[i], sizes[i], cudaMemcpyDeviceToHost, r->stream);
     if (st == SOREN_OK && rc == cudaSuccess)
         rc = cudaEventRecord(r->mark[8], r->stream);
-    if (st == SOREN_OK && rc == cudaSuccess)
-        rc = cudaEventSynchronize(r->mark[8]);
     if (st == SOREN_OK && rc != cudaSuccess)
         st = cuda_fail(r, rc, "copying the result back", __LINE__);
+    if (st == SOREN_OK)
+        st = wait_mark(r, 8);
     if (st != SOREN_OK) {
         for (int i = 0; i < 3; i++)
             free(to[i]);
         return st;
-    }
-    if (n == 0)
-        return SOREN_OK;
-    for (uint64_t i = 0, at = 0; i < 3 && staged; i++) {
-        memcpy(to[i], r->readback + at, sizes[i]);
-        at += sizes[i];
     }
     soren_result_destroy(out);
     out->count = n;
@@ -2200,6 +2306,152 @@ soren_status map_input(gpu_run *r, uint64_t size, uint64_t records)
     }
 }
 
+/* Merges the table or the pairs, reduces, orders, packs and copies the
+ * result into out (marks 4 to 8): each step as large as the list, whose
+ * size the host reads.  After a spill, out holds every spill's pairs and
+ * the last table's, for the caller to fold. */
+soren_status result_after_map(gpu_run *r, soren_result *out)
+{
+    const soren_stage_spec *s = r->spec;
+    soren_status st = mark(r, 4, "merge", "merge");
+    const bool reducing = s->reduce == SOREN_REDUCE_FUNCTION;
+    bool key_sorted = false;
+    if (st == SOREN_OK) {
+        if (groups_pairs(s)) {
+            st = group_pairs(r);
+        } else if (r->slots) {
+            st = merge_table(r);
+            /* dense: slot i is key i, and the select keeps the slots' order */
+            key_sorted = r->variant == SOREN_VARIANT_DENSE;
+        } else {
+            st = merge_pairs(r);
+            key_sorted = s->combine != SOREN_COMBINE_NONE;
+        }
+    }
+    /* After a spill the table held only some of each key's values: the
+     * caller folds them all, then reduces and orders. */
+    const bool spilled = r->spilled.count > 0;
+    const char *reduce_phase = reducing && !spilled ? "reduce" : NULL;
+    if (st == SOREN_OK && (st = mark(r, 5, "reduce", reduce_phase)) == SOREN_OK && reduce_phase &&
+        r->n) {
+        st = reduce_list(r);
+        key_sorted = false;
+    }
+    if (st == SOREN_OK && (st = mark(r, 6, "ordering", "order")) == SOREN_OK)
+        st = spilled ? (r->n ? alloc_order_buffers(r) : SOREN_OK) : order_list(r, key_sorted);
+    if (st == SOREN_OK && (st = mark(r, 7, "copying the result back", "download")) == SOREN_OK)
+        st = pack_result(r);
+    if (st == SOREN_OK)
+        st = copy_result(r, out); /* ends with mark 8: every mark is done */
+    if (st == SOREN_OK && spilled) {
+        /* The last table's pairs join the spills' (usually far more), which
+         * become the result, for the caller to fold. */
+        st = soren_result_append_all(&r->spilled, out, r->err);
+        if (st == SOREN_OK) {
+            soren_result_destroy(out);
+            *out = r->spilled;
+            soren_result_init(&r->spilled, s);
+        }
+    }
+    return st;
+}
+
+/* The most bytes of pairs a whole table may hold for a re-run in one wait
+ * (one_wait), which copies back all it could hold: for a table much larger
+ * than its pairs, the copy would cost more than the waits it saves. */
+enum { ONE_WAIT_BYTES = 64 << 10 };
+static_assert(COUNTER_COUNT * 8 + ONE_WAIT_BYTES <= READBACK_BYTES,
+              "a re-run in one wait comes back through the readback buffer");
+
+/* Whether this run waits on the device once (issue 6's overhead: waits are
+ * most of a re-run's time): a later run of a table variant that folds
+ * values (hash, block, dense) into keys of one size, with no reduce
+ * function.  Its last map launch goes unread, and its result comes from
+ * steps the size of the whole table, each taking the list's size from the
+ * device: result_in_one_wait. */
+bool one_wait(const gpu_run *r)
+{
+    const soren_stage_spec *s = r->spec;
+    const uint64_t key_size = soren_type_size((soren_type)s->key_type);
+    return r->runs > 0 && r->slots && s->combine != SOREN_COMBINE_NONE &&
+           s->reduce != SOREN_REDUCE_FUNCTION && key_size &&
+           r->slot_count * (key_size + s->value_size) <= ONE_WAIT_BYTES;
+}
+
+/* The merge, order, packing and copy of a re-run in one wait, queued
+ * behind the last map launch without reading its counters: the used slots
+ * are selected, their count staying on the device, and every later step
+ * runs over the whole table, its unused entries sorting last; the counters
+ * come back with the packed pairs, and the host waits once.  A launch that
+ * stopped for room left its table as it was (the gather empties slots only
+ * after a launch that ended): *stopped says so, and the caller resumes it
+ * and takes the result the usual way. */
+soren_status result_in_one_wait(gpu_run *r, soren_result *out, bool *stopped)
+{
+    const soren_stage_spec *s = r->spec;
+    const uint32_t vs = (uint32_t)s->value_size;
+    const uint32_t key_size = (uint32_t)soren_type_size((soren_type)s->key_type);
+    const uint64_t slots = r->slot_count;
+    soren_status st = mark(r, 4, "merge", "merge");
+    uint64_t *used = NULL;
+    if (st == SOREN_OK)
+        st = dev_alloc(r, (void **)&used, slots * 8, "the list of used slots");
+    if (st == SOREN_OK)
+        st = select_used(r, used);
+    if (st == SOREN_OK)
+        st = dev_alloc(r, (void **)&r->refs, slots * 4, "the merged keys");
+    if (st == SOREN_OK)
+        st = dev_alloc(r, (void **)&r->values, slots * vs, "the merged values");
+    if (st == SOREN_OK)
+        st = ensure_identity(r);
+    if (st == SOREN_OK) {
+        gather_slots_kernel<<<GRID(r)>>>(used, slots, r->counters, r->slots, r->slot_values,
+                                         r->identity, vs, r->refs, r->values);
+        cudaError_t rc = cudaGetLastError();
+        if (rc != cudaSuccess)
+            st = cuda_fail(r, rc, "gather_slots_kernel", __LINE__);
+    }
+    dev_free(r, used);
+    r->n = slots;
+    r->live = r->counters + SELECTED;
+    if (st == SOREN_OK)
+        st = mark(r, 5, "reduce", NULL);
+    /* dense: slot i is key i, and the select keeps the slots' order */
+    if (st == SOREN_OK && (st = mark(r, 6, "ordering", "order")) == SOREN_OK)
+        st = order_list(r, r->variant == SOREN_VARIANT_DENSE);
+    if (st == SOREN_OK && (st = mark(r, 7, "copying the result back", "download")) == SOREN_OK)
+        st = pack_result(r);
+    r->live = NULL;
+    /* the counters, then every entry's key and value: the first come first */
+    const uint64_t n = r->n, sizes[3] = {COUNTER_COUNT * 8, n * key_size, n * vs};
+    const void *from[3] = {r->counters, r->packed_keys, r->packed_values};
+    for (uint64_t i = 0, at = 0; i < 3 && st == SOREN_OK; at += sizes[i], i++) {
+        cudaError_t rc = cudaMemcpyAsync(r->readback + at, from[i], sizes[i],
+                                         cudaMemcpyDeviceToHost, r->stream);
+        if (rc != cudaSuccess)
+            st = cuda_fail(r, rc, "copying the result back", __LINE__);
+    }
+    if (st == SOREN_OK && (st = mark(r, 8, "copying the result back", NULL)) == SOREN_OK)
+        st = wait_mark(r, 8);
+    if (st != SOREN_OK)
+        return st;
+    unsigned long long c[COUNTER_COUNT];
+    memcpy(c, r->readback, sizeof c);
+    if (c[STATUS] & SOREN_GPU_BAD_KEY)
+        return bad_key_error(r, c[BAD_KEY]);
+    if (c[STATUS] & SOREN_GPU_OVERFLOW) {
+        *stopped = true;
+        release_list(r);
+        return finish_launch(r, c);
+    }
+    r->packed_n = c[SELECTED] < n ? c[SELECTED] : n;
+    r->packed_key_bytes = r->packed_n * key_size;
+    if (r->packed_n == 0)
+        free_packed(r); /* as an empty list leaves them */
+    return take_host_pairs(r, out, r->packed_n, r->readback + sizes[0], r->packed_key_bytes,
+                           NULL, key_size, r->readback + sizes[0] + sizes[1]);
+}
+
 /* One run over the inputs (host inputs go up through the staging buffers;
  * a caller's device input is read where it is): the result is packed on
  * the device and copied into out.  The first run of a session sets up,
@@ -2228,7 +2480,7 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     r->emitter = "map";
     soren_result_destroy(&r->spilled);
     soren_result_init(&r->spilled, s);
-    r->x->spills = r->x->spilled_pairs = 0;
+    r->x->spills = r->x->spilled_pairs = r->x->waits = 0;
     /* a session may run from another thread than its first run's */
     CUDA_TRY(r, cudaSetDevice(r->opt->device));
     soren_status st = SOREN_OK;
@@ -2276,17 +2528,15 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
             if (st == SOREN_OK)
                 st = allocate_regions(r);
         }
+        /* the table's size is known by now: the last launch may go unread */
+        r->leave_unread = i + 1 == input_count && one_wait(r);
         if (st == SOREN_OK)
             st = map_input(r, in->size, records);
         /* The next input reuses the marks: its times are read now.  The
          * last input's are read at the end, mark 4 then the merge's start,
          * so that the host need not wait between map and merge. */
-        cudaError_t rc = cudaSuccess;
         if (st == SOREN_OK && i + 1 < input_count &&
-            (st = mark(r, 4, "map", NULL)) == SOREN_OK &&
-            (rc = cudaEventSynchronize(r->mark[4])) != cudaSuccess)
-            st = cuda_fail(r, rc, "cudaEventSynchronize(map)", __LINE__);
-        if (st == SOREN_OK && i + 1 < input_count)
+            (st = mark(r, 4, "map", NULL)) == SOREN_OK && (st = wait_mark(r, 4)) == SOREN_OK)
             add_input_times(r, piped, i);
     }
     if (up.running) /* a failed map: the next input's copies must end first */
@@ -2295,47 +2545,13 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
         st = configure(r); /* no input: nothing to monitor, an empty result */
     if (st == SOREN_OK && input_count == 0 && first)
         st = allocate_regions(r);
-    if (st == SOREN_OK)
-        st = mark(r, 4, "merge", "merge");
-    const bool reducing = s->reduce == SOREN_REDUCE_FUNCTION;
-    bool key_sorted = false;
-    if (st == SOREN_OK) {
-        if (groups_pairs(s)) {
-            st = group_pairs(r);
-        } else if (r->slots) {
-            st = merge_table(r);
-            /* dense: slot i is key i, and the select keeps the slots' order */
-            key_sorted = r->variant == SOREN_VARIANT_DENSE;
-        } else {
-            st = merge_pairs(r);
-            key_sorted = s->combine != SOREN_COMBINE_NONE;
-        }
-    }
-    /* After a spill the table held only some of each key's values: the
-     * caller folds them all, then reduces and orders. */
-    const bool spilled = r->spilled.count > 0;
-    const char *reduce_phase = reducing && !spilled ? "reduce" : NULL;
-    if (st == SOREN_OK && (st = mark(r, 5, "reduce", reduce_phase)) == SOREN_OK && reduce_phase &&
-        r->n) {
-        st = reduce_list(r);
-        key_sorted = false;
-    }
-    if (st == SOREN_OK && (st = mark(r, 6, "ordering", "order")) == SOREN_OK)
-        st = spilled ? (r->n ? alloc_order_buffers(r) : SOREN_OK) : order_list(r, key_sorted);
-    if (st == SOREN_OK && (st = mark(r, 7, "copying the result back", "download")) == SOREN_OK)
-        st = pack_result(r);
-    if (st == SOREN_OK)
-        st = copy_result(r, out); /* ends with mark 8: every mark is done */
-    if (st == SOREN_OK && spilled) {
-        /* The last table's pairs join the spills' (usually far more), which
-         * become the result, for the caller to fold. */
-        st = soren_result_append_all(&r->spilled, out, r->err);
-        if (st == SOREN_OK) {
-            soren_result_destroy(out);
-            *out = r->spilled;
-            soren_result_init(&r->spilled, s);
-        }
-    }
+    const bool quick = r->leave_unread;
+    r->leave_unread = false;
+    bool stopped = false;
+    if (st == SOREN_OK && quick)
+        st = result_in_one_wait(r, out, &stopped);
+    if (st == SOREN_OK && (!quick || stopped))
+        st = result_after_map(r, out);
     soren_result_destroy(&r->spilled);
     if (st == SOREN_OK) {
         if (input_count)
