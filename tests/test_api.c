@@ -563,10 +563,23 @@ Test(api, device_memory_mistakes)
     EXPECT_FAIL(device_result_after_a_cpu_run, SOREN_EUSAGE, "in host memory");
 }
 
-/* k-means on the GPU and on the CPU engine, k = 24 then 256 (1,024 keys in
- * a table sized for 96): the second run waits once, finds that its map
- * stopped for room, resumes it into a grown table, and gives the CPU
- * engine's bytes; the third, in the grown table, waits once. */
+/* The number of overflows explain lists for the job's last run. */
+static size_t overflows(soren_job *job)
+{
+    json_t *x = json_loads(soren_job_explain(job), 0, NULL);
+    cr_assert_not_null(x, "an explain report after a run");
+    size_t n = json_array_size(json_object_get(x, "overflows"));
+    json_decref(x);
+    return n;
+}
+
+/* k-means on the GPU and on the CPU engine, each run equal, with k = 24,
+ * 100, 256, 256 over 200,000 points (all sampled: 96 keys make a table of
+ * 1,024 slots, full at 768).  Run 2 has 400 keys, more than the 256 its
+ * one wait takes (twice the run before's): the table stays as it was, and
+ * the run goes on the usual way.  Run 3 has 1,024, which the one wait
+ * would take, but its map stops for room: the run resumes it into a grown
+ * table.  Run 4 waits once. */
 Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
 {
     need_gpu();
@@ -584,6 +597,7 @@ Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
     soren_plugin *p = open_plugin("kmeans");
     soren_job_options o;
     soren_job_options_init(&o);
+    o.sample = 1;
     o.device = SOREN_DEVICE_GPU;
     soren_job *gpu = new_job(p, &o);
     o.device = SOREN_DEVICE_CPU;
@@ -591,9 +605,9 @@ Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
     soren_job *jobs[2] = {gpu, cpu};
     soren_error err;
     soren_error_clear(&err);
-    const uint32_t ks[3] = {24, 256, 256};
+    const uint32_t ks[4] = {24, 100, 256, 256};
     double centroids[256 * 4];
-    for (int round = 0; round < 3; round++) {
+    for (int round = 0; round < 4; round++) {
         uint32_t k = ks[round];
         for (uint32_t c = 0; c < k; c++) {
             for (size_t j = 0; j < dims; j++)
@@ -612,15 +626,16 @@ Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
             run(jobs[j]);
         }
         char *got = result_text(gpu), *want = result_text(cpu);
-        cr_expect_str_eq(got, want, "round %d, k = %u", round, k);
+        cr_expect_str_eq(got, want, "run %d, k = %u", round + 1, k);
         free(got);
         free(want);
         long long waits = gpu_waits(gpu);
-        if (round == 1)
-            cr_expect_gt(waits, 1, "the run that outgrew its table went the usual way after "
-                         "its one wait");
+        if (round == 1 || round == 2)
+            cr_expect_gt(waits, 1, "run %d went on the usual way after its one wait", round + 1);
         if (round == 2)
-            cr_expect_eq(waits, 1, "round 2 waited for the GPU %lld times", waits);
+            cr_expect_gt(overflows(gpu), 0, "run 3 outgrew its table");
+        if (round == 3)
+            cr_expect_eq(waits, 1, "run 4 waited for the GPU %lld times", waits);
     }
     soren_job_free(gpu);
     soren_job_free(cpu);

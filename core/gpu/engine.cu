@@ -206,15 +206,16 @@ __global__ void split_write_kernel(const uint8_t *input, uint64_t size, uint64_t
 /* Takes the used slots' keys and values into the list and leaves the
  * slots empty again (0, and the identity value), so that a session's next
  * run need not clear the whole table.  unread: the counters of a launch the
- * host has not read (a re-run in one wait), whose SELECTED is the count of
- * used; a launch that stopped for room keeps its table, which it resumes
- * into; NULL: n slots are used and the launch ended. */
+ * host has not read (a re-run in one wait), whose SELECTED counts the used
+ * slots, of which the list takes up to n; the table stays as it is where
+ * they are more, or where the launch stopped for room (it resumes into the
+ * table).  NULL: n slots are used, and the launch ended. */
 __global__ void gather_slots_kernel(const uint64_t *used, uint64_t n,
                                     const unsigned long long *unread, unsigned long long *slots,
                                     uint8_t *slot_values, const uint8_t *identity,
                                     uint32_t value_size, uint32_t *refs, uint8_t *values)
 {
-    const bool empty = !unread || unread[STATUS] == 0;
+    const bool empty = !unread || (unread[STATUS] == 0 && unread[SELECTED] <= n);
     n = list_length(n, unread ? unread + SELECTED : NULL);
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x) {
@@ -401,9 +402,10 @@ struct gpu_run {
     uint64_t keys_capacity;
     unsigned long long *counters; /* keys_used, pairs_used, status, bad_key, selected */
     /* pinned host memory (see READBACK_BYTES): the counters as the host last
-     * read them, the fresh counters a run starts from, and a small result */
+     * read them, the fresh counters a run starts from, a small result, and
+     * small parameters on their way up (PARAM_STAGING_BYTES) */
     unsigned long long *host_counters, *fresh_counters;
-    uint8_t *readback;
+    uint8_t *readback, *param_staging;
     unsigned long long *slots;
     uint8_t *slot_values;
     uint64_t slot_count;
@@ -489,6 +491,7 @@ struct gpu_run {
     soren_gpu_map_args launch;
     bool leave_unread;
     const unsigned long long *live;
+    uint64_t last_keys; /* the keys the last run's table held, which the next expects */
 };
 
 /* A result of up to this many bytes comes back through the run's pinned
@@ -497,6 +500,12 @@ struct gpu_run {
  * a re-run's time is mostly such waits.  A larger result is copied straight
  * into its arrays, where the copy's own time dwarfs the waits. */
 enum { READBACK_BYTES = 1 << 20 };
+
+/* Changed parameters of up to this many bytes in all go up through pinned
+ * memory: a copy from pageable memory costs the host 20 to 30 us even for
+ * a few bytes (a k-means re-run's centroids).  A run ends waiting for the
+ * stream, so the next run finds the buffer free. */
+enum { PARAM_STAGING_BYTES = 64 << 10 };
 
 soren_status cuda_fail(gpu_run *r, cudaError_t rc, const char *call, int line)
 {
@@ -729,6 +738,7 @@ uint64_t next_pow2(uint64_t x)
  * version is the one the block holds is there already. */
 soren_status upload_params(gpu_run *r, const soren_params *host, const uint64_t *versions)
 {
+    uint64_t staged = 0;
     r->params = *host;
     for (uint32_t i = 0; i < host->count && i < SOREN_MAX_PARAMS; i++) {
         r->params.data[i] = NULL;
@@ -747,7 +757,12 @@ soren_status upload_params(gpu_run *r, const soren_params *host, const uint64_t 
             ALLOC(r, r->param_blocks[i], host->size[i], "a job parameter");
             r->param_capacity[i] = host->size[i];
         }
-        CUDA_TRY(r, cudaMemcpyAsync(r->param_blocks[i], host->data[i], host->size[i],
+        const void *from = host->data[i];
+        if (host->size[i] <= PARAM_STAGING_BYTES - staged) {
+            from = memcpy(r->param_staging + staged, host->data[i], host->size[i]);
+            staged += host->size[i];
+        }
+        CUDA_TRY(r, cudaMemcpyAsync(r->param_blocks[i], from, host->size[i],
                                     cudaMemcpyHostToDevice, r->stream));
         r->params.data[i] = r->param_blocks[i];
         r->param_version[i] = version;
@@ -1481,15 +1496,16 @@ soren_status session_start(gpu_run *r)
 {
     ALLOC(r, r->counters, COUNTER_COUNT * sizeof(unsigned long long), "the engine's counters");
     const size_t counter_bytes = COUNTER_COUNT * sizeof(unsigned long long);
-    cudaError_t rc = cudaMallocHost((void **)&r->host_counters, 2 * counter_bytes +
-                                                                 READBACK_BYTES);
+    cudaError_t rc = cudaMallocHost((void **)&r->host_counters,
+                                    2 * counter_bytes + READBACK_BYTES + PARAM_STAGING_BYTES);
     if (rc != cudaSuccess) {
         r->host_counters = NULL;
-        return cuda_fail(r, rc, "cudaMallocHost(the counters' and the result's pinned buffer)",
-                         __LINE__);
+        return cuda_fail(r, rc, "cudaMallocHost(the counters', the result's and the "
+                         "parameters' pinned buffer)", __LINE__);
     }
     r->fresh_counters = r->host_counters + COUNTER_COUNT;
     r->readback = (uint8_t *)(r->fresh_counters + COUNTER_COUNT);
+    r->param_staging = r->readback + READBACK_BYTES;
     /* the first key unit reserved (key ref 0 means "none"; keys start
      * SOREN_KEY_ALIGN-aligned) */
     memset(r->fresh_counters, 0, counter_bytes);
@@ -1753,7 +1769,7 @@ soren_status merge_table(gpu_run *r)
     if (st == SOREN_OK && (c[STATUS] & SOREN_GPU_BAD_KEY))
         st = bad_key_error(r, c[BAD_KEY]);
     uint64_t n = st == SOREN_OK ? c[SELECTED] : 0;
-    r->n = n;
+    r->n = r->last_keys = n;
     if (st == SOREN_OK)
         st = dev_alloc(r, (void **)&r->refs, n * 4, "the merged keys");
     if (st == SOREN_OK)
@@ -2356,63 +2372,67 @@ soren_status result_after_map(gpu_run *r, soren_result *out)
     return st;
 }
 
-/* The most bytes of pairs a whole table may hold for a re-run in one wait
- * (one_wait), which copies back all it could hold: for a table much larger
- * than its pairs, the copy would cost more than the waits it saves. */
-enum { ONE_WAIT_BYTES = 64 << 10 };
+/* A re-run in one wait (one_wait) takes up to twice the keys of the run
+ * before, at least ONE_WAIT_KEYS_MIN, and at most ONE_WAIT_BYTES of pairs,
+ * which it copies back whole. */
+enum { ONE_WAIT_KEYS_MIN = 64, ONE_WAIT_BYTES = 64 << 10 };
 static_assert(COUNTER_COUNT * 8 + ONE_WAIT_BYTES <= READBACK_BYTES,
               "a re-run in one wait comes back through the readback buffer");
 
-/* Whether this run waits on the device once (issue 6's overhead: waits are
- * most of a re-run's time): a later run of a table variant that folds
- * values (hash, block, dense) into keys of one size, with no reduce
- * function.  Its last map launch goes unread, and its result comes from
- * steps the size of the whole table, each taking the list's size from the
- * device: result_in_one_wait. */
-bool one_wait(const gpu_run *r)
+/* How many keys this run takes in one wait, or 0 where it waits as often as
+ * it must (issue 6's overhead: waits are most of a re-run's time).  A later
+ * run of a table variant that folds values (hash, block, dense) into keys
+ * of one size, with no reduce function, expects about the keys of the run
+ * before: its last map launch goes unread, and its result comes from steps
+ * of that size, each taking the list's length from the device
+ * (result_in_one_wait). */
+uint64_t one_wait(const gpu_run *r)
 {
     const soren_stage_spec *s = r->spec;
     const uint64_t key_size = soren_type_size((soren_type)s->key_type);
-    return r->runs > 0 && r->slots && s->combine != SOREN_COMBINE_NONE &&
-           s->reduce != SOREN_REDUCE_FUNCTION && key_size &&
-           r->slot_count * (key_size + s->value_size) <= ONE_WAIT_BYTES;
+    if (r->runs == 0 || !r->slots || s->combine == SOREN_COMBINE_NONE ||
+        s->reduce == SOREN_REDUCE_FUNCTION || !key_size)
+        return 0;
+    uint64_t keys = next_pow2(2 * r->last_keys);
+    keys = keys > ONE_WAIT_KEYS_MIN ? keys : ONE_WAIT_KEYS_MIN;
+    keys = keys < r->slot_count ? keys : r->slot_count;
+    return keys * (key_size + s->value_size) <= ONE_WAIT_BYTES ? keys : 0;
 }
 
-/* The merge, order, packing and copy of a re-run in one wait, queued
- * behind the last map launch without reading its counters: the used slots
- * are selected, their count staying on the device, and every later step
- * runs over the whole table, its unused entries sorting last; the counters
- * come back with the packed pairs, and the host waits once.  A launch that
- * stopped for room left its table as it was (the gather empties slots only
- * after a launch that ended): *stopped says so, and the caller resumes it
- * and takes the result the usual way. */
-soren_status result_in_one_wait(gpu_run *r, soren_result *out, bool *stopped)
+/* The merge, order, packing and copy of a re-run in one wait, for up to
+ * `keys` keys, queued behind the last map launch without reading its
+ * counters: the used slots are selected, their count staying on the
+ * device, and every later step runs over `keys` entries, the unused ones
+ * sorting last; the counters come back with the packed pairs, and the host
+ * waits once.  Where the launch stopped for room, or the table held more
+ * keys, the gather left the table as it was: *again says so (the launch
+ * resumed), and the caller takes the result the usual way. */
+soren_status result_in_one_wait(gpu_run *r, uint64_t keys, soren_result *out, bool *again)
 {
     const soren_stage_spec *s = r->spec;
     const uint32_t vs = (uint32_t)s->value_size;
     const uint32_t key_size = (uint32_t)soren_type_size((soren_type)s->key_type);
-    const uint64_t slots = r->slot_count;
     soren_status st = mark(r, 4, "merge", "merge");
     uint64_t *used = NULL;
     if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&used, slots * 8, "the list of used slots");
+        st = dev_alloc(r, (void **)&used, r->slot_count * 8, "the list of used slots");
     if (st == SOREN_OK)
         st = select_used(r, used);
     if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&r->refs, slots * 4, "the merged keys");
+        st = dev_alloc(r, (void **)&r->refs, keys * 4, "the merged keys");
     if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&r->values, slots * vs, "the merged values");
+        st = dev_alloc(r, (void **)&r->values, keys * vs, "the merged values");
     if (st == SOREN_OK)
         st = ensure_identity(r);
     if (st == SOREN_OK) {
-        gather_slots_kernel<<<GRID(r)>>>(used, slots, r->counters, r->slots, r->slot_values,
+        gather_slots_kernel<<<GRID(r)>>>(used, keys, r->counters, r->slots, r->slot_values,
                                          r->identity, vs, r->refs, r->values);
         cudaError_t rc = cudaGetLastError();
         if (rc != cudaSuccess)
             st = cuda_fail(r, rc, "gather_slots_kernel", __LINE__);
     }
     dev_free(r, used);
-    r->n = slots;
+    r->n = keys;
     r->live = r->counters + SELECTED;
     if (st == SOREN_OK)
         st = mark(r, 5, "reduce", NULL);
@@ -2439,11 +2459,12 @@ soren_status result_in_one_wait(gpu_run *r, soren_result *out, bool *stopped)
     memcpy(c, r->readback, sizeof c);
     if (c[STATUS] & SOREN_GPU_BAD_KEY)
         return bad_key_error(r, c[BAD_KEY]);
-    if (c[STATUS] & SOREN_GPU_OVERFLOW) {
-        *stopped = true;
+    if ((c[STATUS] & SOREN_GPU_OVERFLOW) || c[SELECTED] > keys) {
+        *again = true;
         release_list(r);
         return finish_launch(r, c);
     }
+    r->last_keys = c[SELECTED];
     r->packed_n = c[SELECTED] < n ? c[SELECTED] : n;
     r->packed_key_bytes = r->packed_n * key_size;
     if (r->packed_n == 0)
@@ -2482,7 +2503,10 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     soren_result_init(&r->spilled, s);
     r->x->spills = r->x->spilled_pairs = r->x->waits = 0;
     /* a session may run from another thread than its first run's */
-    CUDA_TRY(r, cudaSetDevice(r->opt->device));
+    int device = -1;
+    CUDA_TRY(r, cudaGetDevice(&device));
+    if (device != r->opt->device)
+        CUDA_TRY(r, cudaSetDevice(r->opt->device));
     soren_status st = SOREN_OK;
     if (first) {
         CUDA_TRY(r, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
@@ -2508,6 +2532,7 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     if (st == SOREN_OK && piped)
         st = pipeline_setup(r);
     uploader up = {};
+    uint64_t quick_keys = 0;
     for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
         const soren_input *in = &inputs[i];
         uint64_t records = records_at_most(s, in);
@@ -2529,7 +2554,8 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
                 st = allocate_regions(r);
         }
         /* the table's size is known by now: the last launch may go unread */
-        r->leave_unread = i + 1 == input_count && one_wait(r);
+        quick_keys = i + 1 == input_count ? one_wait(r) : 0;
+        r->leave_unread = quick_keys != 0;
         if (st == SOREN_OK)
             st = map_input(r, in->size, records);
         /* The next input reuses the marks: its times are read now.  The
@@ -2547,10 +2573,10 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
         st = allocate_regions(r);
     const bool quick = r->leave_unread;
     r->leave_unread = false;
-    bool stopped = false;
+    bool again = false;
     if (st == SOREN_OK && quick)
-        st = result_in_one_wait(r, out, &stopped);
-    if (st == SOREN_OK && (!quick || stopped))
+        st = result_in_one_wait(r, quick_keys, out, &again);
+    if (st == SOREN_OK && (!quick || again))
         st = result_after_map(r, out);
     soren_result_destroy(&r->spilled);
     if (st == SOREN_OK) {

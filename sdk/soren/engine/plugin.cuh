@@ -4,7 +4,9 @@
  * with the stage's functions compiled into the kernels.
  *
  * Launch shapes come from the device (cudaOccupancyMaxPotentialBlockSize):
- * grid-stride kernels get as many blocks as can be resident at once.
+ * grid-stride kernels get as many blocks as can be resident at once.  The
+ * query makes some 35 driver calls, longer than a small re-run's kernels,
+ * so each thread keeps the shapes it found.
  */
 #ifndef SOREN_ENGINE_PLUGIN_CUH
 #define SOREN_ENGINE_PLUGIN_CUH
@@ -17,12 +19,54 @@
 
 namespace soren {
 
+/* A kernel's largest resident grid and its block size, for its dynamic
+ * shared memory on the current device: asked of the device once a thread,
+ * then remembered.  Shared memory past 48 KiB needs the kernel's leave,
+ * given for all the device has, so that no thread's later, smaller grant
+ * can undo another's. */
+template <typename Kernel>
+static cudaError_t resident_shape(Kernel kernel, uint32_t shared, int *resident, int *block)
+{
+    struct shape {
+        Kernel kernel;
+        uint32_t shared;
+        int device, resident, block;
+    };
+    enum { KEPT = 8 };
+    static thread_local shape kept[KEPT];
+    static thread_local unsigned next;
+    int device = 0;
+    cudaError_t rc = cudaGetDevice(&device);
+    if (rc != cudaSuccess)
+        return rc;
+    for (const shape &k : kept)
+        if (k.kernel == kernel && k.shared == shared && k.device == device) {
+            *resident = k.resident;
+            *block = k.block;
+            return cudaSuccess;
+        }
+    if (shared > 48u << 10) {
+        cudaFuncAttributes attributes;
+        int most = 0;
+        if ((rc = cudaFuncGetAttributes(&attributes, kernel)) != cudaSuccess ||
+            (rc = cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                         device)) != cudaSuccess ||
+            (rc = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       most - (int)attributes.sharedSizeBytes)) != cudaSuccess)
+            return rc;
+    }
+    if ((rc = cudaOccupancyMaxPotentialBlockSize(resident, block, kernel, shared)) != cudaSuccess)
+        return rc;
+    kept[next++ % KEPT] = shape{kernel, shared, device, *resident, *block};
+    return cudaSuccess;
+}
+
 /* Blocks and threads for a grid-stride kernel over count items. */
 template <typename Kernel>
 static cudaError_t launch_shape(Kernel kernel, uint64_t count, int *grid, int *block)
 {
     int resident = 0;
-    cudaError_t rc = cudaOccupancyMaxPotentialBlockSize(&resident, block, kernel);
+    cudaError_t rc = resident_shape(kernel, 0, &resident, block);
     if (rc != cudaSuccess)
         return rc;
     uint64_t wanted = (count + (uint64_t)*block - 1) / (uint64_t)*block;
@@ -46,13 +90,8 @@ static int launch_map(const soren_gpu_map_args *args, void *stream)
     void (*kernel)(soren_gpu_map_args) = map_kernel_for<Desc, I>(a.variant);
     if (!kernel)
         return cudaErrorNotSupported;
-    cudaError_t rc = cudaSuccess;
-    if (a.shared_bytes > 48u << 10 &&
-        (rc = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   (int)a.shared_bytes)) != cudaSuccess)
-        return rc;
     int resident = 0, block = 0;
-    rc = cudaOccupancyMaxPotentialBlockSize(&resident, &block, kernel, a.shared_bytes);
+    cudaError_t rc = resident_shape(kernel, a.shared_bytes, &resident, &block);
     if (rc != cudaSuccess)
         return rc;
     uint64_t work = a.variant == SOREN_GPU_MONITOR ? a.sample_count : a.record_count;
