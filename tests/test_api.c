@@ -579,7 +579,8 @@ static size_t overflows(soren_job *job)
  * one wait takes (twice the run before's): the table stays as it was, and
  * the run goes on the usual way.  Run 3 has 1,024, which the one wait
  * would take, but its map stops for room: the run resumes it into a grown
- * table.  Run 4 waits once. */
+ * table.  Run 4 waits once.  Each run's pairs on the device equal those
+ * copied back. */
 Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
 {
     need_gpu();
@@ -636,6 +637,11 @@ Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
             cr_expect_gt(overflows(gpu), 0, "run 3 outgrew its table");
         if (round == 3)
             cr_expect_eq(waits, 1, "run 4 waited for the GPU %lld times", waits);
+        /* the pairs left on the device are the ones copied back */
+        soren_pairs host_pairs, dev_pairs;
+        cr_assert_eq(soren_job_result(gpu, &host_pairs, &err), SOREN_OK, "%s", err.text);
+        cr_assert_eq(soren_job_result_device(gpu, &dev_pairs, &err), SOREN_OK, "%s", err.text);
+        expect_same_pairs(&dev_pairs, &host_pairs);
     }
     soren_job_free(gpu);
     soren_job_free(cpu);

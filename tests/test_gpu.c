@@ -214,7 +214,8 @@ static char *gen(const char *name, const char *args)
 /* The papers' applications on soren-gen's data: pageviewcount's two stages
  * (the second reads the first's pairs), pageviewrank on its output,
  * invertedindex, the index-input jobs matmul and simscore, and kmeans, one
- * step and --iterate 10 (every run of it on the variant). */
+ * step and --iterate 10 (every run of it on the variant, through one
+ * session: its last run waits for the GPU once). */
 Test(gpu, applications)
 {
     char *log = gen("log", "weblog --size 64M --urls 20000 --ips 5000 --seed 41");
@@ -241,6 +242,14 @@ Test(gpu, applications)
     compare_variants("kmeans", params, points, "1000000 points, 24 centroids");
     strcat(params, " --iterate 10");
     compare_variants("kmeans", params, points, "1000000 points, 24 centroids, --iterate 10");
+    /* The iterations keep the stage's session: the last run waits for the
+     * GPU once (result_in_one_wait). */
+    char *report = NULL;
+    cr_assert_eq(tu_runf(NULL, &report, "'%s' run kmeans %s --device gpu --explain -o /dev/null "
+                         "'%s'", tu_host(), params, points),
+                 0, "%s", report);
+    cr_expect(strstr(report, "\"waits\":1,") != NULL, "kmeans --iterate 10: %s", report);
+    free(report);
     free(log);
     free(counts);
     free(html);

@@ -949,7 +949,7 @@ static void explains_reset(soren_explain *xs, size_t stages)
  * distributed run res is this rank's share; with --iterate the whole result
  * is gathered on every rank into whole (which feeds the parameter, the same
  * bytes everywhere, so every rank decides alike) and left there. */
-static soren_status run_iterations(const soren_plugin *p, const soren_stage_spec *specs,
+static soren_status iterate_stages(const soren_plugin *p, const soren_stage_spec *specs,
                                    size_t stages, soren_device where,
                                    const soren_input *inputs, size_t input_count,
                                    soren_param_set *params, int param,
@@ -988,6 +988,30 @@ static soren_status run_iterations(const soren_plugin *p, const soren_stage_spec
         soren_result_destroy(whole);
         explains_reset(xs, stages);
     }
+}
+
+/* Runs the stages, with --iterate again and again, feeding the output to
+ * the parameter (iterate_stages).  The iterations keep a GPU session per
+ * stage, as a library job does, so that a stage sets up, monitors and
+ * sizes once, and its later runs wait for the GPU as little as they can. */
+static soren_status run_iterations(const soren_plugin *p, const soren_stage_spec *specs,
+                                   size_t stages, soren_device where,
+                                   const soren_input *inputs, size_t input_count,
+                                   soren_param_set *params, int param,
+                                   const soren_run_options *o, soren_result *res,
+                                   soren_result *whole, soren_explain *xs, char (*rules)[256],
+                                   soren_rank_stage *stats, soren_iterations *it,
+                                   soren_error *err)
+{
+    soren_gpu_session *sessions[SOREN_MAX_STAGES] = {0};
+    soren_run_options ro = *o;
+    if (o->iterate && !o->gpu_sessions)
+        ro.gpu_sessions = sessions;
+    soren_status rc = iterate_stages(p, specs, stages, where, inputs, input_count, params, param,
+                                     &ro, res, whole, xs, rules, stats, it, err);
+    for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
+        soren_gpu_session_free(sessions[i]);
+    return rc;
 }
 
 /* Says how an iteration ended. */

@@ -156,42 +156,56 @@ __device__ inline bool key_ok(const soren_gpu_map_args *a, const void *key, uint
 }
 
 /* A new key's claim on the table (within slot_limit) and its bytes in the
- * key space: its ref, or 0 when either is full. */
+ * key space: its ref, or 0 when either is full (a claim that fails is given
+ * back, so that slots_used counts the table's keys). */
 __device__ inline uint32_t claim_key(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n)
 {
     if (atomicAdd(a->slots_used, 1ull) >= a->slot_limit) {
+        atomicAdd(a->slots_used, ~0ull);
         atomicOr(a->status, SOREN_GPU_TABLE_FULL);
         return 0;
     }
-    return alloc_key(a, k, n);
+    uint32_t ref = alloc_key(a, k, n);
+    if (!ref)
+        atomicAdd(a->slots_used, ~0ull);
+    return ref;
 }
 
+/* The ref of a slot reserved for a key whose bytes are on their way: no
+ * key's (refs count the 4-byte units of at most 16 GiB, in 16-byte steps). */
+constexpr uint32_t PENDING_REF = 0xffffffffu;
+
 /* The slot of key k (hash h) in the global table, claimed if the key is new;
- * -1 when the table or the key space is full (status says which). */
+ * -1 when the table or the key space is full (status says which).  A new
+ * key's slot is reserved first (its tag, PENDING_REF), then the key is
+ * claimed and stored, then the slot takes its ref (or is freed again, the
+ * table or the key space being full).  A thread that brings the same key
+ * meanwhile waits for the ref: claiming before reserving let every block
+ * that met a new key at once claim it, and a thousand blocks meeting the
+ * same few keys made the table look full. */
 __device__ inline int64_t hash_slot(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
                                     uint64_t h)
 {
     const unsigned long long tag = h & TAG_MASK;
     const uint64_t mask = a->slot_count - 1;
-    uint32_t ref = 0;
     uint64_t i = h & mask;
-    for (uint64_t probe = 0; probe < a->slot_count; probe++, i = (i + 1) & mask) {
+    for (uint64_t probe = 0; probe < a->slot_count;) {
         unsigned long long seen = __ldcg(&a->slots[i]);
-        if (seen == 0) {
-            /* Claim the slot with our key (stored once, on first need). */
-            if (!ref && !(ref = claim_key(a, k, n)))
-                return -1;
-            seen = atomicCAS(&a->slots[i], 0ull, tag | ref);
+        if (seen == 0 && (seen = atomicCAS(&a->slots[i], 0ull, tag | PENDING_REF)) == 0) {
+            uint32_t ref = claim_key(a, k, n);
+            atomicExch(&a->slots[i], ref ? tag | ref : 0ull);
+            return ref ? (int64_t)i : -1;
+        }
+        if ((seen & TAG_MASK) == tag) {
+            while ((uint32_t)seen == PENDING_REF)
+                seen = atomic_read(&a->slots[i]);
             if (seen == 0)
+                continue; /* freed again: this slot is free */
+            if ((seen & TAG_MASK) == tag && key_equals(a, (uint32_t)seen, k, n))
                 return (int64_t)i;
         }
-        if ((seen & TAG_MASK) == tag && key_equals(a, (uint32_t)seen, k, n)) {
-            /* Another thread stored the key first: give our claim back (its
-             * bytes stay unused in the key space). */
-            if (ref)
-                atomicAdd(a->slots_used, ~0ull);
-            return (int64_t)i;
-        }
+        probe++;
+        i = (i + 1) & mask;
     }
     atomicOr(a->status, SOREN_GPU_TABLE_FULL);
     return -1;
