@@ -49,9 +49,16 @@ __device__ inline uint64_t list_length(uint64_t n, const unsigned long long *cou
     return count && *count < n ? *count : n;
 }
 
+/* A slot that holds a key: not empty, and not kept for a key whose bytes
+ * found the key space full (SOREN_GPU_SLOT_NO_KEY, before a resume). */
+__device__ inline bool holds_key(unsigned long long slot)
+{
+    return slot != 0 && (uint32_t)slot != SOREN_GPU_SLOT_NO_KEY;
+}
+
 struct slot_used {
     const unsigned long long *slots;
-    __device__ bool operator()(uint64_t i) const { return slots[i] != 0; }
+    __device__ bool operator()(uint64_t i) const { return holds_key(slots[i]); }
 };
 
 /* The key's size as stored in the key space. */
@@ -1198,8 +1205,9 @@ __global__ void count_used_kernel(const unsigned long long *slots, uint64_t n,
         atomicAdd(used, mine);
 }
 
-/* Moves every used slot of the old table into the new one (keys are unique,
- * so no comparisons), with its value. */
+/* Moves every slot that holds a key into the new table (keys are unique, so
+ * no comparisons), with its value; a slot kept for a key (the key space was
+ * full) stays behind, its key coming again when the launch resumes. */
 __global__ void rehash_kernel(const unsigned long long *old_slots, const uint8_t *old_values,
                               uint64_t old_count, unsigned long long *slots, uint8_t *values,
                               uint64_t count, uint32_t value_size, const uint8_t *keys)
@@ -1207,8 +1215,8 @@ __global__ void rehash_kernel(const unsigned long long *old_slots, const uint8_t
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < old_count;
          i += (uint64_t)gridDim.x * blockDim.x) {
         unsigned long long s = old_slots[i];
-        if (!s)
-            continue;
+        if (!holds_key(s))
+            continue; /* a kept slot's key comes again when the launch resumes */
         uint32_t ref = (uint32_t)s;
         uint64_t h = soren__key_hash(key_bytes_of(keys, ref), key_size_of(keys, ref));
         uint64_t j = h & (count - 1);
@@ -1367,8 +1375,9 @@ soren_status grow_after_overflow(gpu_run *r, const unsigned long long *c)
     unsigned long long reset[SLOTS_USED + 1] = {keys_used, pairs_used, 0, 0, 0, 0};
     CUDA_TRY(r, cudaMemcpyAsync(r->counters, reset, sizeof reset, cudaMemcpyHostToDevice,
                                 r->stream));
-    /* Claims that lost a race or found the key space full were not all given
-     * back: count the slots really used. */
+    /* Count the slots taken, those kept for a key that comes again among
+     * them (a grown table has none): plugins before ABI 1.5 counted the
+     * claims that lost a race, or found the key space full. */
     if (r->slots) {
         count_used_kernel<<<GRID(r)>>>(r->slots, r->slot_count, r->counters + SLOTS_USED);
         CUDA_TRY(r, cudaGetLastError());

@@ -41,7 +41,7 @@
 /* ABI of the plugin table.  A new major version is a break the host refuses;
  * a new minor version only appends to the table or uses reserved fields. */
 #define SOREN_ABI_MAJOR 1
-#define SOREN_ABI_MINOR 4
+#define SOREN_ABI_MINOR 5
 #define SOREN_PLUGIN_SYMBOL "soren_plugin_v1"
 
 /* Markers around the manifest copy embedded in every plugin (see
@@ -248,6 +248,13 @@ enum {
 
 /* The bits after which the host grows a region and resumes the launch. */
 #define SOREN_GPU_OVERFLOW (SOREN_GPU_TABLE_FULL | SOREN_GPU_KEYS_FULL | SOREN_GPU_PAIRS_FULL)
+
+/* (ABI 1.5) The ref of a global table slot reserved for a new key whose
+ * bytes found the key space full: its tag is the key's, it holds no key and
+ * no value, and the launch that resumes after the key space grows stores a
+ * key of that tag there.  No key has this ref (refs count the 4-byte units
+ * of at most 16 GiB, in 16-byte steps). */
+#define SOREN_GPU_SLOT_NO_KEY 0xfffffffeu
 
 /* soren_gpu_map_args.resume[tid]: the record thread tid goes on from, or
  * SOREN_GPU_RESUME_DONE, and how many of that record's emits were applied. */

@@ -155,53 +155,60 @@ __device__ inline bool key_ok(const soren_gpu_map_args *a, const void *key, uint
     return false;
 }
 
-/* A new key's claim on the table (within slot_limit) and its bytes in the
- * key space: its ref, or 0 when either is full (a claim that fails is given
- * back, so that slots_used counts the table's keys). */
-__device__ inline uint32_t claim_key(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n)
-{
-    if (atomicAdd(a->slots_used, 1ull) >= a->slot_limit) {
-        atomicAdd(a->slots_used, ~0ull);
-        atomicOr(a->status, SOREN_GPU_TABLE_FULL);
-        return 0;
-    }
-    uint32_t ref = alloc_key(a, k, n);
-    if (!ref)
-        atomicAdd(a->slots_used, ~0ull);
-    return ref;
-}
-
-/* The ref of a slot reserved for a key whose bytes are on their way: no
- * key's (refs count the 4-byte units of at most 16 GiB, in 16-byte steps). */
+/* The ref of a global slot that a thread has reserved for a new key and
+ * is storing the key's bytes for: no key's (see SOREN_GPU_SLOT_NO_KEY). */
 constexpr uint32_t PENDING_REF = 0xffffffffu;
+
+/* Stores key k for slot i, which this thread reserved: the key's bytes,
+ * then its ref in the slot.  Where the key space is full, the slot keeps
+ * SOREN_GPU_SLOT_NO_KEY: freeing it would break the probe chain of a key
+ * stored past it meanwhile, and the next lookup would store that key
+ * twice. */
+__device__ inline int64_t fill_slot(const soren_gpu_map_args *a, uint64_t i,
+                                    unsigned long long tag, const uint8_t *k, uint32_t n)
+{
+    uint32_t ref = alloc_key(a, k, n);
+    atomicExch(&a->slots[i], tag | (ref ? ref : SOREN_GPU_SLOT_NO_KEY));
+    return ref ? (int64_t)i : -1;
+}
 
 /* The slot of key k (hash h) in the global table, claimed if the key is new;
  * -1 when the table or the key space is full (status says which).  A new
- * key's slot is reserved first (its tag, PENDING_REF), then the key is
- * claimed and stored, then the slot takes its ref (or is freed again, the
- * table or the key space being full).  A thread that brings the same key
- * meanwhile waits for the ref: claiming before reserving let every block
- * that met a new key at once claim it, and a thousand blocks meeting the
- * same few keys made the table look full. */
+ * key's empty slot is reserved first (its tag, PENDING_REF) and counted,
+ * then the key is stored: a thread that brings the same key meanwhile waits
+ * for the ref.  Counting claims before the reservation let a thousand
+ * blocks that met the same few new keys at once count each of them a
+ * thousand times, and the table looked full (device run 3 of session 7).
+ * No new key is reserved once slots_used is at slot_limit. */
 __device__ inline int64_t hash_slot(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
                                     uint64_t h)
 {
     const unsigned long long tag = h & TAG_MASK;
     const uint64_t mask = a->slot_count - 1;
+    volatile unsigned long long *slots = a->slots;
     uint64_t i = h & mask;
     for (uint64_t probe = 0; probe < a->slot_count;) {
         unsigned long long seen = __ldcg(&a->slots[i]);
-        if (seen == 0 && (seen = atomicCAS(&a->slots[i], 0ull, tag | PENDING_REF)) == 0) {
-            uint32_t ref = claim_key(a, k, n);
-            atomicExch(&a->slots[i], ref ? tag | ref : 0ull);
-            return ref ? (int64_t)i : -1;
+        if (seen == 0) {
+            if (*(volatile unsigned long long *)a->slots_used >= a->slot_limit) {
+                atomicOr(a->status, SOREN_GPU_TABLE_FULL);
+                return -1;
+            }
+            if ((seen = atomicCAS(&a->slots[i], 0ull, tag | PENDING_REF)) == 0) {
+                atomicAdd(a->slots_used, 1ull);
+                return fill_slot(a, i, tag, k, n);
+            }
         }
         if ((seen & TAG_MASK) == tag) {
             while ((uint32_t)seen == PENDING_REF)
-                seen = atomic_read(&a->slots[i]);
-            if (seen == 0)
-                continue; /* freed again: this slot is free */
-            if ((seen & TAG_MASK) == tag && key_equals(a, (uint32_t)seen, k, n))
+                seen = slots[i];
+            if ((uint32_t)seen == SOREN_GPU_SLOT_NO_KEY) {
+                /* kept for a key of this tag, this one or not: ours now */
+                if (atomicCAS(&a->slots[i], seen, tag | PENDING_REF) == seen)
+                    return fill_slot(a, i, tag, k, n);
+                continue; /* another thread's now: look again */
+            }
+            if (key_equals(a, (uint32_t)seen, k, n))
                 return (int64_t)i;
         }
         probe++;
