@@ -8,6 +8,7 @@
 #include <cub/device/device_merge_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_select.cuh>
@@ -41,13 +42,6 @@ enum {
     SAMPLE_BYTES,
     COUNTER_COUNT
 };
-
-/* The length of a list of at most n entries: n, or where its count is
- * still on the device (a re-run in one wait, see one_wait), that count. */
-__device__ inline uint64_t list_length(uint64_t n, const unsigned long long *count)
-{
-    return count && *count < n ? *count : n;
-}
 
 /* A slot that holds a key: not empty, and not kept for a key whose bytes
  * found the key space full (SOREN_GPU_SLOT_NO_KEY, before a resume). */
@@ -212,27 +206,18 @@ __global__ void split_write_kernel(const uint8_t *input, uint64_t size, uint64_t
 
 /* Takes the used slots' keys and values into the list and leaves the
  * slots empty again (0, and the identity value), so that a session's next
- * run need not clear the whole table.  unread: the counters of a launch the
- * host has not read (a re-run in one wait), whose SELECTED counts the used
- * slots, of which the list takes up to n; the table stays as it is where
- * they are more, or where the launch stopped for room (it resumes into the
- * table).  NULL: n slots are used, and the launch ended. */
-__global__ void gather_slots_kernel(const uint64_t *used, uint64_t n,
-                                    const unsigned long long *unread, unsigned long long *slots,
+ * run need not clear the whole table. */
+__global__ void gather_slots_kernel(const uint64_t *used, uint64_t n, unsigned long long *slots,
                                     uint8_t *slot_values, const uint8_t *identity,
                                     uint32_t value_size, uint32_t *refs, uint8_t *values)
 {
-    const bool empty = !unread || (unread[STATUS] == 0 && unread[SELECTED] <= n);
-    n = list_length(n, unread ? unread + SELECTED : NULL);
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x) {
         uint64_t i = used[j];
         refs[j] = (uint32_t)slots[i];
+        slots[i] = 0;
         memcpy(values + j * value_size, slot_values + i * value_size, value_size);
-        if (empty) {
-            slots[i] = 0;
-            memcpy(slot_values + i * value_size, identity, value_size);
-        }
+        memcpy(slot_values + i * value_size, identity, value_size);
     }
 }
 
@@ -244,32 +229,21 @@ __global__ void iota_kernel(uint32_t *perm, uint64_t n)
 }
 
 /* Sort keys for the radix sorts: a typed key, or a value (inverted for a
- * descending order), of entry perm[j].  Entries from live's count on (a
- * list whose count is on the device; NULL: all n are) hold nothing, and
- * sort last: stable sorts keep them behind any entry of the same bits. */
-__global__ void key_bits_kernel(const uint32_t *perm, uint64_t n,
-                                const unsigned long long *live, const uint32_t *refs,
+ * descending order), of entry perm[j]. */
+__global__ void key_bits_kernel(const uint32_t *perm, uint64_t n, const uint32_t *refs,
                                 const uint8_t *keys, uint32_t key_type, uint64_t *bits)
 {
-    const uint64_t length = list_length(n, live);
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x)
-        bits[j] = perm[j] < length ? ordered_bits(key_type, key_bytes_of(keys, refs[perm[j]]))
-                                   : ~0ull;
+        bits[j] = ordered_bits(key_type, key_bytes_of(keys, refs[perm[j]]));
 }
 
-__global__ void value_bits_kernel(const uint32_t *perm, uint64_t n,
-                                  const unsigned long long *live, const uint8_t *values,
+__global__ void value_bits_kernel(const uint32_t *perm, uint64_t n, const uint8_t *values,
                                   uint32_t value_size, uint32_t value_type, bool descending,
                                   uint64_t *bits)
 {
-    const uint64_t length = list_length(n, live);
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x) {
-        if (perm[j] >= length) {
-            bits[j] = ~0ull;
-            continue;
-        }
         uint64_t b = ordered_bits(value_type, values + (uint64_t)perm[j] * value_size);
         bits[j] = descending ? ~b : b;
     }
@@ -355,13 +329,12 @@ __global__ void key_sizes_kernel(const uint32_t *perm, uint64_t n, const uint32_
 /* The final packed layout of a soren_result: keys back to back at their
  * offsets, values in order.  Keys of one size (typed keys: key_size) are at
  * multiples of it, which the kernel writes; other keys at offsets scanned
- * from their sizes.  live: as for key_bits_kernel; its entries sort first. */
-__global__ void pack_kernel(const uint32_t *perm, uint64_t n, const unsigned long long *live,
-                            const uint32_t *refs, const uint8_t *keys, uint32_t key_size,
-                            uint64_t *offsets, const uint8_t *values, uint32_t value_size,
-                            uint8_t *out_keys, uint8_t *out_values)
+ * from their sizes. */
+__global__ void pack_kernel(const uint32_t *perm, uint64_t n, const uint32_t *refs,
+                            const uint8_t *keys, uint32_t key_size, uint64_t *offsets,
+                            const uint8_t *values, uint32_t value_size, uint8_t *out_keys,
+                            uint8_t *out_values)
 {
-    n = list_length(n, live);
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x) {
         uint32_t ref = refs[perm[j]];
@@ -373,6 +346,112 @@ __global__ void pack_kernel(const uint32_t *perm, uint64_t n, const unsigned lon
         memcpy(out_keys + offsets[j], key_bytes_of(keys, ref), key_size_of(keys, ref));
         memcpy(out_values + j * value_size, values + (uint64_t)perm[j] * value_size, value_size);
     }
+}
+
+/* A re-run's result in one wait (one_wait): one block merges, orders and
+ * packs a table of up to SMALL_KEYS keys, into the device's packed arrays
+ * and into the host's pinned readback buffer at once, where the counters go
+ * first (SELECTED: the keys), then the keys and the values, and leaves
+ * the table empty and the counters fresh for the next run.  Where the
+ * launch stopped (status) or the table holds more keys, only the counters
+ * go: the table stays as it is, for the usual way. */
+enum { SMALL_THREADS = 1024, SMALL_ITEMS = 2, SMALL_KEYS = SMALL_THREADS * SMALL_ITEMS };
+
+struct small_result_args {
+    unsigned long long *slots;
+    uint8_t *slot_values;
+    uint64_t slot_count;
+    const uint8_t *keys, *identity;
+    uint32_t key_type, key_size, value_type, value_size;
+    uint32_t order; /* soren_order */
+    unsigned long long *counters;
+    uint8_t *packed_keys, *packed_values; /* SMALL_KEYS entries */
+    uint64_t *packed_offsets;             /* SMALL_KEYS + 1 */
+    uint8_t *host;                        /* the readback buffer, mapped */
+};
+
+__device__ inline void copy_bytes(uint8_t *to, const uint8_t *from, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        to[i] = from[i];
+}
+
+__global__ void __launch_bounds__(SMALL_THREADS) small_result_kernel(small_result_args a)
+{
+    typedef cub::BlockScan<uint32_t, SMALL_THREADS> scan;
+    typedef cub::BlockRadixSort<uint64_t, SMALL_THREADS, SMALL_ITEMS, uint32_t> sort;
+    __shared__ union {
+        typename scan::TempStorage scan;
+        typename sort::TempStorage sort;
+    } temp;
+    __shared__ uint32_t used[SMALL_KEYS]; /* the used slots, in slot order */
+    __shared__ uint32_t total;
+    if (threadIdx.x == 0)
+        total = 0;
+    __syncthreads();
+    for (uint64_t base = 0; base < a.slot_count; base += SMALL_THREADS) {
+        const uint64_t i = base + threadIdx.x;
+        uint32_t flag = i < a.slot_count && holds_key(a.slots[i]), before = 0, sum = 0;
+        scan(temp.scan).ExclusiveSum(flag, before, sum);
+        if (flag && total + before < SMALL_KEYS)
+            used[total + before] = (uint32_t)i;
+        __syncthreads();
+        if (threadIdx.x == 0)
+            total += sum;
+        __syncthreads();
+    }
+    const uint32_t n = total;
+    unsigned long long *host_counters = (unsigned long long *)a.host;
+    if (threadIdx.x < COUNTER_COUNT)
+        host_counters[threadIdx.x] = threadIdx.x == SELECTED ? n : a.counters[threadIdx.x];
+    if (n > SMALL_KEYS || a.counters[STATUS] != 0)
+        return;
+    /* Blocked: thread t holds ranks t * SMALL_ITEMS + j, before and after
+     * each sort; unused entries sort last, behind any of the same bits. */
+    uint64_t bits[SMALL_ITEMS];
+    uint32_t entry[SMALL_ITEMS];
+    for (int j = 0; j < SMALL_ITEMS; j++) {
+        entry[j] = threadIdx.x * SMALL_ITEMS + j;
+        bits[j] = entry[j] < n ? ordered_bits(a.key_type,
+                                              key_bytes_of(a.keys, (uint32_t)a.slots[used[entry[j]]]))
+                               : ~0ull;
+    }
+    if (a.order != SOREN_ORDER_NONE)
+        sort(temp.sort).Sort(bits, entry);
+    if (a.order == SOREN_ORDER_VALUE_DESC || a.order == SOREN_ORDER_VALUE_ASC) {
+        __syncthreads();
+        for (int j = 0; j < SMALL_ITEMS; j++) {
+            uint64_t b = entry[j] < n ? ordered_bits(a.value_type, a.slot_values +
+                                                                      (uint64_t)used[entry[j]] *
+                                                                          a.value_size)
+                                      : 0;
+            bits[j] = entry[j] >= n ? ~0ull : a.order == SOREN_ORDER_VALUE_DESC ? ~b : b;
+        }
+        sort(temp.sort).Sort(bits, entry);
+    }
+    uint8_t *host_keys = a.host + COUNTER_COUNT * 8, *host_values = host_keys + n * a.key_size;
+    for (int j = 0; j < SMALL_ITEMS; j++) {
+        const uint32_t rank = threadIdx.x * SMALL_ITEMS + j;
+        if (rank >= n)
+            continue;
+        const uint32_t slot = used[entry[j]];
+        const uint8_t *key = key_bytes_of(a.keys, (uint32_t)a.slots[slot]);
+        const uint8_t *value = a.slot_values + (uint64_t)slot * a.value_size;
+        copy_bytes(a.packed_keys + rank * a.key_size, key, a.key_size);
+        copy_bytes(host_keys + rank * a.key_size, key, a.key_size);
+        copy_bytes(a.packed_values + rank * a.value_size, value, a.value_size);
+        copy_bytes(host_values + rank * a.value_size, value, a.value_size);
+        a.packed_offsets[rank + 1] = (uint64_t)(rank + 1) * a.key_size;
+    }
+    if (threadIdx.x == 0)
+        a.packed_offsets[0] = 0;
+    __syncthreads(); /* every slot read before the slots are emptied for the next run */
+    for (uint32_t e = threadIdx.x; e < n; e += SMALL_THREADS) {
+        a.slots[used[e]] = 0;
+        copy_bytes(a.slot_values + (uint64_t)used[e] * a.value_size, a.identity, a.value_size);
+    }
+    if (threadIdx.x < COUNTER_COUNT) /* as session_start's fresh_counters */
+        a.counters[threadIdx.x] = threadIdx.x == KEYS_USED ? SOREN_KEY_ALIGN : 0;
 }
 
 /* ---- Host side ----------------------------------------------------------- */
@@ -413,6 +492,7 @@ struct gpu_run {
      * small parameters on their way up (PARAM_STAGING_BYTES) */
     unsigned long long *host_counters, *fresh_counters;
     uint8_t *readback, *param_staging;
+    uint8_t *readback_on_device; /* readback, as the device addresses it */
     unsigned long long *slots;
     uint8_t *slot_values;
     uint64_t slot_count;
@@ -493,12 +573,11 @@ struct gpu_run {
     uint64_t *packed_offsets;
     uint64_t packed_n, packed_key_bytes;
     /* The last map launch's arguments, for its resumes.  A re-run in one
-     * wait (one_wait) leaves its last launch unread (leave_unread) and the
-     * list's count on the device (live: NULL, the count is n). */
+     * wait (one_wait) leaves its last launch unread (leave_unread). */
     soren_gpu_map_args launch;
     bool leave_unread;
-    const unsigned long long *live;
-    uint64_t last_keys; /* the keys the last run's table held, which the next expects */
+    uint64_t last_keys;  /* the keys the last run's table held */
+    bool counters_fresh; /* the last run left the counters as a run starts them */
 };
 
 /* A result of up to this many bytes comes back through the run's pinned
@@ -1515,6 +1594,7 @@ soren_status session_start(gpu_run *r)
     r->fresh_counters = r->host_counters + COUNTER_COUNT;
     r->readback = (uint8_t *)(r->fresh_counters + COUNTER_COUNT);
     r->param_staging = r->readback + READBACK_BYTES;
+    CUDA_TRY(r, cudaHostGetDevicePointer((void **)&r->readback_on_device, r->readback, 0));
     /* the first key unit reserved (key ref 0 means "none"; keys start
      * SOREN_KEY_ALIGN-aligned) */
     memset(r->fresh_counters, 0, counter_bytes);
@@ -1537,6 +1617,10 @@ soren_status session_start(gpu_run *r)
  * changes: the copy need not wait). */
 soren_status counters_reset(gpu_run *r)
 {
+    if (r->counters_fresh) { /* a run in one wait left them so */
+        r->counters_fresh = false;
+        return SOREN_OK;
+    }
     CUDA_TRY(r, cudaMemcpyAsync(r->counters, r->fresh_counters,
                                 COUNTER_COUNT * sizeof(unsigned long long),
                                 cudaMemcpyHostToDevice, r->stream));
@@ -1786,8 +1870,8 @@ soren_status merge_table(gpu_run *r)
     if (st == SOREN_OK)
         st = ensure_identity(r);
     if (st == SOREN_OK) {
-        gather_slots_kernel<<<GRID(r)>>>(used, n, NULL, r->slots, r->slot_values, r->identity,
-                                         vs, r->refs, r->values);
+        gather_slots_kernel<<<GRID(r)>>>(used, n, r->slots, r->slot_values, r->identity, vs,
+                                         r->refs, r->values);
         cudaError_t rc = cudaGetLastError();
         if (rc != cudaSuccess)
             st = cuda_fail(r, rc, "gather_slots_kernel", __LINE__);
@@ -1835,17 +1919,15 @@ soren_status sort_by_key(gpu_run *r)
                 string_key_less{r->keys, r->refs});
         return SOREN_OK;
     }
-    key_bits_kernel<<<GRID(r)>>>(r->perm, r->n, r->live, r->refs, r->keys, r->spec->key_type,
-                                 r->bits);
+    key_bits_kernel<<<GRID(r)>>>(r->perm, r->n, r->refs, r->keys, r->spec->key_type, r->bits);
     CUDA_TRY(r, cudaGetLastError());
     return radix_perm(r, 64);
 }
 
 soren_status sort_by_value(gpu_run *r, bool descending)
 {
-    value_bits_kernel<<<GRID(r)>>>(r->perm, r->n, r->live, r->values,
-                                   (uint32_t)r->spec->value_size, r->spec->value_type,
-                                   descending, r->bits);
+    value_bits_kernel<<<GRID(r)>>>(r->perm, r->n, r->values, (uint32_t)r->spec->value_size,
+                                   r->spec->value_type, descending, r->bits);
     CUDA_TRY(r, cudaGetLastError());
     return radix_perm(r, 64);
 }
@@ -2123,7 +2205,7 @@ soren_status pack_result(gpu_run *r)
     }
     ALLOC(r, r->packed_keys, r->packed_key_bytes, "the result's keys");
     ALLOC(r, r->packed_values, n * vs, "the result's values");
-    pack_kernel<<<GRID(r)>>>(r->perm, n, r->live, r->refs, r->keys, key_size, r->packed_offsets,
+    pack_kernel<<<GRID(r)>>>(r->perm, n, r->refs, r->keys, key_size, r->packed_offsets,
                              r->values, vs, r->packed_keys, r->packed_values);
     CUDA_TRY(r, cudaGetLastError());
     return SOREN_OK;
@@ -2381,105 +2463,90 @@ soren_status result_after_map(gpu_run *r, soren_result *out)
     return st;
 }
 
-/* A re-run in one wait (one_wait) takes up to twice the keys of the run
- * before, at least ONE_WAIT_KEYS_MIN, and at most ONE_WAIT_BYTES of pairs,
- * which it copies back whole. */
-enum { ONE_WAIT_KEYS_MIN = 64, ONE_WAIT_BYTES = 64 << 10 };
-static_assert(COUNTER_COUNT * 8 + ONE_WAIT_BYTES <= READBACK_BYTES,
+static_assert(COUNTER_COUNT * 8 + SMALL_KEYS * 16 <= READBACK_BYTES,
               "a re-run in one wait comes back through the readback buffer");
 
-/* How many keys this run takes in one wait, or 0 where it waits as often as
- * it must (issue 6's overhead: waits are most of a re-run's time).  A later
- * run of a table variant that folds values (hash, block, dense) into keys
- * of one size, with no reduce function, expects about the keys of the run
- * before: its last map launch goes unread, and its result comes from steps
- * of that size, each taking the list's length from the device
- * (result_in_one_wait). */
-uint64_t one_wait(const gpu_run *r)
+/* Whether this run waits for the GPU once (issue 6's overhead: waits are
+ * most of a re-run's time): a later run of a table variant that folds
+ * values (hash, block, dense) into typed keys, with no reduce function,
+ * whose run before had at most SMALL_KEYS keys.  Its last map launch goes
+ * unread, and one block does the rest (result_in_one_wait). */
+bool one_wait(const gpu_run *r)
 {
     const soren_stage_spec *s = r->spec;
-    const uint64_t key_size = soren_type_size((soren_type)s->key_type);
-    if (r->runs == 0 || !r->slots || s->combine == SOREN_COMBINE_NONE ||
-        s->reduce == SOREN_REDUCE_FUNCTION || !key_size)
-        return 0;
-    uint64_t keys = next_pow2(2 * r->last_keys);
-    keys = keys > ONE_WAIT_KEYS_MIN ? keys : ONE_WAIT_KEYS_MIN;
-    keys = keys < r->slot_count ? keys : r->slot_count;
-    return keys * (key_size + s->value_size) <= ONE_WAIT_BYTES ? keys : 0;
+    return r->runs > 0 && r->slots && s->combine != SOREN_COMBINE_NONE &&
+           s->reduce != SOREN_REDUCE_FUNCTION && soren_type_size((soren_type)s->key_type) &&
+           r->last_keys <= SMALL_KEYS;
 }
 
-/* The merge, order, packing and copy of a re-run in one wait, for up to
- * `keys` keys, queued behind the last map launch without reading its
- * counters: the used slots are selected, their count staying on the
- * device, and every later step runs over `keys` entries, the unused ones
- * sorting last; the counters come back with the packed pairs, and the host
- * waits once.  Where the launch stopped for room, or the table held more
- * keys, the gather left the table as it was: *again says so (the launch
- * resumed), and the caller takes the result the usual way. */
-soren_status result_in_one_wait(gpu_run *r, uint64_t keys, soren_result *out, bool *again)
+/* The merge, order, packing and copy of a re-run in one wait: one block
+ * (small_result_kernel) queued behind the last map launch, unread, writes
+ * the counters and the ordered pairs into the pinned readback buffer, and
+ * the host waits once.  Where the launch stopped for room, or the table
+ * held more than SMALL_KEYS keys, the table is as the launch left it:
+ * *again says so (the launch resumed), and the caller takes the result the
+ * usual way. */
+soren_status result_in_one_wait(gpu_run *r, soren_result *out, bool *again)
 {
     const soren_stage_spec *s = r->spec;
     const uint32_t vs = (uint32_t)s->value_size;
     const uint32_t key_size = (uint32_t)soren_type_size((soren_type)s->key_type);
+    /* one kernel is the merge; the phases after it take no time */
     soren_status st = mark(r, 4, "merge", "merge");
-    uint64_t *used = NULL;
-    if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&used, r->slot_count * 8, "the list of used slots");
-    if (st == SOREN_OK)
-        st = select_used(r, used);
-    if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&r->refs, keys * 4, "the merged keys");
-    if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&r->values, keys * vs, "the merged values");
     if (st == SOREN_OK)
         st = ensure_identity(r);
-    if (st == SOREN_OK) {
-        gather_slots_kernel<<<GRID(r)>>>(used, keys, r->counters, r->slots, r->slot_values,
-                                         r->identity, vs, r->refs, r->values);
-        cudaError_t rc = cudaGetLastError();
-        if (rc != cudaSuccess)
-            st = cuda_fail(r, rc, "gather_slots_kernel", __LINE__);
-    }
-    dev_free(r, used);
-    r->n = keys;
-    r->live = r->counters + SELECTED;
+    free_packed(r);
     if (st == SOREN_OK)
-        st = mark(r, 5, "reduce", NULL);
-    /* dense: slot i is key i, and the select keeps the slots' order */
-    if (st == SOREN_OK && (st = mark(r, 6, "ordering", "order")) == SOREN_OK)
-        st = order_list(r, r->variant == SOREN_VARIANT_DENSE);
-    if (st == SOREN_OK && (st = mark(r, 7, "copying the result back", "download")) == SOREN_OK)
-        st = pack_result(r);
-    r->live = NULL;
-    /* the counters, then every entry's key and value: the first come first */
-    const uint64_t n = r->n, sizes[3] = {COUNTER_COUNT * 8, n * key_size, n * vs};
-    const void *from[3] = {r->counters, r->packed_keys, r->packed_values};
-    for (uint64_t i = 0, at = 0; i < 3 && st == SOREN_OK; at += sizes[i], i++) {
-        cudaError_t rc = cudaMemcpyAsync(r->readback + at, from[i], sizes[i],
-                                         cudaMemcpyDeviceToHost, r->stream);
-        if (rc != cudaSuccess)
-            st = cuda_fail(r, rc, "copying the result back", __LINE__);
-    }
-    if (st == SOREN_OK && (st = mark(r, 8, "copying the result back", NULL)) == SOREN_OK)
-        st = wait_mark(r, 8);
+        st = dev_alloc(r, (void **)&r->packed_keys, SMALL_KEYS * key_size, "the result's keys");
+    if (st == SOREN_OK)
+        st = dev_alloc(r, (void **)&r->packed_values, SMALL_KEYS * vs, "the result's values");
+    if (st == SOREN_OK)
+        st = dev_alloc(r, (void **)&r->packed_offsets, (SMALL_KEYS + 1) * 8,
+                       "the result's key offsets");
     if (st != SOREN_OK)
+        return st;
+    small_result_args a = {r->slots,
+                           r->slot_values,
+                           r->slot_count,
+                           r->keys,
+                           r->identity,
+                           (uint32_t)s->key_type,
+                           key_size,
+                           (uint32_t)s->value_type,
+                           vs,
+                           (uint32_t)s->order,
+                           r->counters,
+                           r->packed_keys,
+                           r->packed_values,
+                           r->packed_offsets,
+                           r->readback_on_device};
+    small_result_kernel<<<1, SMALL_THREADS, 0, r->stream>>>(a);
+    CUDA_TRY(r, cudaGetLastError());
+    if ((st = mark(r, 5, "reduce", NULL)) != SOREN_OK ||
+        (st = mark(r, 6, "ordering", "order")) != SOREN_OK ||
+        (st = mark(r, 7, "copying the result back", "download")) != SOREN_OK ||
+        (st = mark(r, 8, "copying the result back", NULL)) != SOREN_OK ||
+        (st = wait_mark(r, 8)) != SOREN_OK)
         return st;
     unsigned long long c[COUNTER_COUNT];
     memcpy(c, r->readback, sizeof c);
     if (c[STATUS] & SOREN_GPU_BAD_KEY)
         return bad_key_error(r, c[BAD_KEY]);
-    if ((c[STATUS] & SOREN_GPU_OVERFLOW) || c[SELECTED] > keys) {
+    if ((c[STATUS] & SOREN_GPU_OVERFLOW) || c[SELECTED] > SMALL_KEYS) {
         *again = true;
-        release_list(r);
+        free_packed(r);
         return finish_launch(r, c);
     }
-    r->last_keys = c[SELECTED];
-    r->packed_n = c[SELECTED] < n ? c[SELECTED] : n;
+    const uint64_t n = c[SELECTED];
+    r->last_keys = n;
+    r->counters_fresh = true;
+    r->packed_n = s->limit && n > s->limit ? s->limit : n;
     r->packed_key_bytes = r->packed_n * key_size;
     if (r->packed_n == 0)
         free_packed(r); /* as an empty list leaves them */
-    return take_host_pairs(r, out, r->packed_n, r->readback + sizes[0], r->packed_key_bytes,
-                           NULL, key_size, r->readback + sizes[0] + sizes[1]);
+    const uint8_t *keys = r->readback + COUNTER_COUNT * 8;
+    return take_host_pairs(r, out, r->packed_n, keys, r->packed_key_bytes, NULL, key_size,
+                           keys + n * key_size);
 }
 
 /* One run over the inputs (host inputs go up through the staging buffers;
@@ -2541,7 +2608,6 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     if (st == SOREN_OK && piped)
         st = pipeline_setup(r);
     uploader up = {};
-    uint64_t quick_keys = 0;
     for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
         const soren_input *in = &inputs[i];
         uint64_t records = records_at_most(s, in);
@@ -2562,9 +2628,7 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
             if (st == SOREN_OK)
                 st = allocate_regions(r);
         }
-        /* the table's size is known by now: the last launch may go unread */
-        quick_keys = i + 1 == input_count ? one_wait(r) : 0;
-        r->leave_unread = quick_keys != 0;
+        r->leave_unread = i + 1 == input_count && one_wait(r);
         if (st == SOREN_OK)
             st = map_input(r, in->size, records);
         /* The next input reuses the marks: its times are read now.  The
@@ -2584,7 +2648,7 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     r->leave_unread = false;
     bool again = false;
     if (st == SOREN_OK && quick)
-        st = result_in_one_wait(r, quick_keys, out, &again);
+        st = result_in_one_wait(r, out, &again);
     if (st == SOREN_OK && (!quick || again))
         st = result_after_map(r, out);
     soren_result_destroy(&r->spilled);
