@@ -573,14 +573,18 @@ static size_t overflows(soren_job *job)
     return n;
 }
 
-/* k-means on the GPU and on the CPU engine, each run equal, with k = 24,
- * 100, 256, 256 over 200,000 points (all sampled: 96 keys make a table of
- * 1,024 slots, full at 768).  Run 2 has 400 keys, more than the 256 its
- * one wait takes (twice the run before's): the table stays as it was, and
- * the run goes on the usual way.  Run 3 has 1,024, which the one wait
- * would take, but its map stops for room: the run resumes it into a grown
- * table.  Run 4 waits once.  Each run's pairs on the device equal those
- * copied back. */
+/* k-means on the GPU and on the CPU engine, each run equal, over 200,000
+ * points, all sampled (96 keys make a table of 1,024 slots, full at 768):
+ *   k = 24   the first run;
+ *   k = 700  2,800 keys: the map stops for room after the one wait, and
+ *            the run resumes it into a grown table, the usual way;
+ *   k = 500  the run before had more keys than one block takes: the usual
+ *            way from the start;
+ *   k = 650  2,600 keys, more than one block takes, in a table that holds
+ *            them: the usual way after the one wait;
+ *   k = 500  the usual way again (the run before had 2,600);
+ *   k = 24   one wait.
+ * Each run's pairs on the device equal those copied back. */
 Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
 {
     need_gpu();
@@ -606,9 +610,10 @@ Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
     soren_job *jobs[2] = {gpu, cpu};
     soren_error err;
     soren_error_clear(&err);
-    const uint32_t ks[4] = {24, 100, 256, 256};
-    double centroids[256 * 4];
-    for (int round = 0; round < 4; round++) {
+    enum { RUNS = 6, K_MOST = 700 };
+    const uint32_t ks[RUNS] = {24, 700, 500, 650, 500, 24};
+    static double centroids[K_MOST * 4];
+    for (int round = 0; round < RUNS; round++) {
         uint32_t k = ks[round];
         for (uint32_t c = 0; c < k; c++) {
             for (size_t j = 0; j < dims; j++)
@@ -631,12 +636,15 @@ Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
         free(got);
         free(want);
         long long waits = gpu_waits(gpu);
-        if (round == 1 || round == 2)
-            cr_expect_gt(waits, 1, "run %d went on the usual way after its one wait", round + 1);
-        if (round == 2)
-            cr_expect_gt(overflows(gpu), 0, "run 3 outgrew its table");
-        if (round == 3)
-            cr_expect_eq(waits, 1, "run 4 waited for the GPU %lld times", waits);
+        size_t grew = overflows(gpu);
+        if (round >= 1 && round <= 4)
+            cr_expect_gt(waits, 1, "run %d, k = %u went the usual way", round + 1, k);
+        if (round == 1)
+            cr_expect_gt(grew, 0, "run 2 outgrew its table");
+        if (round >= 2)
+            cr_expect_eq(grew, 0, "run %d's table held its keys", round + 1);
+        if (round == 5)
+            cr_expect_eq(waits, 1, "run 6 waited for the GPU %lld times", waits);
         /* the pairs left on the device are the ones copied back */
         soren_pairs host_pairs, dev_pairs;
         cr_assert_eq(soren_job_result(gpu, &host_pairs, &err), SOREN_OK, "%s", err.text);
