@@ -155,6 +155,16 @@ __device__ inline bool key_ok(const soren_gpu_map_args *a, const void *key, uint
     return false;
 }
 
+/* Sleeps about ns nanoseconds where the device can (sm_70 on). */
+__device__ inline void pause_ns(unsigned ns)
+{
+#if __CUDA_ARCH__ >= 700
+    __nanosleep(ns);
+#else
+    (void)ns;
+#endif
+}
+
 /* The ref of a global slot that a thread has reserved for a new key and
  * is storing the key's bytes for: no key's (see SOREN_GPU_SLOT_NO_KEY). */
 constexpr uint32_t PENDING_REF = 0xffffffffu;
@@ -200,8 +210,13 @@ __device__ inline int64_t hash_slot(const soren_gpu_map_args *a, const uint8_t *
             }
         }
         if ((seen & TAG_MASK) == tag) {
-            while ((uint32_t)seen == PENDING_REF)
-                seen = slots[i];
+            /* Backing off: at a launch's start every block meets the same
+             * few new keys, and a spin of reads at the L2 delays the owner's
+             * write. */
+            for (unsigned pause = 32; (uint32_t)seen == PENDING_REF; seen = slots[i]) {
+                pause_ns(pause);
+                pause = pause < 1024 ? 2 * pause : pause;
+            }
             if ((uint32_t)seen == SOREN_GPU_SLOT_NO_KEY) {
                 /* kept for a key of this tag, this one or not: ours now */
                 if (atomicCAS(&a->slots[i], seen, tag | PENDING_REF) == seen)
