@@ -407,7 +407,8 @@ __global__ void __launch_bounds__(SMALL_THREADS) small_result_kernel(small_resul
     if (n > SMALL_KEYS || a.counters[STATUS] != 0)
         return;
     /* Blocked: thread t holds ranks t * SMALL_ITEMS + j, before and after
-     * each sort; unused entries sort last, behind any of the same bits. */
+     * each sort; unused entries sort last, behind any of the same bits.  A
+     * sort reads only the bits the type has: each 4 bits is a pass. */
     uint64_t bits[SMALL_ITEMS];
     uint32_t entry[SMALL_ITEMS];
     for (int j = 0; j < SMALL_ITEMS; j++) {
@@ -417,7 +418,7 @@ __global__ void __launch_bounds__(SMALL_THREADS) small_result_kernel(small_resul
                                : ~0ull;
     }
     if (a.order != SOREN_ORDER_NONE)
-        sort(temp.sort).Sort(bits, entry);
+        sort(temp.sort).Sort(bits, entry, 0, 8 * a.key_size);
     if (a.order == SOREN_ORDER_VALUE_DESC || a.order == SOREN_ORDER_VALUE_ASC) {
         __syncthreads();
         for (int j = 0; j < SMALL_ITEMS; j++) {
@@ -427,7 +428,7 @@ __global__ void __launch_bounds__(SMALL_THREADS) small_result_kernel(small_resul
                                       : 0;
             bits[j] = entry[j] >= n ? ~0ull : a.order == SOREN_ORDER_VALUE_DESC ? ~b : b;
         }
-        sort(temp.sort).Sort(bits, entry);
+        sort(temp.sort).Sort(bits, entry, 0, 8 * a.value_size);
     }
     uint8_t *host_keys = a.host + COUNTER_COUNT * 8, *host_values = host_keys + n * a.key_size;
     for (int j = 0; j < SMALL_ITEMS; j++) {
