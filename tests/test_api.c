@@ -360,12 +360,19 @@ Test(api, explain_follows_the_schema)
     soren_close(p);
 }
 
+/* The job's last explain report, parsed (the caller decrefs it). */
+static json_t *last_explain(soren_job *job)
+{
+    json_t *x = json_loads(soren_job_explain(job), 0, NULL);
+    cr_assert_not_null(x, "an explain report after a run");
+    return x;
+}
+
 /* explain's "waits" for the job's last run: the host's waits for the GPU;
  * -1 where the run was on the CPU engine. */
 static long long gpu_waits(soren_job *job)
 {
-    json_t *x = json_loads(soren_job_explain(job), 0, NULL);
-    cr_assert_not_null(x, "an explain report after a run");
+    json_t *x = last_explain(job);
     const char *device = json_string_value(json_object_get(x, "device"));
     long long waits = device && strcmp(device, "gpu") == 0
                           ? json_integer_value(json_object_get(x, "waits"))
@@ -566,8 +573,7 @@ Test(api, device_memory_mistakes)
 /* The number of overflows explain lists for the job's last run. */
 static size_t overflows(soren_job *job)
 {
-    json_t *x = json_loads(soren_job_explain(job), 0, NULL);
-    cr_assert_not_null(x, "an explain report after a run");
+    json_t *x = last_explain(job);
     size_t n = json_array_size(json_object_get(x, "overflows"));
     json_decref(x);
     return n;

@@ -107,16 +107,18 @@ static soren_status fold_received(const soren_stage_spec *spec, const soren_inpu
                                   const soren_params *params, const soren_run_options *o,
                                   soren_result *res, soren_error *err);
 
-/* A GPU run whose table spilled to host memory left a key's values in
- * several pairs: they are folded with the stage's combine on the CPU
+/* Pairs that hold a key's values in several pairs (src, destroyed here;
+ * what names them) folded into res with the stage's combine on the CPU
  * engine, which also runs the reduce function and orders, as a rank of a
- * distributed run folds what it received. */
-static soren_status fold_spills(const soren_stage_spec *spec, const soren_params *params,
-                                const soren_run_options *o, soren_result *res, soren_error *err)
+ * distributed run folds what it received: a GPU table's spills, or both
+ * engines' shares under --device both.  src may be res. */
+static soren_status fold_pairs(const soren_stage_spec *spec, const char *what, soren_result *src,
+                               const soren_params *params, const soren_run_options *o,
+                               soren_result *res, soren_error *err)
 {
     soren_input pairs;
-    soren_status rc = soren_input_pairs(&pairs, "(the GPU table's pairs and spills)", res, err);
-    soren_result_destroy(res);
+    soren_status rc = soren_input_pairs(&pairs, what, src, err);
+    soren_result_destroy(src);
     if (rc != SOREN_OK)
         return rc;
     soren_progress_phase(o->progress, "fold", 0);
@@ -162,7 +164,7 @@ static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inp
                                "memory %llu times (%llu pairs) under --device-memory; folding "
                                "on the CPU\n", (unsigned long long)x->spills,
                                (unsigned long long)x->spilled_pairs);
-        rc = fold_spills(spec, params, o, res, err);
+        rc = fold_pairs(spec, "(the GPU table's pairs and spills)", res, params, o, res, err);
     }
     if (rc == SOREN_OK && o->verbose) {
         soren_progress_say(o->progress,
@@ -743,17 +745,13 @@ static soren_status run_both(const soren_stage_spec *spec, const soren_input *in
                            "in %.1f ms, the CPU engine %llu bytes in %.1f ms\n",
                            (unsigned long long)gpu_bytes, gpu_ms,
                            (unsigned long long)cpu_bytes, cpu_ms);
-    soren_input pairs;
-    if (rc == SOREN_OK)
-        rc = soren_input_pairs(&pairs, "(both engines' pairs)", &all, err);
-    soren_result_destroy(&all);
-    if (rc != SOREN_OK)
+    if (rc != SOREN_OK) {
+        soren_result_destroy(&all);
         return rc;
-    soren_progress_phase(o->progress, "fold", 0);
+    }
     double t0 = now_ms();
-    rc = fold_received(spec, &pairs, params, o, res, err);
+    rc = fold_pairs(spec, "(both engines' pairs)", &all, params, o, res, err);
     x->sharing.fold_ms = now_ms() - t0;
-    soren_input_close(&pairs);
     return rc;
 }
 
@@ -949,7 +947,7 @@ static void explains_reset(soren_explain *xs, size_t stages)
  * distributed run res is this rank's share; with --iterate the whole result
  * is gathered on every rank into whole (which feeds the parameter, the same
  * bytes everywhere, so every rank decides alike) and left there. */
-static soren_status iterate_stages(const soren_plugin *p, const soren_stage_spec *specs,
+static soren_status run_iterations(const soren_plugin *p, const soren_stage_spec *specs,
                                    size_t stages, soren_device where,
                                    const soren_input *inputs, size_t input_count,
                                    soren_param_set *params, int param,
@@ -988,30 +986,6 @@ static soren_status iterate_stages(const soren_plugin *p, const soren_stage_spec
         soren_result_destroy(whole);
         explains_reset(xs, stages);
     }
-}
-
-/* Runs the stages, with --iterate again and again, feeding the output to
- * the parameter (iterate_stages).  The iterations keep a GPU session per
- * stage, as a library job does, so that a stage sets up, monitors and
- * sizes once, and its later runs wait for the GPU as little as they can. */
-static soren_status run_iterations(const soren_plugin *p, const soren_stage_spec *specs,
-                                   size_t stages, soren_device where,
-                                   const soren_input *inputs, size_t input_count,
-                                   soren_param_set *params, int param,
-                                   const soren_run_options *o, soren_result *res,
-                                   soren_result *whole, soren_explain *xs, char (*rules)[256],
-                                   soren_rank_stage *stats, soren_iterations *it,
-                                   soren_error *err)
-{
-    soren_gpu_session *sessions[SOREN_MAX_STAGES] = {0};
-    soren_run_options ro = *o;
-    if (o->iterate && !o->gpu_sessions)
-        ro.gpu_sessions = sessions;
-    soren_status rc = iterate_stages(p, specs, stages, where, inputs, input_count, params, param,
-                                     &ro, res, whole, xs, rules, stats, it, err);
-    for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
-        soren_gpu_session_free(sessions[i]);
-    return rc;
 }
 
 /* Says how an iteration ended. */
@@ -1082,7 +1056,8 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
 {
     const soren_manifest *m = p->manifest;
     const soren_comm *comm = opt->comm;
-    soren_run_options ro = *opt; /* choose_device sets the GPU a rank runs on */
+    /* choose_device sets the GPU a rank runs on; --iterate, the sessions */
+    soren_run_options ro = *opt;
     const soren_run_options *o = &ro;
     memset(out, 0, sizeof *out);
     size_t stages = soren_manifest_stages(m);
@@ -1146,10 +1121,18 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
      * every rank). */
     soren_result whole;
     soren_result_init(&whole, last);
+    /* The iterations keep a GPU session per stage, as a library job does:
+     * a stage sets up, monitors and sizes once, and its later runs wait
+     * for the GPU as little as they can. */
+    soren_gpu_session *sessions[SOREN_MAX_STAGES] = {0};
+    if (ro.iterate && !ro.gpu_sessions)
+        ro.gpu_sessions = sessions;
     if (rc == SOREN_OK)
         rc = run_iterations(p, specs, stages, where, stage1, stage1_count, params, param, o,
                             &out->result, &whole, out->stages, out->rules, out->ranks,
                             &out->iterations, err);
+    for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
+        soren_gpu_session_free(sessions[i]);
     if (rc == SOREN_OK) { /* the plan, with the engine's timing of it */
         chunking.inputs_ms = out->stages[0].chunks.inputs_ms;
         out->stages[0].chunks = chunking;

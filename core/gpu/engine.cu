@@ -370,12 +370,6 @@ struct small_result_args {
     uint8_t *host;                        /* the readback buffer, mapped */
 };
 
-__device__ inline void copy_bytes(uint8_t *to, const uint8_t *from, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        to[i] = from[i];
-}
-
 __global__ void __launch_bounds__(SMALL_THREADS) small_result_kernel(small_result_args a)
 {
     typedef cub::BlockScan<uint32_t, SMALL_THREADS> scan;
@@ -422,11 +416,13 @@ __global__ void __launch_bounds__(SMALL_THREADS) small_result_kernel(small_resul
     if (a.order == SOREN_ORDER_VALUE_DESC || a.order == SOREN_ORDER_VALUE_ASC) {
         __syncthreads();
         for (int j = 0; j < SMALL_ITEMS; j++) {
-            uint64_t b = entry[j] < n ? ordered_bits(a.value_type, a.slot_values +
-                                                                      (uint64_t)used[entry[j]] *
-                                                                          a.value_size)
-                                      : 0;
-            bits[j] = entry[j] >= n ? ~0ull : a.order == SOREN_ORDER_VALUE_DESC ? ~b : b;
+            if (entry[j] >= n) {
+                bits[j] = ~0ull;
+                continue;
+            }
+            const uint64_t b = ordered_bits(a.value_type, a.slot_values + (uint64_t)used[entry[j]] *
+                                                                                a.value_size);
+            bits[j] = a.order == SOREN_ORDER_VALUE_DESC ? ~b : b;
         }
         sort(temp.sort).Sort(bits, entry, 0, 8 * a.value_size);
     }
@@ -438,10 +434,10 @@ __global__ void __launch_bounds__(SMALL_THREADS) small_result_kernel(small_resul
         const uint32_t slot = used[entry[j]];
         const uint8_t *key = key_bytes_of(a.keys, (uint32_t)a.slots[slot]);
         const uint8_t *value = a.slot_values + (uint64_t)slot * a.value_size;
-        copy_bytes(a.packed_keys + rank * a.key_size, key, a.key_size);
-        copy_bytes(host_keys + rank * a.key_size, key, a.key_size);
-        copy_bytes(a.packed_values + rank * a.value_size, value, a.value_size);
-        copy_bytes(host_values + rank * a.value_size, value, a.value_size);
+        memcpy(a.packed_keys + rank * a.key_size, key, a.key_size);
+        memcpy(host_keys + rank * a.key_size, key, a.key_size);
+        memcpy(a.packed_values + rank * a.value_size, value, a.value_size);
+        memcpy(host_values + rank * a.value_size, value, a.value_size);
         a.packed_offsets[rank + 1] = (uint64_t)(rank + 1) * a.key_size;
     }
     if (threadIdx.x == 0)
@@ -449,7 +445,7 @@ __global__ void __launch_bounds__(SMALL_THREADS) small_result_kernel(small_resul
     __syncthreads(); /* every slot read before the slots are emptied for the next run */
     for (uint32_t e = threadIdx.x; e < n; e += SMALL_THREADS) {
         a.slots[used[e]] = 0;
-        copy_bytes(a.slot_values + (uint64_t)used[e] * a.value_size, a.identity, a.value_size);
+        memcpy(a.slot_values + (uint64_t)used[e] * a.value_size, a.identity, a.value_size);
     }
     if (threadIdx.x < COUNTER_COUNT) /* as session_start's fresh_counters */
         a.counters[threadIdx.x] = threadIdx.x == KEYS_USED ? SOREN_KEY_ALIGN : 0;
@@ -1435,6 +1431,15 @@ soren_status grow_pairs(gpu_run *r, uint64_t used, uint64_t need)
     return st;
 }
 
+/* The counters for a stopped launch's resume: the key and pair space used
+ * as given, no status, no slots counted (grow_after_overflow counts those a
+ * table keeps). */
+cudaError_t restart_counters(gpu_run *r, uint64_t keys_used, uint64_t pairs_used)
+{
+    unsigned long long reset[SLOTS_USED + 1] = {keys_used, pairs_used, 0, 0, 0, 0};
+    return cudaMemcpyAsync(r->counters, reset, sizeof reset, cudaMemcpyHostToDevice, r->stream);
+}
+
 /* After a launch stopped on a full region: grow what ran out, and set the
  * counters to what the launch really used (claims past a region's end
  * failed, and their threads will claim again). */
@@ -1452,9 +1457,7 @@ soren_status grow_after_overflow(gpu_run *r, const unsigned long long *c)
         st = grow_pairs(r, pairs_used, r->pair_capacity * 2);
     if (st != SOREN_OK)
         return st;
-    unsigned long long reset[SLOTS_USED + 1] = {keys_used, pairs_used, 0, 0, 0, 0};
-    CUDA_TRY(r, cudaMemcpyAsync(r->counters, reset, sizeof reset, cudaMemcpyHostToDevice,
-                                r->stream));
+    CUDA_TRY(r, restart_counters(r, keys_used, pairs_used));
     /* Count the slots taken, those kept for a key that comes again among
      * them (a grown table has none): plugins before ABI 1.5 counted the
      * claims that lost a race, or found the key space full. */
@@ -1829,7 +1832,6 @@ soren_status configure(gpu_run *r)
 
 
 
-/* Hash: the used slots, compacted by a parallel select, are the list. */
 /* The indices of the table's used slots, in slot order, into used (room
  * for every slot); their count goes to the counters' SELECTED. */
 soren_status select_used(gpu_run *r, uint64_t *used)
@@ -1850,6 +1852,8 @@ soren_status ensure_identity(gpu_run *r)
     return SOREN_OK;
 }
 
+/* Hash, block, dense: the used slots, compacted by a parallel select, are
+ * the list. */
 soren_status merge_table(gpu_run *r)
 {
     uint32_t vs = (uint32_t)r->spec->value_size;
@@ -2336,9 +2340,7 @@ soren_status spill_table(gpu_run *r, const unsigned long long *c)
     if (st != SOREN_OK)
         return st;
     uint64_t pairs_used = c[PAIRS_USED] < r->pair_capacity ? c[PAIRS_USED] : r->pair_capacity;
-    unsigned long long reset[SLOTS_USED + 1] = {SOREN_KEY_ALIGN, pairs_used, 0, 0, 0, 0};
-    CUDA_TRY(r, cudaMemcpyAsync(r->counters, reset, sizeof reset, cudaMemcpyHostToDevice,
-                                r->stream));
+    CUDA_TRY(r, restart_counters(r, SOREN_KEY_ALIGN, pairs_used));
     return SOREN_OK;
 }
 

@@ -57,10 +57,10 @@ typedef struct soren_gpu_options {
     uint64_t key_bytes;      /* key space */
     uint64_t pair_slots;     /* direct and sort: pairs */
     /* Entries of the per-block tables in shared memory (rounded up to a
-     * power of two, at most SOREN_GPU_BLOCK_SLOTS): block's, which holds the
-     * key set, and hash's, a cache of the frequent keys; 0: block's sized
-     * to the projected keys, hash's SOREN_GPU_BLOCK_SLOTS;
-     * SOREN_GPU_NO_BLOCK_TABLE: hash without one. */
+     * power of two, at most SOREN_GPU_BLOCK_SLOTS): block's, which holds
+     * every key it can, and hash's, a cache of the frequent keys; 0:
+     * SOREN_GPU_BLOCK_SLOTS; SOREN_GPU_NO_BLOCK_TABLE: none, every pair to
+     * the global table. */
     uint64_t block_slots;
     /* --device-memory: where growing the hash table and the key space would
      * take them past half of it, the table's pairs are copied to host
