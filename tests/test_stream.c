@@ -955,6 +955,24 @@ Test(stream, table_spills_to_host_gpu)
     free(log);
 }
 
+/* Without a budget, an input larger than 256 MiB still goes to the GPU in
+ * chunks of at most 256 MiB, each copied up while the map reads the one
+ * before: the same output as the CPU engine. */
+Test(stream, large_input_goes_in_chunks_without_a_budget_gpu)
+{
+    require_gpu();
+    char *text = gen("text", "text --size 300M --vocab 300000 --seed 1021");
+    char *err = NULL;
+    json_t *x = run_beside_cpu("wordcount", "", text, "--device gpu", "wordcount, 300 MiB", &err);
+    uint64_t count = chunk_field(x, "count", "wordcount, 300 MiB");
+    uint64_t chunk = chunk_field(x, "chunk_bytes", "wordcount, 300 MiB");
+    cr_expect_eq(chunk, 256u << 20, "chunks of %llu bytes", (unsigned long long)chunk);
+    cr_expect_eq(count, 2, "%llu chunks of 300 MiB", (unsigned long long)count);
+    json_decref(x);
+    free(err);
+    free(text);
+}
+
 /* ---- Co-processing: --device both ----------------------------------------- */
 
 /* Stage 1 shared between the GPU and the CPU engine: the same output as the

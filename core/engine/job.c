@@ -440,6 +440,11 @@ static soren_status stage_inputs(const soren_manifest *m, const soren_stage_spec
  * CUB's scratch. */
 enum { CHUNK_SHARE = 4 };
 
+/* The most bytes of a chunk on the GPU: an input that fits whole still goes
+ * in chunks, so that each one's copy overlaps the map of the one before
+ * instead of the whole input's copy preceding the map. */
+enum { CHUNK_MOST = 256 << 20 };
+
 /* --device both cuts stage 1's input into this many pieces (none under
  * BOTH_PIECE_MIN bytes), so that the engines can share them by their rates. */
 enum { BOTH_PIECES = 32, BOTH_PIECE_MIN = 1 << 20 };
@@ -463,10 +468,11 @@ static soren_status memory_budget(const soren_run_options *o, soren_device where
     return SOREN_OK;
 }
 
-/* Stage 1's inputs cut into chunks of budget / CHUNK_SHARE bytes where one
- * is larger than that (lines and fixed records in host memory; the others
- * stay whole), so that the engine maps them one after another into the
- * same tables.  *chunks stays NULL when nothing is cut; c says how. */
+/* Stage 1's inputs cut into chunks of budget / CHUNK_SHARE bytes, at most
+ * CHUNK_MOST, where one is larger than that (lines and fixed records in
+ * host memory; the others stay whole), so that the engine maps them one
+ * after another into the same tables.  *chunks stays NULL when nothing is
+ * cut; c says how. */
 static soren_status plan_chunks(const soren_stage_spec *spec, const soren_run_options *o,
                                 soren_device where, const soren_input *inputs, size_t n,
                                 soren_input **chunks, size_t *count, soren_chunking *c,
@@ -485,6 +491,8 @@ static soren_status plan_chunks(const soren_stage_spec *spec, const soren_run_op
     if (rc != SOREN_OK || budget == 0)
         return rc;
     uint64_t chunk = budget / CHUNK_SHARE ? budget / CHUNK_SHARE : 1;
+    if (where == SOREN_DEVICE_GPU && chunk > CHUNK_MOST)
+        chunk = CHUNK_MOST;
     if (o->device == SOREN_DEVICE_BOTH) {
         /* pieces enough for the two engines to share by their rates */
         uint64_t total = 0;

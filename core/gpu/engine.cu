@@ -13,6 +13,8 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <cuda_runtime.h>
+
+#include <atomic>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -455,6 +457,16 @@ __global__ void __launch_bounds__(SMALL_THREADS) small_result_kernel(small_resul
 
 enum { MARKS = 9 }; /* upload, split, monitor, map, merge, reduce, order, download, end */
 
+/* Host inputs go up through pinned pieces of STAGING_PIECE bytes, copied
+ * into by up to COPY_THREADS_MAX threads, two pieces each (stage_up):
+ * 64 MiB pinned in all, which takes 24 to 34 ms to pin; larger pieces
+ * copied no faster and took longer to pin (device runs 2 and 3 of session
+ * 8).  Registering the mapped file with the driver instead
+ * (cudaHostRegister) pins every page of it, at 28 to 38 GB/s (16 to 18
+ * with the copies, bench-staging), and hung, the host thread spinning with
+ * the GPU idle, on a file rewritten in place just before the run. */
+enum { STAGING_PIECE = 2 << 20, COPY_THREADS_MAX = 16 };
+
 /* A device block of a session's pool (see dev_alloc). */
 struct pool_block {
     void *p;
@@ -526,11 +538,12 @@ struct gpu_run {
 
     cudaEvent_t mark[MARKS];
 
-    /* pinned host buffers the input passes through on its way up; staged[b]
-     * is recorded once staging[b]'s copy to the device has been issued */
-    uint8_t *staging[2];
-    uint64_t staging_size;
-    cudaEvent_t staged[2];
+    /* the pinned pieces the input passes through on its way up: copy
+     * thread t fills pieces 2t and 2t + 1 in turn; staged[i] is recorded
+     * once piece i's copy to the device has been issued */
+    uint8_t *staging;
+    uint64_t staging_piece;
+    cudaEvent_t staged[2 * COPY_THREADS_MAX];
     unsigned copy_threads;
 
     /* Inputs in chunks (or several host inputs of lines or fixed records)
@@ -725,10 +738,13 @@ void gpu_run_destroy(gpu_run *r)
     for (int i = 0; i < MARKS; i++)
         if (r->mark[i])
             cudaEventDestroy(r->mark[i]);
+    if (r->staging)
+        cudaFreeHost(r->staging);
+    for (int i = 0; i < 2 * COPY_THREADS_MAX; i++)
+        if (r->staged[i])
+            cudaEventDestroy(r->staged[i]);
     for (int b = 0; b < 2; b++) {
-        if (r->staging[b])
-            cudaFreeHost(r->staging[b]);
-        cudaEvent_t events[] = {r->staged[b], r->upload_began[b], r->uploaded[b]};
+        cudaEvent_t events[] = {r->upload_began[b], r->uploaded[b]};
         for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
             if (events[i])
                 cudaEventDestroy(events[i]);
@@ -853,52 +869,6 @@ soren_status upload_params(gpu_run *r, const soren_params *host, const uint64_t 
     return SOREN_OK;
 }
 
-/* The input goes up in chunks through two pinned staging buffers: the host
- * threads fill one while the copy engine drains the other.  Registering the
- * mapped file with the driver instead (cudaHostRegister) ran at 1.5 GB/s for
- * a 1 GiB file, and hung, the host thread spinning with the GPU idle, on a
- * file rewritten in place just before the run. */
-enum { STAGING_CHUNK = 32 << 20, COPY_THREADS_MAX = 8, COPY_PART_MIN = 1 << 20 };
-
-struct copy_part {
-    uint8_t *dst;
-    const uint8_t *src;
-    size_t size;
-};
-
-void *copy_part_main(void *arg)
-{
-    copy_part *p = (copy_part *)arg;
-    memcpy(p->dst, p->src, p->size);
-    return NULL;
-}
-
-/* memcpy over up to `threads` threads: the source is a file mapping whose
- * page faults cost more than the copy, and they resolve in parallel.  A
- * thread that cannot be started leaves its part to the caller. */
-void parallel_copy(uint8_t *dst, const uint8_t *src, size_t size, unsigned threads)
-{
-    pthread_t tid[COPY_THREADS_MAX];
-    copy_part part[COPY_THREADS_MAX];
-    bool started[COPY_THREADS_MAX] = {false};
-    if (threads > size / COPY_PART_MIN)
-        threads = size / COPY_PART_MIN ? (unsigned)(size / COPY_PART_MIN) : 1;
-    size_t per = (size + threads - 1) / threads;
-    for (unsigned t = 0; t < threads; t++) {
-        size_t begin = t * per < size ? t * per : size;
-        size_t end = begin + per < size ? begin + per : size;
-        part[t] = {dst + begin, src + begin, end - begin};
-        if (t > 0)
-            started[t] = pthread_create(&tid[t], NULL, copy_part_main, &part[t]) == 0;
-    }
-    for (unsigned t = 0; t < threads; t++)
-        if (!started[t])
-            copy_part_main(&part[t]);
-    for (unsigned t = 1; t < threads; t++)
-        if (started[t])
-            pthread_join(tid[t], NULL);
-}
-
 /* The bytes of an input that go to the device (index input has none), and
  * an upper bound of its records. */
 uint64_t data_bytes(const soren_stage_spec *s, const soren_input *in)
@@ -915,65 +885,119 @@ uint64_t records_at_most(const soren_stage_spec *s, const soren_input *in)
     }
 }
 
-/* Pinned staging for host inputs of up to `largest` bytes (kept by a
- * session: pinning host memory costs milliseconds). */
+/* Pinned staging for host inputs of up to `largest` bytes: two pieces for
+ * each copy thread (kept by a session: pinning host memory costs
+ * milliseconds). */
 soren_status alloc_staging(gpu_run *r, uint64_t largest)
 {
-    uint64_t size = largest < STAGING_CHUNK ? largest : STAGING_CHUNK;
-    if (size <= r->staging_size)
+    if (largest == 0 || r->staging)
         return SOREN_OK;
     unsigned cpus = soren_cpu_count();
     r->copy_threads = cpus < COPY_THREADS_MAX ? cpus : COPY_THREADS_MAX;
-    for (int b = 0; b < 2; b++) {
-        if (r->staging[b])
-            cudaFreeHost(r->staging[b]);
-        r->staging[b] = NULL;
-        r->staging_size = 0;
-        cudaError_t rc = cudaHostAlloc((void **)&r->staging[b], size, cudaHostAllocDefault);
-        if (rc != cudaSuccess) {
-            r->staging[b] = NULL;
-            (void)cudaGetLastError();
-            return soren_error_set(r->err, SOREN_EDEVICE, "%s: cannot allocate %llu bytes of "
-                                   "pinned host memory to stage the input (%s); check the "
-                                   "locked-memory limit (ulimit -l)", r->spec->job_name,
-                                   (unsigned long long)size, cudaGetErrorString(rc));
-        }
-        if (!r->staged[b])
-            CUDA_TRY(r, cudaEventCreateWithFlags(&r->staged[b], cudaEventDisableTiming));
+    r->staging_piece = STAGING_PIECE;
+    uint64_t size = 2ull * r->copy_threads * r->staging_piece;
+    cudaError_t rc = cudaHostAlloc((void **)&r->staging, size, cudaHostAllocDefault);
+    if (rc != cudaSuccess) {
+        r->staging = NULL;
+        (void)cudaGetLastError();
+        return soren_error_set(r->err, SOREN_EDEVICE, "%s: cannot allocate %llu bytes of "
+                               "pinned host memory to stage the input (%s); check the "
+                               "locked-memory limit (ulimit -l)", r->spec->job_name,
+                               (unsigned long long)size, cudaGetErrorString(rc));
     }
-    r->staging_size = size;
+    for (unsigned i = 0; i < 2 * r->copy_threads; i++)
+        if (!r->staged[i])
+            CUDA_TRY(r, cudaEventCreateWithFlags(&r->staged[i], cudaEventDisableTiming));
     return SOREN_OK;
 }
 
-/* Copies a host input's bytes to dst on stream through the staging
- * buffers, STAGING_CHUNK bytes at a time (the host threads fill one buffer
- * while the copy engine drains the other), reporting them to progress (or
- * NULL).  Touches nothing but the staging buffers and their events, so an
+/* One copy thread of stage_up: takes the input's next piece (next counts
+ * the bytes handed out), copies it into one of its two pinned pieces and
+ * queues that piece's copy to the device, then fills the other while the
+ * copy engine drains it.  The first error stops every thread (next jumps
+ * past the end). */
+struct stager {
+    gpu_run *r;
+    const soren_input *in;
+    uint8_t *dst;
+    cudaStream_t stream;
+    std::atomic<uint64_t> *next;
+    soren_progress *progress;
+    unsigned t;
+    pthread_t thread;
+    bool running;
+    cudaError_t rc;
+    const char *call;
+};
+
+void *stager_main(void *arg)
+{
+    stager *g = (stager *)arg;
+    gpu_run *r = g->r;
+    const uint64_t piece = r->staging_piece, size = g->in->size;
+    g->call = "cudaSetDevice";
+    if (g->t > 0 && (g->rc = cudaSetDevice(r->opt->device)) != cudaSuccess) {
+        g->next->store(UINT64_MAX / 2);
+        return NULL;
+    }
+    for (unsigned k = 0;; k ^= 1) {
+        uint64_t off = g->next->fetch_add(piece);
+        /* after an error another thread pushed next far past the end */
+        if (off >= size)
+            break;
+        uint64_t n = size - off < piece ? size - off : piece;
+        unsigned i = 2 * g->t + k;
+        uint8_t *buf = r->staging + (uint64_t)i * piece;
+        /* The piece's previous copy must be on the device before refilling. */
+        g->call = "cudaEventSynchronize(staged)";
+        if ((g->rc = cudaEventSynchronize(r->staged[i])) != cudaSuccess)
+            break;
+        memcpy(buf, g->in->data + off, n);
+        g->call = "cudaMemcpyAsync(input)";
+        if ((g->rc = cudaMemcpyAsync(g->dst + off, buf, n, cudaMemcpyHostToDevice,
+                                     g->stream)) != cudaSuccess)
+            break;
+        g->call = "cudaEventRecord(staged)";
+        if ((g->rc = cudaEventRecord(r->staged[i], g->stream)) != cudaSuccess)
+            break;
+        soren_progress_add(g->progress, n);
+    }
+    if (g->rc != cudaSuccess)
+        g->next->store(UINT64_MAX / 2);
+    return NULL;
+}
+
+/* Copies a host input's bytes to dst on stream through the pinned pieces,
+ * by up to copy_threads threads (the caller is one): a copy from a file
+ * mapping is bound by the host's page handling and memory, which one
+ * thread does not saturate (bench-staging on the H100 host: 7.4 GB/s from
+ * one thread, 50.6 from 16, the bus 54.5).  Every copy has been queued on
+ * stream when it returns.  Touches nothing but the pinned pieces and their events, so an
  * uploader thread may run it; *call names what failed. */
 cudaError_t stage_up(gpu_run *r, const soren_input *in, uint8_t *dst, cudaStream_t stream,
                      soren_progress *progress, const char **call)
 {
+    if (in->size == 0)
+        return cudaSuccess;
+    std::atomic<uint64_t> next{0};
+    stager g[COPY_THREADS_MAX];
+    uint64_t pieces = (in->size + r->staging_piece - 1) / r->staging_piece;
+    unsigned threads = pieces < r->copy_threads ? (unsigned)pieces : r->copy_threads;
+    for (unsigned t = 0; t < threads; t++) {
+        g[t] = {r, in, dst, stream, &next, progress, t, pthread_t(), false, cudaSuccess, ""};
+        if (t > 0)
+            g[t].running = pthread_create(&g[t].thread, NULL, stager_main, &g[t]) == 0;
+    }
+    /* A thread that could not be started leaves its pieces to the others. */
+    stager_main(&g[0]);
     cudaError_t rc = cudaSuccess;
-    uint64_t k = 0;
-    for (uint64_t off = 0; off < in->size; off += r->staging_size, k++) {
-        int b = (int)(k % 2);
-        uint64_t n = in->size - off < r->staging_size ? in->size - off : r->staging_size;
-        /* The buffer's previous chunk must be on the device before refilling. */
-        if ((rc = cudaEventSynchronize(r->staged[b])) != cudaSuccess) {
-            *call = "cudaEventSynchronize(staged)";
-            return rc;
+    for (unsigned t = 0; t < threads; t++) {
+        if (g[t].running)
+            pthread_join(g[t].thread, NULL);
+        if (rc == cudaSuccess && g[t].rc != cudaSuccess) {
+            rc = g[t].rc;
+            *call = g[t].call;
         }
-        parallel_copy(r->staging[b], in->data + off, n, r->copy_threads);
-        if ((rc = cudaMemcpyAsync(dst + off, r->staging[b], n, cudaMemcpyHostToDevice,
-                                  stream)) != cudaSuccess) {
-            *call = "cudaMemcpyAsync(input)";
-            return rc;
-        }
-        if ((rc = cudaEventRecord(r->staged[b], stream)) != cudaSuccess) {
-            *call = "cudaEventRecord(staged)";
-            return rc;
-        }
-        soren_progress_add(progress, n);
     }
     return rc;
 }
