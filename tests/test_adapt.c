@@ -230,6 +230,39 @@ Test(adapt, projection_scales_and_adds_headroom)
     cr_expect_eq(p.pair_slots, 19 + 65536);
 }
 
+/* The half sample's distinct keys say how fast they grow: by the records'
+ * scale to the power log2(distinct / half), linear from 0.9 up. */
+Test(adapt, projection_grows_keys_as_the_half_sample_says)
+{
+    soren_stage_spec spec = string_spec();
+    soren_metrics m = {.ran = 1, .total_records = 256 * 100000, .sampled_records = 100000,
+                       .pairs = 900000, .key_bytes = 900000 * 12, .distinct_keys = 742};
+    soren_projection p;
+    soren_project(&spec, &m, &p);
+    cr_expect_eq(p.distinct_keys, 742 * 256, "without the half sample: linear");
+
+    /* A vocabulary the sample has mostly seen: 600 of 742 in its first half. */
+    m.half_distinct_keys = 600;
+    soren_project(&spec, &m, &p);
+    cr_expect(p.distinct_keys >= 4050 && p.distinct_keys <= 4070,
+              "742 x 256^log2(742/600) is about 4059, got %llu",
+              (unsigned long long)p.distinct_keys);
+    cr_expect_eq(p.table_slots, 8192, "twice the keys, rounded up to a power of two");
+    cr_expect_eq(p.key_bytes, p.distinct_keys * 12);
+
+    /* Keys that keep appearing, within the sketch's error of doubling:
+     * linear. */
+    m.half_distinct_keys = 390; /* log2(742/390) = 0.93 */
+    soren_project(&spec, &m, &p);
+    cr_expect_eq(p.distinct_keys, 742 * 256);
+
+    /* No new key in the second half (or fewer, by the sketch's error):
+     * the sample's keys, not fewer. */
+    m.half_distinct_keys = 750;
+    soren_project(&spec, &m, &p);
+    cr_expect_eq(p.distinct_keys, 742);
+}
+
 Test(adapt, projection_of_index_keys_stops_at_the_count)
 {
     soren_stage_spec spec = string_spec();

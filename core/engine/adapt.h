@@ -54,6 +54,9 @@ typedef struct soren_metrics {
     uint64_t sampled_records, sampled_bytes;
     uint64_t pairs, key_bytes, value_bytes;
     uint64_t distinct_keys;   /* HyperLogLog estimate over the sample */
+    /* the same over a sample half as large (the GPU engine's monitoring;
+     * 0: not measured): how fast distinct keys grow with the records */
+    uint64_t half_distinct_keys;
 } soren_metrics;
 
 /* How many records monitoring maps: fraction of them, fewer where their

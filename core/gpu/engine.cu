@@ -1795,19 +1795,38 @@ soren_status monitor(gpu_run *r, uint64_t size, uint64_t records, uint64_t total
     bool dense = r->spec->key_type == SOREN_TYPE_INDEX && r->spec->combine != SOREN_COMBINE_NONE &&
                  r->spec->key_count <= SOREN_DENSE_KEYS_MAX &&
                  (v == SOREN_VARIANT_AUTO || v == SOREN_VARIANT_DENSE);
-    r->sample_count = dense ? 0 : soren_sample_size(records, size, r->opt->sample);
-    if (r->sample_count == 0)
+    const uint64_t sample = dense ? 0 : soren_sample_size(records, size, r->opt->sample);
+    if (sample == 0)
         return SOREN_OK;
+    /* First a sample half as large, spread over the same input, for its
+     * distinct keys alone: how fast they grow (soren_project). */
+    unsigned int ranks[SOREN_SKETCH_REGISTERS];
+    uint8_t registers[SOREN_SKETCH_REGISTERS];
+    m->half_distinct_keys = 0;
+    r->sample_count = sample / 2;
+    if (r->sample_count) {
+        soren_status st = launch_map(r, SOREN_GPU_MONITOR, size, records);
+        if (st != SOREN_OK)
+            return st;
+        CUDA_TRY(r, cudaMemcpyAsync(ranks, r->sketch, sizeof ranks, cudaMemcpyDeviceToHost,
+                                    r->stream));
+        CUDA_TRY(r, cudaMemsetAsync(r->sketch, 0, sizeof ranks, r->stream));
+        CUDA_TRY(r, cudaMemsetAsync(r->counters + SAMPLE_PAIRS, 0,
+                                    3 * sizeof(unsigned long long), r->stream));
+        WAIT_STREAM(r);
+        for (unsigned i = 0; i < SOREN_SKETCH_REGISTERS; i++)
+            registers[i] = (uint8_t)ranks[i];
+        m->half_distinct_keys = soren_sketch_estimate(registers);
+    }
+    r->sample_count = sample;
     soren_status st = launch_map(r, SOREN_GPU_MONITOR, size, records);
     if (st != SOREN_OK)
         return st;
     unsigned long long c[COUNTER_COUNT];
-    unsigned int ranks[SOREN_SKETCH_REGISTERS];
     CUDA_TRY(r, cudaMemcpyAsync(c, r->counters, sizeof c, cudaMemcpyDeviceToHost, r->stream));
     CUDA_TRY(r, cudaMemcpyAsync(ranks, r->sketch, sizeof ranks, cudaMemcpyDeviceToHost,
                                 r->stream));
     WAIT_STREAM(r);
-    uint8_t registers[SOREN_SKETCH_REGISTERS];
     for (unsigned i = 0; i < SOREN_SKETCH_REGISTERS; i++)
         registers[i] = (uint8_t)ranks[i];
     m->ran = 1;
