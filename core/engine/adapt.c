@@ -133,8 +133,8 @@ static void project_blind(const soren_metrics *m, soren_projection *p)
  * the sample measured g from half of it to all of it: g = log2(D(n) /
  * D(n/2)).  1 is linear, exact for keys that keep appearing at the
  * sample's rate; a vocabulary the sample has mostly seen grows slower
- * (wordcount's 8 GiB of Zipf text: 0.3, a table of 8M slots for its 1M
- * words where the linear bound asked for 512M).  Exponents from
+ * (wordcount's 8 GiB of Zipf text, a million words: 0.43, 8.4M keys and
+ * 16M table slots where the linear bound asked for 192M and 512M).  Exponents from
  * KEY_GROWTH_LINEAR up count as linear: the sketch's error (1.6%) could
  * otherwise turn keys that keep appearing into a table that overflows.
  * Without the half sample, linear: an upper bound. */
