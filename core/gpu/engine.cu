@@ -885,9 +885,9 @@ uint64_t records_at_most(const soren_stage_spec *s, const soren_input *in)
     }
 }
 
-/* Pinned staging for host inputs of up to `largest` bytes: two pieces for
- * each copy thread (kept by a session: pinning host memory costs
- * milliseconds). */
+/* Pinned staging, where a run has host input (largest: the most bytes of
+ * one): two pieces for each copy thread, whatever the input's size (kept by
+ * a session: pinning host memory costs milliseconds). */
 soren_status alloc_staging(gpu_run *r, uint64_t largest)
 {
     if (largest == 0 || r->staging)
@@ -1779,6 +1779,16 @@ soren_status allocate_regions(gpu_run *r)
     return SOREN_OK;
 }
 
+/* The distinct keys that the sketch's ranks, a word each as the device
+ * keeps them, estimate. */
+uint64_t estimate_of_ranks(const unsigned int *ranks)
+{
+    uint8_t registers[SOREN_SKETCH_REGISTERS];
+    for (unsigned i = 0; i < SOREN_SKETCH_REGISTERS; i++)
+        registers[i] = (uint8_t)ranks[i];
+    return soren_sketch_estimate(registers);
+}
+
 /* Initial monitoring over the first input, on the device already: map a
  * sample of its records without storing pairs, and fill the metrics for the
  * whole input (other inputs are assumed to look like the first). */
@@ -1801,7 +1811,6 @@ soren_status monitor(gpu_run *r, uint64_t size, uint64_t records, uint64_t total
     /* First a sample half as large, spread over the same input, for its
      * distinct keys alone: how fast they grow (soren_project). */
     unsigned int ranks[SOREN_SKETCH_REGISTERS];
-    uint8_t registers[SOREN_SKETCH_REGISTERS];
     m->half_distinct_keys = 0;
     r->sample_count = sample / 2;
     if (r->sample_count) {
@@ -1812,11 +1821,10 @@ soren_status monitor(gpu_run *r, uint64_t size, uint64_t records, uint64_t total
                                     r->stream));
         CUDA_TRY(r, cudaMemsetAsync(r->sketch, 0, sizeof ranks, r->stream));
         CUDA_TRY(r, cudaMemsetAsync(r->counters + SAMPLE_PAIRS, 0,
-                                    3 * sizeof(unsigned long long), r->stream));
+                                    (SAMPLE_BYTES - SAMPLE_PAIRS + 1) * sizeof(unsigned long long),
+                                    r->stream));
         WAIT_STREAM(r);
-        for (unsigned i = 0; i < SOREN_SKETCH_REGISTERS; i++)
-            registers[i] = (uint8_t)ranks[i];
-        m->half_distinct_keys = soren_sketch_estimate(registers);
+        m->half_distinct_keys = estimate_of_ranks(ranks);
     }
     r->sample_count = sample;
     soren_status st = launch_map(r, SOREN_GPU_MONITOR, size, records);
@@ -1827,15 +1835,13 @@ soren_status monitor(gpu_run *r, uint64_t size, uint64_t records, uint64_t total
     CUDA_TRY(r, cudaMemcpyAsync(ranks, r->sketch, sizeof ranks, cudaMemcpyDeviceToHost,
                                 r->stream));
     WAIT_STREAM(r);
-    for (unsigned i = 0; i < SOREN_SKETCH_REGISTERS; i++)
-        registers[i] = (uint8_t)ranks[i];
     m->ran = 1;
     m->sampled_records = r->sample_count;
     m->sampled_bytes = c[SAMPLE_BYTES];
     m->pairs = c[SAMPLE_PAIRS];
     m->key_bytes = c[SAMPLE_KEY_BYTES];
     m->value_bytes = m->pairs * r->spec->value_size;
-    m->distinct_keys = soren_sketch_estimate(registers);
+    m->distinct_keys = estimate_of_ranks(ranks);
     return SOREN_OK;
 }
 
