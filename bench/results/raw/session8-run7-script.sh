@@ -1,0 +1,23 @@
+#!/bin/sh
+# Device run 7 of session 8 (bundle: see COMMIT): the review's mend of
+# monitor() (estimate_of_ranks).  Every GPU suite, and the 8 GiB run's
+# projection, which the half sample sets.
+set -u
+b=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-/tmp/out}; mkdir -p "$out"
+export LD_LIBRARY_PATH="$b/lib" SOREN_PLUGIN_PATH="$b/stage/plugins" SOREN_BUILDDIR="$b" SOREN_SRCDIR="$b/src" SOREN_DATADIR="$b/stage" SOREN_BENCH_ROOT="$b"
+start=$(date +%s); el() { echo "elapsed $(( $(date +%s) - start )) s"; }
+cat "$b/COMMIT"
+t=/tmp/s8; mkdir -p $t
+for s in test_api test_svm test_adapt test_stream test_jobs; do
+  echo "== $s" >> "$out/tests.txt"
+  "$b/tests/$s" --jobs 4 > $t/$s.txt 2>&1
+  echo "$s: rc=$? $(grep Synthesis $t/$s.txt)"; grep -B3 -A10 "FAIL" $t/$s.txt | head -20
+  cat $t/$s.txt >> "$out/tests.txt"
+done
+el
+"$b/soren-gen" text --size 1G --seed 8 -o $t/t1g
+"$b/soren-host" run wordcount $t/t1g --device gpu --explain -o $t/o.tsv 2>&1 | tail -1 | python3 -c "import json,sys; x=json.loads(sys.stdin.read()); print('metrics', x['metrics']); print('projection', x['projection']); print('overflows', len(x['overflows']))"
+SOREN_NO_SANITIZER=1 SOREN_GPU_TEST_MB="1 100" timeout 380 sh "$b/run-gpu-tests" test_gpu > "$out/gpu-tests.txt" 2>&1
+echo "run-gpu-tests test_gpu: rc=$? $(tail -1 $out/gpu-tests.txt)"; grep -B3 -A10 "FAIL" "$out/gpu-tests.txt" | head -20
+el
