@@ -87,6 +87,15 @@ void dg_text_shape(const char *path, size_t bytes, dg_shape shape, uint64_t seed
         case DG_NO_NEWLINE:
             written += (size_t)fprintf(f, "t%u ", (unsigned)tu_rand_below(&rng, 5000));
             break;
+        case DG_LONG_AMONG_SHORT:
+            if (tu_rand_below(&rng, 4000) == 0) {
+                for (size_t line = 0; line < (128u << 10);)
+                    line += (size_t)fprintf(f, "l%u ", (unsigned)tu_rand_below(&rng, 3000));
+                written += 128u << 10;
+            }
+            written += (size_t)fprintf(f, "s%u s%u\n", (unsigned)tu_rand_below(&rng, 700),
+                                       (unsigned)tu_rand_below(&rng, 50));
+            break;
         }
     }
     fclose(f);

@@ -19,7 +19,9 @@ typedef enum dg_shape {
     DG_DISTINCT,      /* every word distinct */
     DG_LONG_WORDS,    /* words of 10 KB */
     DG_EMPTY_LINES,   /* mostly empty lines */
-    DG_NO_NEWLINE     /* one long line, no newline at all */
+    DG_NO_NEWLINE,    /* one long line, no newline at all */
+    DG_LONG_AMONG_SHORT /* short lines, one of about 4,000 a line of 128 KB: a GPU
+                           block's records that hold it overflow its record tile */
 } dg_shape;
 void dg_text_shape(const char *path, size_t bytes, dg_shape shape, uint64_t seed);
 

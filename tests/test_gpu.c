@@ -263,9 +263,10 @@ Test(gpu, applications)
 static void shapes(const char *job, const char *args)
 {
     static const char *const names[] = {"one key repeated", "every key distinct",
-                                        "10 KB words", "empty lines", "no newline at all"};
+                                        "10 KB words",      "empty lines",
+                                        "no newline at all", "a long line among short ones"};
     char *input = in_dir("shape");
-    for (int s = DG_ONE_KEY; s <= DG_NO_NEWLINE; s++) {
+    for (int s = DG_ONE_KEY; s <= DG_LONG_AMONG_SHORT; s++) {
         dg_text_shape(input, 8u << 20, (dg_shape)s, 401 + (uint64_t)s);
         compare_variants(job, args, input, names[s]);
     }

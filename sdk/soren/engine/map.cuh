@@ -2,8 +2,10 @@
  * map.cuh - the map kernels of the GPU engine's variants, with the plugin's
  * functions inlined into them.
  *
- * One thread runs map over one record at a time (a grid-stride loop), and
- * soren_emit delivers each pair as the launch's variant says:
+ * One thread runs map over one record at a time (a grid-stride loop; a
+ * block's records of a step are first copied into shared memory where the
+ * launcher gives room, see load_tile), and soren_emit delivers each pair as
+ * the launch's variant says:
  *   hash        find or claim the key's slot in the global table (linear
  *               probing; a slot is claimed by atomicCAS of (hash, key ref))
  *               and fold the value into the slot's accumulator; where the
@@ -552,6 +554,54 @@ __device__ inline soren_record record_of(const soren_gpu_map_args &a, uint64_t r
     return rec;
 }
 
+/* Where record r's bytes start in the input (lines, pairs, fixed); for r =
+ * record_count, the input's end (a last line without its '\n' ends at
+ * input_size, one before line_starts[record_count]). */
+__device__ inline uint64_t record_start(const soren_gpu_map_args &a, uint64_t r)
+{
+    uint64_t at = a.input_format == SOREN_GPU_FIXED ? r * a.record_size : a.line_starts[r];
+    return at < a.input_size ? at : a.input_size;
+}
+
+/* A block's records, copied to shared memory: input bytes [from, from + n)
+ * lie at bytes + (from & 15), so that the copy reads whole aligned 16-byte
+ * words.  bytes is NULL where the records are read in place. */
+struct record_tile {
+    uint8_t *bytes;
+    uint64_t from;
+};
+
+/* Copies input bytes [from, to) into the block's tile (capacity bytes,
+ * 16-aligned) and returns it, or an empty tile where they do not fit.  Map
+ * then reads its record, and the emits read the keys that point into it,
+ * from shared memory, where the input is read once, coalesced.  Every
+ * thread of the block calls it; the launcher gives a tile only to a
+ * 16-aligned input, so the first word read starts inside it. */
+__device__ inline record_tile load_tile(const soren_gpu_map_args &a, uint8_t *tile,
+                                        uint32_t capacity, uint64_t from, uint64_t to)
+{
+    const uint32_t head = (uint32_t)(from & 15);
+    if (to - from + head > capacity)
+        return record_tile{nullptr, 0};
+    const uint8_t *start = a.input + (from - head);
+    const uint64_t words = (to - from + head) / 16;
+    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x)
+        ((uint4 *)tile)[i] = __ldg((const uint4 *)start + i);
+    for (uint64_t i = words * 16 + threadIdx.x; i < to - from + head; i += blockDim.x)
+        tile[i] = start[i];
+    return record_tile{tile, from - head};
+}
+
+/* Record r, its data in the tile where the block has one. */
+__device__ inline soren_record tiled_record_of(const soren_gpu_map_args &a, uint64_t r,
+                                               record_tile t)
+{
+    soren_record rec = record_of(a, r);
+    if (t.bytes)
+        rec.data = t.bytes + (uint64_t)(rec.data - a.input - t.from);
+    return rec;
+}
+
 /* Reduce over group g: its key as the key space holds it, its values
  * packed (the host sorted them, as the CPU engine does). */
 template <soren_reduce_fn *Reduce>
@@ -573,20 +623,33 @@ __device__ inline void reduce_group(soren_emitter *e, const soren_gpu_map_args &
            &a.params);
 }
 
+/* Whether a variant maps the input's records in order, a block's threads
+ * the consecutive records of one step of the grid-stride loop, so that a
+ * block's records may be read from a tile (monitor samples records, reduce
+ * maps groups). */
+__host__ __device__ constexpr bool tiles_records(uint32_t variant)
+{
+    return variant != SOREN_GPU_MONITOR && variant != SOREN_GPU_REDUCE;
+}
+
 /* The map launch of variant V (a soren_gpu_variant): one thread a record in
  * a grid-stride loop.  Each variant is its own kernel, so a launch carries
  * only its own emit path (fewer registers, no branch on the variant per
  * emit).  Threads do not poll for another thread's overflow: a thread stops
  * at its own first emit that cannot be applied, and one whose emits all
- * apply has useful work to finish. */
+ * apply has useful work to finish.  Where the launcher gives a tile
+ * (tile_bytes of shared memory after the table's), each step copies the
+ * block's records into it first; a thread that stopped still takes part in
+ * the copies.  A resuming launch reads records in place: its threads go on
+ * from different steps. */
 template <const auto &Desc, uint32_t I, uint32_t V>
-__global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
+__global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_t tile_bytes)
 {
     typedef stage_traits<Desc, I> S;
     typedef typename value_of<S::value_type>::type T;
     constexpr soren_map_fn *map = S::map;
     constexpr bool monitor = V == SOREN_GPU_MONITOR;
-    extern __shared__ unsigned long long shared[];
+    extern __shared__ __align__(16) unsigned long long shared[];
 
     emit_ctx c = {&a, V, nullptr, nullptr, nullptr, nullptr, 0};
     const bool shared_table = (V == SOREN_GPU_HASH || V == SOREN_GPU_DENSE) && a.shared_bytes;
@@ -605,7 +668,7 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
     unsigned long long pairs = 0, key_bytes = 0, bytes = 0; /* monitor */
     /* Maps record j, its first `skip` emits already applied; false when an
      * emit could not be applied (stopped_at and applied then say where). */
-    auto map_one = [&](uint64_t j, uint64_t skip) -> bool {
+    auto map_one = [&](uint64_t j, uint64_t skip, record_tile tile) -> bool {
         uint64_t r = monitor ? soren__sample_record(j, count, a.record_count) : j;
         soren_emitter e;
         e.emit = 0;
@@ -620,7 +683,7 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
             if constexpr (S::reduce != nullptr)
                 reduce_group<S::reduce>(&e, a, r);
         } else {
-            soren_record rec = record_of(a, r);
+            soren_record rec = tiled_record_of(a, r, tile);
             map(&e, &rec, &a.params);
             if constexpr (monitor)
                 bytes += rec.size + (a.input_format == SOREN_GPU_LINES);
@@ -640,19 +703,33 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
         }
         return true;
     };
-    uint64_t j = tid;
+    const record_tile in_place = {nullptr, 0};
     bool going = true;
-    if (a.resuming) {
-        /* Only the record a thread stopped on has emits to skip: it runs
-         * apart, so the loop below compiles with nothing to skip. */
-        j = a.resume[tid].record;
-        if (j < count) {
-            going = map_one(j, a.resume[tid].applied);
-            j += stride;
+    if (tiles_records(V) && tile_bytes && !a.resuming) {
+        uint8_t *tile = (uint8_t *)shared + ((a.shared_bytes + 15) & ~15u);
+        for (uint64_t first = tid - threadIdx.x; first < count; first += stride) {
+            const uint64_t end = first + blockDim.x < count ? first + blockDim.x : count;
+            __syncthreads(); /* the step before is done with the tile */
+            record_tile t = load_tile(a, tile, tile_bytes, record_start(a, first),
+                                      record_start(a, end));
+            __syncthreads();
+            if (going && first + threadIdx.x < end)
+                going = map_one(first + threadIdx.x, 0, t);
         }
+    } else {
+        uint64_t j = tid;
+        if (a.resuming) {
+            /* Only the record a thread stopped on has emits to skip: it
+             * runs apart, so the loop below compiles with nothing to skip. */
+            j = a.resume[tid].record;
+            if (j < count) {
+                going = map_one(j, a.resume[tid].applied, in_place);
+                j += stride;
+            }
+        }
+        for (; going && j < count; j += stride)
+            going = map_one(j, 0, in_place);
     }
-    for (; going && j < count; j += stride)
-        going = map_one(j, 0);
     if (a.resume)
         a.resume[tid] = soren_gpu_resume{stopped_at, applied};
     if constexpr (monitor) {
@@ -670,7 +747,7 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a)
  * apply to the stage (the host never asks for one), so that no plugin
  * compiles kernels it cannot use. */
 template <const auto &Desc, uint32_t I>
-__host__ inline void (*map_kernel_for(uint32_t variant))(soren_gpu_map_args)
+__host__ inline void (*map_kernel_for(uint32_t variant))(soren_gpu_map_args, uint32_t)
 {
     typedef stage_traits<Desc, I> S;
     constexpr bool combines = S::op != SOREN_COMBINE_NONE;

@@ -19,20 +19,56 @@
 
 namespace soren {
 
+/* A map block's record tile: bytes per thread, enough for a quarter more
+ * than the input's mean record (a block's records vary far less in sum
+ * than one by one); 0 (records read in place) where the variant does not
+ * tile, the input is not 16-aligned, or records are long: a tile of a few
+ * long records would cost more resident threads than it saves. */
+enum { TILE_PER_THREAD_MOST = 256 };
+
+
+static uint32_t tile_per_thread(const soren_gpu_map_args &a)
+{
+    if (!tiles_records(a.variant) || a.input_format == SOREN_GPU_INDEX || !a.record_count || ((uintptr_t)a.input & 15))
+        return 0;
+    uint64_t per = a.input_size / a.record_count;
+    per = (per + per / 4 + 16) & ~15ull;
+    return per > TILE_PER_THREAD_MOST ? 0 : (uint32_t)per;
+}
+
+/* A map launch's dynamic shared memory: the table's (or array's), then the
+ * tile from the next 16-byte boundary. */
+__host__ __device__ inline size_t map_shared_bytes(uint32_t shared, uint32_t per_thread, int block)
+{
+    return per_thread ? ((shared + 15u) & ~15u) + (size_t)per_thread * (size_t)block : shared;
+}
+
+/* map_shared_bytes as a function of the block size, for the occupancy
+ * query, whose template is __host__ __device__ (a lambda would be
+ * constexpr, which that template may not call). */
+struct map_shared_of {
+    uint32_t shared, per_thread;
+    __host__ __device__ size_t operator()(int threads) const
+    {
+        return map_shared_bytes(shared, per_thread, threads);
+    }
+};
+
 /* A kernel's largest resident grid and its block size, for its dynamic
- * shared memory on the current device: asked of the device once a thread,
- * then remembered.  Shared memory past 48 KiB needs the kernel's leave,
- * given for all the device has, so that no thread's later, smaller grant
- * can undo another's. */
+ * shared memory (shared, and per_thread bytes more for each thread) on the
+ * current device: asked of the device once a thread, then remembered.
+ * Shared memory past 48 KiB needs the kernel's leave, given for all the
+ * device has, so that no thread's later, smaller grant can undo another's. */
 template <typename Kernel>
-static cudaError_t resident_shape(Kernel kernel, uint32_t shared, int *resident, int *block)
+static cudaError_t resident_shape(Kernel kernel, uint32_t shared, uint32_t per_thread,
+                                  int *resident, int *block)
 {
     struct shape {
         Kernel kernel;
-        uint32_t shared;
+        uint32_t shared, per_thread;
         int device, resident, block;
     };
-    enum { KEPT = 8 };
+    enum { KEPT = 8, THREADS_MOST = 1024 };
     static thread_local shape kept[KEPT];
     static thread_local unsigned next;
     int device = 0;
@@ -40,12 +76,13 @@ static cudaError_t resident_shape(Kernel kernel, uint32_t shared, int *resident,
     if (rc != cudaSuccess)
         return rc;
     for (const shape &k : kept)
-        if (k.kernel == kernel && k.shared == shared && k.device == device) {
+        if (k.kernel == kernel && k.shared == shared && k.per_thread == per_thread &&
+            k.device == device) {
             *resident = k.resident;
             *block = k.block;
             return cudaSuccess;
         }
-    if (shared > 48u << 10) {
+    if (map_shared_bytes(shared, per_thread, THREADS_MOST) > 48u << 10) {
         cudaFuncAttributes attributes;
         int most = 0;
         if ((rc = cudaFuncGetAttributes(&attributes, kernel)) != cudaSuccess ||
@@ -55,9 +92,11 @@ static cudaError_t resident_shape(Kernel kernel, uint32_t shared, int *resident,
                                        most - (int)attributes.sharedSizeBytes)) != cudaSuccess)
             return rc;
     }
-    if ((rc = cudaOccupancyMaxPotentialBlockSize(resident, block, kernel, shared)) != cudaSuccess)
+    rc = cudaOccupancyMaxPotentialBlockSizeVariableSMem(resident, block, kernel,
+                                                        map_shared_of{shared, per_thread});
+    if (rc != cudaSuccess)
         return rc;
-    kept[next++ % KEPT] = shape{kernel, shared, device, *resident, *block};
+    kept[next++ % KEPT] = shape{kernel, shared, per_thread, device, *resident, *block};
     return cudaSuccess;
 }
 
@@ -66,7 +105,7 @@ template <typename Kernel>
 static cudaError_t launch_shape(Kernel kernel, uint64_t count, int *grid, int *block)
 {
     int resident = 0;
-    cudaError_t rc = resident_shape(kernel, 0, &resident, block);
+    cudaError_t rc = resident_shape(kernel, 0, 0, &resident, block);
     if (rc != cudaSuccess)
         return rc;
     uint64_t wanted = (count + (uint64_t)*block - 1) / (uint64_t)*block;
@@ -87,11 +126,14 @@ static int launch_map(const soren_gpu_map_args *args, void *stream)
     if constexpr (S::op == SOREN_COMBINE_USER)
         memcpy(&a.identity, Desc[I].combine.identity,
                sizeof(typename value_of<S::value_type>::type));
-    void (*kernel)(soren_gpu_map_args) = map_kernel_for<Desc, I>(a.variant);
+    void (*kernel)(soren_gpu_map_args, uint32_t) = map_kernel_for<Desc, I>(a.variant);
     if (!kernel)
         return cudaErrorNotSupported;
+    /* A resuming launch takes the same tile as the one that stopped (its
+     * shape must not change), though it reads its records in place. */
+    const uint32_t per_thread = tile_per_thread(a);
     int resident = 0, block = 0;
-    cudaError_t rc = resident_shape(kernel, a.shared_bytes, &resident, &block);
+    cudaError_t rc = resident_shape(kernel, a.shared_bytes, per_thread, &resident, &block);
     if (rc != cudaSuccess)
         return rc;
     uint64_t work = a.variant == SOREN_GPU_MONITOR ? a.sample_count : a.record_count;
@@ -102,7 +144,8 @@ static int launch_map(const soren_gpu_map_args *args, void *stream)
         grid = a.max_threads / (uint64_t)block;
     if (grid == 0)
         return cudaSuccess;
-    kernel<<<(unsigned)grid, block, a.shared_bytes, (cudaStream_t)stream>>>(a);
+    kernel<<<(unsigned)grid, block, map_shared_bytes(a.shared_bytes, per_thread, block),
+             (cudaStream_t)stream>>>(a, per_thread * (uint32_t)block);
     return cudaGetLastError();
 }
 
