@@ -39,6 +39,8 @@
 #ifndef SOREN_ENGINE_MAP_CUH
 #define SOREN_ENGINE_MAP_CUH
 
+#include <cooperative_groups.h>
+#include <cooperative_groups/scan.h>
 #include <soren/engine/combine.cuh>
 #include <soren/engine/sketch.h>
 #include <soren/soren.h>
@@ -97,18 +99,33 @@ __device__ inline void store_key(const soren_gpu_map_args *a, uint64_t offset, c
                             key_word(k, n, off + 8), key_word(k, n, off + 12));
 }
 
-/* Copies the key into the key space; returns its ref, or 0 when full. */
-__device__ inline uint32_t alloc_key(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n)
+/* atomicAdd(counter, v) for the threads of a warp that call it together:
+ * one atomic for them all, each thread's share at its place in lane order.
+ * A counter that every emit bumps (direct's pair and key space) otherwise
+ * serialises them all at one L2 address. */
+__device__ inline unsigned long long warp_atomic_add(unsigned long long *counter,
+                                                     unsigned long long v)
 {
-    uint64_t need = soren__key_footprint(n);
-    uint64_t offset = atomicAdd(a->keys_used, (unsigned long long)need);
-    if (offset + need > a->keys_capacity || (offset >> 2) > 0xffffffffull) {
+    cooperative_groups::coalesced_group g = cooperative_groups::coalesced_threads();
+    unsigned long long before = cooperative_groups::exclusive_scan(g, v);
+    unsigned long long base = 0;
+    if (g.thread_rank() == g.size() - 1)
+        base = atomicAdd(counter, before + v);
+    return g.shfl(base, g.size() - 1) + before;
+}
+
+/* Copies the key into the key space at offset, which the caller claimed
+ * for its footprint; returns its ref, or 0 when the key space is full.
+ * Other threads may not see the bytes yet: one that publishes the ref to
+ * them fences first (fill_slot); direct's refs are read after the launch. */
+__device__ inline uint32_t store_claimed_key(const soren_gpu_map_args *a, uint64_t offset,
+                                             const uint8_t *k, uint32_t n)
+{
+    if (offset + soren__key_footprint(n) > a->keys_capacity || (offset >> 2) > 0xffffffffull) {
         atomicOr(a->status, SOREN_GPU_KEYS_FULL);
         return 0;
     }
     store_key(a, offset, k, n);
-    /* The bytes must be visible before the ref that publishes them. */
-    __threadfence();
     return (uint32_t)(offset >> 2);
 }
 
@@ -179,7 +196,12 @@ constexpr uint32_t PENDING_REF = 0xffffffffu;
 __device__ inline int64_t fill_slot(const soren_gpu_map_args *a, uint64_t i,
                                     unsigned long long tag, const uint8_t *k, uint32_t n)
 {
-    uint32_t ref = alloc_key(a, k, n);
+    /* A new key: rare, so a plain atomic (the warp's scan would cost the
+     * hash kernel registers on every emit's path). */
+    uint64_t offset = atomicAdd(a->keys_used, (unsigned long long)soren__key_footprint(n));
+    uint32_t ref = store_claimed_key(a, offset, k, n);
+    /* The bytes must be visible before the ref that publishes them. */
+    __threadfence();
     atomicExch(&a->slots[i], tag | (ref ? ref : SOREN_GPU_SLOT_NO_KEY));
     return ref ? (int64_t)i : -1;
 }
@@ -342,7 +364,7 @@ __device__ inline void store_value(void *dst, const void *v, uint32_t size)
 /* Appends the pair (key ref, value) at an index claimed with atomicAdd. */
 __device__ inline bool append_pair(const soren_gpu_map_args *a, uint32_t ref, const void *v)
 {
-    unsigned long long idx = atomicAdd(a->pairs_used, 1ull);
+    unsigned long long idx = warp_atomic_add(a->pairs_used, 1ull);
     if (idx >= a->pair_capacity) {
         atomicOr(a->status, SOREN_GPU_PAIRS_FULL);
         return false;
@@ -356,7 +378,8 @@ __device__ inline bool append_pair(const soren_gpu_map_args *a, uint32_t ref, co
 __device__ inline bool direct_append(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
                                      const void *v)
 {
-    uint32_t ref = alloc_key(a, k, n);
+    uint32_t ref = store_claimed_key(a, warp_atomic_add(a->keys_used, soren__key_footprint(n)),
+                                     k, n);
     return ref && append_pair(a, ref, v);
 }
 
