@@ -170,12 +170,16 @@ __device__ inline uint32_t newline_mask(const uint8_t *input, uint64_t at, uint6
     return mask;
 }
 
-/* limit: the newlines that start a line are those before size - 1. */
+/* limit: the newlines that start a line are those before size - 1.
+ * tile_counts[tiles] is set to 0: the scan over tiles + 1 counts reads it,
+ * and makes it the total. */
 __global__ void split_count_kernel(const uint8_t *input, uint64_t size, uint64_t tiles,
                                    uint64_t *tile_counts)
 {
     typedef cub::BlockReduce<uint32_t, SPLIT_THREADS> reduce;
     __shared__ typename reduce::TempStorage temp;
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        tile_counts[tiles] = 0;
     for (uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         uint64_t at = t * SPLIT_TILE + threadIdx.x * 16ull;
         uint32_t n = at < size - 1 ? __popc(newline_mask(input, at, size, size - 1)) : 0;
@@ -1193,8 +1197,7 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
             break;
         if ((st = temp_reserve(r, need)) != SOREN_OK)
             break;
-        /* tile_first[tiles] is scanned too (its garbage count is never used):
-         * it becomes the total. */
+        /* tile_first[tiles] is scanned too: it becomes the total. */
         if ((rc = cub::DeviceScan::ExclusiveSum(r->temp, need, tile_first, tile_first,
                                                 (int64_t)tiles + 1, r->stream)) != cudaSuccess)
             break;
