@@ -577,13 +577,12 @@ __device__ inline soren_record record_of(const soren_gpu_map_args &a, uint64_t r
     return rec;
 }
 
-/* Where record r's bytes start in the input (lines, pairs, fixed); for r =
+/* Where record r's bytes start in the input (lines, pairs); for r =
  * record_count, the input's end (a last line without its '\n' ends at
  * input_size, one before line_starts[record_count]). */
 __device__ inline uint64_t record_start(const soren_gpu_map_args &a, uint64_t r)
 {
-    uint64_t at = a.input_format == SOREN_GPU_FIXED ? r * a.record_size : a.line_starts[r];
-    return at < a.input_size ? at : a.input_size;
+    return a.line_starts[r] < a.input_size ? a.line_starts[r] : a.input_size;
 }
 
 /* A block's records, copied to shared memory: input bytes [from, from + n)

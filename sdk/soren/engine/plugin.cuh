@@ -20,18 +20,21 @@
 namespace soren {
 
 /* A map block's record tile: bytes per thread, enough for a quarter more
- * than the input's mean record (a block's records vary far less in sum
- * than one by one); 0 (records read in place) where the variant does not
- * tile, the input is not 16-aligned, or records are short or long.  A
- * warp's loads of short records already read whole lines of memory (3-byte
- * pixels: histogram's map took 30% longer through a tile); a tile of a few
- * long records would cost more resident threads than it saves. */
+ * than the input's mean record (a block's lines vary far less in sum than
+ * one by one); 0 (records read in place) where the variant does not tile,
+ * the records are not lines or pairs, the input is not 16-aligned, or
+ * records are short or long.  A warp's loads of short records already read
+ * whole lines of memory (histogram's 3-byte pixels took 30% longer through
+ * a tile); a tile of a few long records would cost more resident threads
+ * than it saves.  Fixed records are not tiled: none of the applications'
+ * is long enough to gain. */
 enum { TILE_RECORD_LEAST = 16, TILE_PER_THREAD_MOST = 256 };
 
 static uint32_t tile_per_thread(const soren_gpu_map_args &a)
 {
-    if (!tiles_records(a.variant) || a.input_format == SOREN_GPU_INDEX || !a.record_count ||
-        ((uintptr_t)a.input & 15))
+    if (!tiles_records(a.variant) ||
+        (a.input_format != SOREN_GPU_LINES && a.input_format != SOREN_GPU_PAIRS) ||
+        !a.record_count || ((uintptr_t)a.input & 15))
         return 0;
     uint64_t per = a.input_size / a.record_count;
     if (per < TILE_RECORD_LEAST)
