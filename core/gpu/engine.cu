@@ -546,7 +546,6 @@ struct gpu_run {
      * thread t fills pieces 2t and 2t + 1 in turn; staged[i] is recorded
      * once piece i's copy to the device has been issued */
     uint8_t *staging;
-    uint64_t staging_piece;
     cudaEvent_t staged[2 * COPY_THREADS_MAX];
     unsigned copy_threads;
 
@@ -898,8 +897,7 @@ soren_status alloc_staging(gpu_run *r, uint64_t largest)
         return SOREN_OK;
     unsigned cpus = soren_cpu_count();
     r->copy_threads = cpus < COPY_THREADS_MAX ? cpus : COPY_THREADS_MAX;
-    r->staging_piece = STAGING_PIECE;
-    uint64_t size = 2ull * r->copy_threads * r->staging_piece;
+    uint64_t size = 2ull * r->copy_threads * STAGING_PIECE;
     cudaError_t rc = cudaHostAlloc((void **)&r->staging, size, cudaHostAllocDefault);
     if (rc != cudaSuccess) {
         r->staging = NULL;
@@ -938,7 +936,7 @@ void *stager_main(void *arg)
 {
     stager *g = (stager *)arg;
     gpu_run *r = g->r;
-    const uint64_t piece = r->staging_piece, size = g->in->size;
+    const uint64_t piece = STAGING_PIECE, size = g->in->size;
     g->call = "cudaSetDevice";
     if (g->t > 0 && (g->rc = cudaSetDevice(r->opt->device)) != cudaSuccess) {
         g->next->store(UINT64_MAX / 2);
@@ -985,7 +983,7 @@ cudaError_t stage_up(gpu_run *r, const soren_input *in, uint8_t *dst, cudaStream
         return cudaSuccess;
     std::atomic<uint64_t> next{0};
     stager g[COPY_THREADS_MAX];
-    uint64_t pieces = (in->size + r->staging_piece - 1) / r->staging_piece;
+    uint64_t pieces = (in->size + STAGING_PIECE - 1) / STAGING_PIECE;
     unsigned threads = pieces < r->copy_threads ? (unsigned)pieces : r->copy_threads;
     for (unsigned t = 0; t < threads; t++) {
         g[t] = {r, in, dst, stream, &next, progress, t, pthread_t(), false, cudaSuccess, ""};
@@ -1823,9 +1821,8 @@ soren_status monitor(gpu_run *r, uint64_t size, uint64_t records, uint64_t total
         CUDA_TRY(r, cudaMemcpyAsync(ranks, r->sketch, sizeof ranks, cudaMemcpyDeviceToHost,
                                     r->stream));
         CUDA_TRY(r, cudaMemsetAsync(r->sketch, 0, sizeof ranks, r->stream));
-        CUDA_TRY(r, cudaMemsetAsync(r->counters + SAMPLE_PAIRS, 0,
-                                    (SAMPLE_BYTES - SAMPLE_PAIRS + 1) * sizeof(unsigned long long),
-                                    r->stream));
+        if ((st = counters_reset(r)) != SOREN_OK)
+            return st;
         WAIT_STREAM(r);
         m->half_distinct_keys = estimate_of_ranks(ranks);
     }
