@@ -919,38 +919,40 @@ static json_t *run_beside_cpu(const char *job, const char *args, const char *inp
 }
 
 /* On the GPU a table that would grow, with its key space, past half the
- * budget goes to host memory and starts again empty; its pairs are folded
- * with the rest on the CPU engine at the end: the same output as the CPU
- * engine, and --explain and -v say how often.  The table starts tiny so
- * that it grows, then spills, many times. */
-static void expect_spills(const char *job, const char *args, const char *input,
-                          uint64_t budget, const char *what)
+ * budget folds the key space a part at a time, a pass over the input each:
+ * a pass whose part does not fit begins again on half of it, and the parts'
+ * pairs are joined in host memory and ordered at the end.  The same output
+ * as the CPU engine, and --explain and -v say how many parts.  The table
+ * starts tiny so that it grows, then narrows, many times. */
+static void expect_key_parts(const char *job, const char *args, const char *input,
+                             uint64_t budget, const char *what)
 {
     char flags[128], *err = NULL;
     snprintf(flags, sizeof flags, "--device gpu --device-memory %llu --table-slots 256 "
              "--key-bytes 4K", (unsigned long long)budget);
     json_t *x = run_beside_cpu(job, args, input, flags, what, &err);
-    json_int_t spills = json_integer_value(json_object_get(x, "spills"));
-    json_int_t pairs = json_integer_value(json_object_get(x, "spilled_pairs"));
-    cr_expect_geq(spills, 2, "%s: %lld spills under a budget of %llu", what, (long long)spills,
-                  (unsigned long long)budget);
-    cr_expect_gt(pairs, 0, "%s: %lld spills took no pair", what, (long long)spills);
-    cr_expect(strstr(err, "the table went to host memory") != NULL, "%s: -v does not say it: %s",
-              what, err);
+    json_int_t parts = json_integer_value(json_object_get(x, "key_parts"));
+    json_int_t narrowings = json_integer_value(json_object_get(x, "narrowings"));
+    cr_expect_geq(parts, 2, "%s: %lld parts of the key space under a budget of %llu", what,
+                  (long long)parts, (unsigned long long)budget);
+    cr_expect_geq(narrowings, 1, "%s: %lld parts, but no pass began again on half its part",
+                  what, (long long)parts);
+    cr_expect(strstr(err, "the table folded the key space in") != NULL,
+              "%s: -v does not say it: %s", what, err);
     json_decref(x);
     free(err);
 }
 
-Test(stream, table_spills_to_host_gpu)
+Test(stream, table_folds_key_space_in_parts_gpu)
 {
     require_gpu();
     char *text = gen("text", "text --size 4M --vocab 300000 --seed 1016");
     char *log = gen("log", "weblog --size 4M --urls 200000 --ips 50000 --seed 1017");
     const uint64_t budget = 2 << 20;
-    expect_spills("wordcount", "--engine hash", text, budget, "wordcount, hash");
-    expect_spills("wordcount", "--engine block", text, budget, "wordcount, block");
-    expect_spills("wordcount", "--top 20", text, budget, "wordcount --top 20 (auto)");
-    expect_spills("pageviewcount", "", log, budget, "pageviewcount (two stages)");
+    expect_key_parts("wordcount", "--engine hash", text, budget, "wordcount, hash");
+    expect_key_parts("wordcount", "--engine block", text, budget, "wordcount, block");
+    expect_key_parts("wordcount", "--top 20", text, budget, "wordcount --top 20 (auto)");
+    expect_key_parts("pageviewcount", "", log, budget, "pageviewcount (two stages)");
     free(text);
     free(log);
 }

@@ -374,7 +374,7 @@ static int put_stage(json_t *o, const soren_explain *x)
     return put(o, "variant", json_string(soren_variant_name(x->variant))) &
            put(o, "rule", json_string(x->rule ? x->rule : "")) &
            put(o, "block_slots", count(x->block_slots)) &
-           put(o, "spills", count(x->spills)) & put(o, "spilled_pairs", count(x->spilled_pairs)) &
+           put(o, "key_parts", count(x->key_parts)) & put(o, "narrowings", count(x->narrowings)) &
            put(o, "waits", count(x->waits)) &
            put(o, "metrics", metrics_json(&x->metrics)) &
            put(o, "projection", projection_json(&x->projection)) &

@@ -125,11 +125,12 @@ typedef struct soren_explain {
     soren_variant variant;
     const char *rule;   /* static string from soren_choose, or "--engine NAME" */
     uint64_t block_slots; /* GPU hash and block: entries of each thread block's table */
-    /* GPU: times the table went to host memory instead of growing past the
-     * device memory budget, and the pairs it took there (soren_gpu_options);
-     * the result then holds a key once per spill and once more, unordered,
-     * and the caller folds it. */
-    uint64_t spills, spilled_pairs;
+    /* GPU: the parts of the key space the table folded, a pass over the
+     * input each (1: every key at once; more under a device memory budget
+     * the table would outgrow, soren_gpu_options), and the passes that
+     * began again on half their part; with more than one part the result
+     * holds each part's pairs in its order, and the caller orders them. */
+    uint64_t key_parts, narrowings;
     /* GPU: the times the host waited for the device in the stage's last
      * run (a re-run's overhead is mostly waits); 0 on the CPU engine. */
     uint64_t waits;

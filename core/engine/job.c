@@ -110,8 +110,8 @@ static soren_status fold_received(const soren_stage_spec *spec, const soren_inpu
 /* Pairs that hold a key's values in several pairs (src, destroyed here;
  * what names them) folded into res with the stage's combine on the CPU
  * engine, which also runs the reduce function and orders, as a rank of a
- * distributed run folds what it received: a GPU table's spills, or both
- * engines' shares under --device both.  src may be res. */
+ * distributed run folds what it received: both engines' shares under
+ * --device both. */
 static soren_status fold_pairs(const soren_stage_spec *spec, const char *what, soren_result *src,
                                const soren_params *params, const soren_run_options *o,
                                soren_result *res, soren_error *err)
@@ -158,13 +158,16 @@ static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inp
             rc = soren_gpu_session_run(*session, inputs, input_count, params,
                                        o->param_versions, o->progress, res, x, err);
     }
-    if (rc == SOREN_OK && x->spills) {
+    if (rc == SOREN_OK && x->key_parts > 1) {
         if (o->verbose)
-            soren_progress_say(o->progress, "soren-host: gpu engine: the table went to host "
-                               "memory %llu times (%llu pairs) under --device-memory; folding "
-                               "on the CPU\n", (unsigned long long)x->spills,
-                               (unsigned long long)x->spilled_pairs);
-        rc = fold_pairs(spec, "(the GPU table's pairs and spills)", res, params, o, res, err);
+            soren_progress_say(o->progress, "soren-host: gpu engine: the table folded the key "
+                               "space in %llu parts under --device-memory (%llu passes began "
+                               "again on half their part)\n", (unsigned long long)x->key_parts,
+                               (unsigned long long)x->narrowings);
+        soren_progress_phase(o->progress, "order", 0);
+        double t0 = now_ms();
+        rc = soren_result_order(res, spec->order, spec->limit, err);
+        x->ms.sort += now_ms() - t0;
     }
     if (rc == SOREN_OK && o->verbose) {
         soren_progress_say(o->progress,

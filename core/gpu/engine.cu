@@ -515,7 +515,14 @@ struct gpu_run {
     uint32_t dense_shared;      /* dense: shared bytes per block (0: arrays in global memory) */
     uint32_t block_slots;       /* hash and block: per-block table entries (0: none) */
     uint8_t *identity;          /* the combine's identity value, for emptied slots */
-    soren_result spilled;       /* the pairs of the table's spills (soren_gpu_options) */
+    /* Under a device memory budget a table that would outgrow it folds the
+     * key space a part at a time, one pass over the inputs each: the part
+     * now (soren_gpu_map_args.key_first, key_last), whether its pass
+     * stopped because the part's keys did not fit (it begins again on half
+     * the part), and the finished parts' pairs. */
+    uint32_t key_first, key_last;
+    bool narrowed;
+    soren_result parts;
     unsigned int *sketch;       /* monitor: SOREN_SKETCH_REGISTERS ranks */
     uint64_t sample_count;
     soren_explain *x;
@@ -731,7 +738,7 @@ void gpu_run_destroy(gpu_run *r)
                      r->values,      r->perm,        r->perm_alt,     r->bits,
                      r->bits_alt,    r->group_refs,  r->group_start,  r->group_values,
                      r->packed_keys, r->packed_values, r->packed_offsets, r->identity};
-    soren_result_destroy(&r->spilled);
+    soren_result_destroy(&r->parts);
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         dev_free(r, owned[i]);
     for (int i = 0; i < SOREN_MAX_PARAMS; i++)
@@ -1277,6 +1284,8 @@ void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint64_t siz
     a->group_values = r->group_values;
     /* reduce numbers groups, not records */
     a->record_base = variant == SOREN_GPU_REDUCE ? 0 : r->cur_base;
+    a->key_first = r->key_first;
+    a->key_last = r->key_last;
 }
 
 /* A bad key recorded by a launch, in the CPU engine's words: the launch
@@ -1493,30 +1502,59 @@ soren_status grow_after_overflow(gpu_run *r, const unsigned long long *c)
     return SOREN_OK;
 }
 
-soren_status spill_table(gpu_run *r, const unsigned long long *c);
+/* The whole key space, as soren_gpu_map_args.key_first and key_last. */
+const uint32_t KEY_LAST = 0xffffffffu;
 
-/* Whether a full table goes to host memory instead of growing: under a
- * device memory budget, where growing would take the table and the key
- * space past half of it (the input's chunks take the other half), for a
- * table that folds values (hash, block) and is at least half used, so that
- * emptying it makes room for progress. */
-bool spill_due(gpu_run *r, const unsigned long long *c)
+/* Whether a full table folds half its part of the key space instead of
+ * growing: under a device memory budget, where growing would take the
+ * table and the key space past half of it (the input's chunks take the
+ * other half), for a table that folds values (hash, block) and a part that
+ * can be halved. */
+bool narrowing_due(const gpu_run *r, const unsigned long long *c)
 {
     const uint64_t budget = r->opt->device_memory;
     const unsigned status = (unsigned)c[STATUS];
     if (!budget || !r->slots || r->spec->combine == SOREN_COMBINE_NONE ||
         (r->variant != SOREN_VARIANT_HASH && r->variant != SOREN_VARIANT_BLOCK) ||
-        !(status & (SOREN_GPU_TABLE_FULL | SOREN_GPU_KEYS_FULL)))
+        !(status & (SOREN_GPU_TABLE_FULL | SOREN_GPU_KEYS_FULL)) || r->key_first == r->key_last)
         return false;
     const uint64_t slots = r->slot_count * (status & SOREN_GPU_TABLE_FULL ? 2 : 1);
     const uint64_t table = table_bytes(r, slots);
     const uint64_t keys = r->keys_capacity * (status & SOREN_GPU_KEYS_FULL ? 2 : 1);
-    return table + keys > budget / 2 && c[SLOTS_USED] >= r->slot_limit / 2;
+    return table + keys > budget / 2;
+}
+
+/* Halves the part of the key space the stopped pass folds: session_run
+ * empties the table and maps the inputs again for the first half, the
+ * second half's keys wait for a later pass. */
+soren_status narrow_key_range(gpu_run *r)
+{
+    if (r->spec->code->gpu->abi_minor < 6)
+        return soren_error_set(r->err, SOREN_EPLUGIN, "%s: its table outgrew --device-memory "
+                               "%llu bytes, and its device code predates plugin ABI 1.6, which "
+                               "folds the key space a part at a time; rebuild it with this "
+                               "Soren's SDK, or give it more device memory",
+                               r->spec->job_name, (unsigned long long)r->opt->device_memory);
+    r->key_last = r->key_first + (r->key_last - r->key_first) / 2;
+    r->narrowed = true;
+    r->x->narrowings++;
+    return SOREN_OK;
+}
+
+/* The table and the key space empty again, for a pass that begins anew on
+ * a narrower part of the key space. */
+soren_status empty_table(gpu_run *r)
+{
+    CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, r->slot_count * 8, r->stream));
+    CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, r->slot_count, r->stream));
+    CUDA_TRY(r, restart_counters(r, SOREN_KEY_ALIGN, 0));
+    return SOREN_OK;
 }
 
 /* Resumes the launch in r->launch, whose counters c the host has read,
- * after each stop for room (growing a region, or spilling the table), until
- * it has mapped everything. */
+ * after each stop for room (growing a region), until it has mapped
+ * everything or its pass is to begin again on half its part of the key
+ * space (r->narrowed). */
 soren_status finish_launch(gpu_run *r, unsigned long long *c)
 {
     /* Each resume at least doubles a region: this many cover any size. */
@@ -1528,12 +1566,10 @@ soren_status finish_launch(gpu_run *r, unsigned long long *c)
             return bad_key_error(r, c[BAD_KEY]);
         if (!(status & SOREN_GPU_OVERFLOW))
             return SOREN_OK;
+        if (narrowing_due(r, c))
+            return narrow_key_range(r);
         soren_status st;
-        if (spill_due(r, c)) {
-            /* Each spill empties a table at least half used: no limit. */
-            st = spill_table(r, c);
-            resumes--;
-        } else if (resumes == RESUMES_MAX) {
+        if (resumes == RESUMES_MAX) {
             return soren_error_set(r->err, SOREN_EJOB, "%s: map still overflows after %d "
                                    "resumes; this is a bug in Soren, please report it",
                                    r->spec->job_name, (int)RESUMES_MAX);
@@ -1550,8 +1586,8 @@ soren_status finish_launch(gpu_run *r, unsigned long long *c)
     }
 }
 
-/* Launches map over one input's records, growing regions (or spilling the
- * table) and resuming until every record is done. */
+/* Launches map over one input's records, growing regions and resuming
+ * until every record is done (or its part of the key space is halved). */
 soren_status launch_map(gpu_run *r, uint32_t variant, uint64_t size, uint64_t records)
 {
     fill_args(r, &r->launch, variant, size, records);
@@ -1730,7 +1766,8 @@ soren_status allocate_regions(gpu_run *r)
         if (o->device_memory && s->combine != SOREN_COMBINE_NONE) {
             /* Under a budget the projection may not have it all: a quarter
              * of the budget each for the table and the key space, which
-             * then spill (spill_due) rather than grow past half of it. */
+             * then fold part of the key space (narrowing_due) rather than
+             * grow past half of it. */
             const uint64_t quarter = o->device_memory / 4;
             while (slots > 1024 && table_bytes(r, slots) > quarter)
                 slots /= 2;
@@ -2362,37 +2399,6 @@ void release_list(gpu_run *r)
     r->n = 0;
 }
 
-/* Moves the table's pairs to host memory (appended to r->spilled, which
- * session_run hands on with the result, for the caller to fold) and starts
- * the table and the key space empty; the stopped launch then resumes.  The
- * merge empties the slots; the key space is empty again once no slot
- * refers to it. */
-soren_status spill_table(gpu_run *r, const unsigned long long *c)
-{
-    soren_result part;
-    soren_result_init(&part, r->spec);
-    soren_status st = merge_table(r);
-    if (st == SOREN_OK)
-        st = alloc_order_buffers(r);
-    if (st == SOREN_OK)
-        st = pack_result(r);
-    if (st == SOREN_OK)
-        st = copy_result(r, &part);
-    release_list(r);
-    if (st == SOREN_OK)
-        st = soren_result_append_all(&r->spilled, &part, r->err);
-    if (st == SOREN_OK) {
-        r->x->spills++;
-        r->x->spilled_pairs += part.count;
-    }
-    soren_result_destroy(&part);
-    if (st != SOREN_OK)
-        return st;
-    uint64_t pairs_used = c[PAIRS_USED] < r->pair_capacity ? c[PAIRS_USED] : r->pair_capacity;
-    CUDA_TRY(r, restart_counters(r, SOREN_KEY_ALIGN, pairs_used));
-    return SOREN_OK;
-}
-
 /* A later run of a session: the first run's variant and the regions as
  * they grew, emptied (the counters, the table or dense array back to empty
  * slots and the identity), and the pair space again where the last run
@@ -2467,8 +2473,7 @@ soren_status map_input(gpu_run *r, uint64_t size, uint64_t records)
 
 /* Merges the table or the pairs, reduces, orders, packs and copies the
  * result into out (marks 4 to 8): each step as large as the list, whose
- * size the host reads.  After a spill, out holds every spill's pairs and
- * the last table's, for the caller to fold. */
+ * size the host reads. */
 soren_status result_after_map(gpu_run *r, soren_result *out)
 {
     const soren_stage_spec *s = r->spec;
@@ -2487,31 +2492,17 @@ soren_status result_after_map(gpu_run *r, soren_result *out)
             key_sorted = s->combine != SOREN_COMBINE_NONE;
         }
     }
-    /* After a spill the table held only some of each key's values: the
-     * caller folds them all, then reduces and orders. */
-    const bool spilled = r->spilled.count > 0;
-    const char *reduce_phase = reducing && !spilled ? "reduce" : NULL;
-    if (st == SOREN_OK && (st = mark(r, 5, "reduce", reduce_phase)) == SOREN_OK && reduce_phase &&
-        r->n) {
+    if (st == SOREN_OK && (st = mark(r, 5, "reduce", reducing ? "reduce" : NULL)) == SOREN_OK &&
+        reducing && r->n) {
         st = reduce_list(r);
         key_sorted = false;
     }
     if (st == SOREN_OK && (st = mark(r, 6, "ordering", "order")) == SOREN_OK)
-        st = spilled ? (r->n ? alloc_order_buffers(r) : SOREN_OK) : order_list(r, key_sorted);
+        st = order_list(r, key_sorted);
     if (st == SOREN_OK && (st = mark(r, 7, "copying the result back", "download")) == SOREN_OK)
         st = pack_result(r);
     if (st == SOREN_OK)
         st = copy_result(r, out); /* ends with mark 8: every mark is done */
-    if (st == SOREN_OK && spilled) {
-        /* The last table's pairs join the spills' (usually far more), which
-         * become the result, for the caller to fold. */
-        st = soren_result_append_all(&r->spilled, out, r->err);
-        if (st == SOREN_OK) {
-            soren_result_destroy(out);
-            *out = r->spilled;
-            soren_result_init(&r->spilled, s);
-        }
-    }
     return st;
 }
 
@@ -2528,7 +2519,7 @@ bool one_wait(const gpu_run *r)
     const soren_stage_spec *s = r->spec;
     return r->runs > 0 && r->slots && s->combine != SOREN_COMBINE_NONE &&
            s->reduce != SOREN_REDUCE_FUNCTION && soren_type_size((soren_type)s->key_type) &&
-           r->last_keys <= SMALL_KEYS;
+           r->last_keys <= SMALL_KEYS && r->key_first == 0 && r->key_last == KEY_LAST;
 }
 
 /* The merge, order, packing and copy of a re-run in one wait: one block
@@ -2601,10 +2592,102 @@ soren_status result_in_one_wait(gpu_run *r, soren_result *out, bool *again)
                            keys + n * key_size);
 }
 
+/* Maps every input once (a pass) for the part of the key space in
+ * r->key_first .. key_last, the first input sampled and the variant chosen
+ * first where sampling; stops after the input whose map halved the part
+ * (r->narrowed).  Inputs go up one after another, or pipelined (the next
+ * on its way up while the map reads this one). */
+soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t input_count, bool piped,
+                      bool sampling, uint64_t total)
+{
+    const soren_stage_spec *s = r->spec;
+    r->narrowed = false;
+    soren_status st = SOREN_OK;
+    uploader up = {};
+    for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
+        const soren_input *in = &inputs[i];
+        uint64_t records = records_at_most(s, in);
+        soren_progress_phase(r->opt->progress, "upload", in->on_device ? 0 : data_bytes(s, in));
+        if ((st = mark(r, 0, "upload", NULL)) == SOREN_OK)
+            st = piped ? upload_next(r, &up, inputs, input_count, i) : upload_input(r, in);
+        if (st == SOREN_OK && (st = mark(r, 1, "record splitting", "split")) == SOREN_OK &&
+            s->input_format == SOREN_INPUT_LINES)
+            st = split_lines(r, in->size, &records);
+        const bool sampled = sampling && i == 0;
+        if (st == SOREN_OK &&
+            (st = mark(r, 2, "monitoring", sampled ? "monitor" : NULL)) == SOREN_OK && sampled)
+            st = monitor(r, in->size, records, total);
+        /* Choosing the variant and allocating its regions count as map's. */
+        if (st == SOREN_OK && (st = mark(r, 3, "map", "map")) == SOREN_OK && sampled) {
+            st = configure(r);
+            if (st == SOREN_OK)
+                st = allocate_regions(r);
+        }
+        r->leave_unread = i + 1 == input_count && one_wait(r);
+        if (st == SOREN_OK)
+            st = map_input(r, in->size, records);
+        /* The next input reuses the marks: its times are read now.  The
+         * last input's are read with the result, mark 4 then the merge's
+         * start, so that the host need not wait between map and merge. */
+        if (st == SOREN_OK && (i + 1 < input_count || r->narrowed) &&
+            (st = mark(r, 4, "map", NULL)) == SOREN_OK && (st = wait_mark(r, 4)) == SOREN_OK)
+            add_input_times(r, piped, i);
+        if (r->narrowed)
+            break;
+    }
+    if (up.running) /* a failed or stopped pass: the next input's copies must end first */
+        pthread_join(up.thread, NULL);
+    return st;
+}
+
+/* The result of a pass into part: in one wait where that serves, else the
+ * usual way (which may halve the pass's part of the key space, when the
+ * launch left unread had stopped for room); the times of the last input
+ * and of the result phases added to the run's. */
+soren_status pass_result(gpu_run *r, size_t input_count, bool piped, soren_result *part)
+{
+    const bool quick = r->leave_unread;
+    r->leave_unread = false;
+    bool again = false;
+    soren_status st = SOREN_OK;
+    if (quick)
+        st = result_in_one_wait(r, part, &again);
+    if (st == SOREN_OK && !r->narrowed && (!quick || again))
+        st = result_after_map(r, part);
+    if (st != SOREN_OK || r->narrowed)
+        return st;
+    soren_phase_times *ms = &r->x->ms;
+    if (input_count)
+        add_input_times(r, piped, input_count - 1);
+    if (piped)
+        r->x->chunks.inputs_ms = elapsed_between(r->began, r->mark[4]);
+    ms->merge += elapsed(r, 4, 5);
+    ms->reduce += elapsed(r, 5, 6);
+    ms->sort += elapsed(r, 6, 7);
+    ms->download += elapsed(r, 7, 8);
+    release_list(r);
+    return SOREN_OK;
+}
+
+/* What a run that has its result keeps for the next run of its session. */
+soren_status session_done(gpu_run *r, bool first)
+{
+    if (first) {
+        r->first_metrics = r->x->metrics;
+        r->first_projection = r->x->projection;
+        r->first_rule = r->x->rule;
+    }
+    r->runs++;
+    return SOREN_OK;
+}
+
 /* One run over the inputs (host inputs go up through the staging buffers;
  * a caller's device input is read where it is): the result is packed on
  * the device and copied into out.  The first run of a session sets up,
- * monitors, chooses and sizes; later runs reuse all of it. */
+ * monitors, chooses and sizes; later runs reuse all of it.  A table that
+ * would outgrow the device memory budget folds the key space a part at a
+ * time, a pass over the inputs each (narrowing_due): out then holds every
+ * part's pairs, each part in its order, for the caller to order. */
 soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_count,
                          const soren_params *params, const uint64_t *param_versions,
                          soren_result *out)
@@ -2627,9 +2710,11 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     }
     r->phase = "setup";
     r->emitter = "map";
-    soren_result_destroy(&r->spilled);
-    soren_result_init(&r->spilled, s);
-    r->x->spills = r->x->spilled_pairs = r->x->waits = 0;
+    soren_result_destroy(&r->parts);
+    soren_result_init(&r->parts, s);
+    r->key_first = 0;
+    r->key_last = KEY_LAST;
+    r->x->key_parts = r->x->narrowings = r->x->waits = 0;
     /* a session may run from another thread than its first run's */
     int device = -1;
     CUDA_TRY(r, cudaGetDevice(&device));
@@ -2655,75 +2740,49 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
         st = alloc_staging(r, largest);
     if (st == SOREN_OK && !first)
         st = session_reset(r);
-    soren_phase_times *ms = &r->x->ms;
     const bool piped = pipelined(s, inputs, input_count);
     if (st == SOREN_OK && piped)
         st = pipeline_setup(r);
-    uploader up = {};
-    for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
-        const soren_input *in = &inputs[i];
-        uint64_t records = records_at_most(s, in);
-        soren_progress_phase(r->opt->progress, "upload", in->on_device ? 0 : data_bytes(s, in));
-        if ((st = mark(r, 0, "upload", NULL)) == SOREN_OK)
-            st = piped ? upload_next(r, &up, inputs, input_count, i) : upload_input(r, in);
-        if (st == SOREN_OK && (st = mark(r, 1, "record splitting", "split")) == SOREN_OK &&
-            s->input_format == SOREN_INPUT_LINES)
-            st = split_lines(r, in->size, &records);
-        /* the first input of the first run is sampled */
-        const bool sampled = first && i == 0;
-        if (st == SOREN_OK &&
-            (st = mark(r, 2, "monitoring", sampled ? "monitor" : NULL)) == SOREN_OK && sampled)
-            st = monitor(r, in->size, records, total);
-        /* Choosing the variant and allocating its regions count as map's. */
-        if (st == SOREN_OK && (st = mark(r, 3, "map", "map")) == SOREN_OK && sampled) {
-            st = configure(r);
-            if (st == SOREN_OK)
-                st = allocate_regions(r);
+    soren_result part;
+    soren_result_init(&part, s);
+    for (bool sampling = first; st == SOREN_OK; sampling = false) {
+        st = map_pass(r, inputs, input_count, piped, sampling, total);
+        if (st == SOREN_OK && input_count == 0 && sampling)
+            st = configure(r); /* no input: nothing to monitor, an empty result */
+        if (st == SOREN_OK && input_count == 0 && sampling)
+            st = allocate_regions(r);
+        if (st == SOREN_OK && !r->narrowed)
+            st = pass_result(r, input_count, piped, &part);
+        if (st == SOREN_OK && r->narrowed) {
+            st = empty_table(r);
+            continue;
         }
-        r->leave_unread = i + 1 == input_count && one_wait(r);
+        if (st != SOREN_OK)
+            break;
+        r->x->key_parts++;
+        if (r->key_first == 0 && r->key_last == KEY_LAST) {
+            soren_result_destroy(out);
+            *out = part; /* the whole key space in one pass */
+            return session_done(r, first);
+        }
+        st = soren_result_append_all(&r->parts, &part, r->err);
+        soren_result_destroy(&part);
+        if (st == SOREN_OK && r->key_last == KEY_LAST) {
+            soren_result_destroy(out);
+            *out = r->parts;
+            soren_result_init(&r->parts, s);
+            return session_done(r, first);
+        }
+        /* The next part as wide as this one, which fitted. */
+        const uint64_t width = (uint64_t)r->key_last - r->key_first;
+        r->key_first = r->key_last + 1;
+        r->key_last = KEY_LAST - r->key_first > width ? (uint32_t)(r->key_first + width) : KEY_LAST;
         if (st == SOREN_OK)
-            st = map_input(r, in->size, records);
-        /* The next input reuses the marks: its times are read now.  The
-         * last input's are read at the end, mark 4 then the merge's start,
-         * so that the host need not wait between map and merge. */
-        if (st == SOREN_OK && i + 1 < input_count &&
-            (st = mark(r, 4, "map", NULL)) == SOREN_OK && (st = wait_mark(r, 4)) == SOREN_OK)
-            add_input_times(r, piped, i);
+            CUDA_TRY(r, restart_counters(r, SOREN_KEY_ALIGN, 0));
     }
-    if (up.running) /* a failed map: the next input's copies must end first */
-        pthread_join(up.thread, NULL);
-    if (st == SOREN_OK && input_count == 0 && first)
-        st = configure(r); /* no input: nothing to monitor, an empty result */
-    if (st == SOREN_OK && input_count == 0 && first)
-        st = allocate_regions(r);
-    const bool quick = r->leave_unread;
-    r->leave_unread = false;
-    bool again = false;
-    if (st == SOREN_OK && quick)
-        st = result_in_one_wait(r, out, &again);
-    if (st == SOREN_OK && (!quick || again))
-        st = result_after_map(r, out);
-    soren_result_destroy(&r->spilled);
-    if (st == SOREN_OK) {
-        if (input_count)
-            add_input_times(r, piped, input_count - 1);
-        if (piped)
-            r->x->chunks.inputs_ms = elapsed_between(r->began, r->mark[4]);
-        ms->merge = elapsed(r, 4, 5);
-        ms->reduce = elapsed(r, 5, 6);
-        ms->sort = elapsed(r, 6, 7);
-        ms->download = elapsed(r, 7, 8);
-    }
+    soren_result_destroy(&part);
     release_list(r);
-    if (st != SOREN_OK)
-        return st;
-    if (first) {
-        r->first_metrics = r->x->metrics;
-        r->first_projection = r->x->projection;
-        r->first_rule = r->x->rule;
-    }
-    r->runs++;
-    return SOREN_OK;
+    return st;
 }
 
 } /* namespace */

@@ -63,10 +63,10 @@ typedef struct soren_gpu_options {
      * the global table. */
     uint64_t block_slots;
     /* --device-memory: where growing the hash table and the key space would
-     * take them past half of it, the table's pairs are copied to host
-     * memory instead and the table starts empty again; the caller folds
-     * them (soren_explain.spills says how many times).  0: they grow until
-     * the device is full. */
+     * take them past half of it, the run folds the key space a part at a
+     * time instead, a pass over the inputs each, and hands every part's
+     * pairs on for the caller to order (soren_explain.key_parts says how
+     * many).  0: they grow until the device is full. */
     uint64_t device_memory;
     soren_progress *progress; /* where the run reports its phases and uploaded bytes (or NULL) */
     int device;              /* the CUDA device to run on (a rank's: its local rank's) */

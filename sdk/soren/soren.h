@@ -41,7 +41,7 @@
 /* ABI of the plugin table.  A new major version is a break the host refuses;
  * a new minor version only appends to the table or uses reserved fields. */
 #define SOREN_ABI_MAJOR 1
-#define SOREN_ABI_MINOR 5
+#define SOREN_ABI_MINOR 6
 #define SOREN_PLUGIN_SYMBOL "soren_plugin_v1"
 
 /* Markers around the manifest copy embedded in every plugin (see
@@ -345,6 +345,15 @@ typedef struct soren_gpu_map_args {
      * share): records report their offset and index in the whole, as the
      * CPU engine's do. */
     uint64_t record_base;
+
+    /* ABI 1.6 */
+    /* hash and block: the part of the key space this launch folds.  An emit
+     * whose key's hash (soren__key_hash) has its top 32 bits outside
+     * [key_first, key_last] is skipped: a table that would outgrow the
+     * device memory budget folds the key space a part at a time, one pass
+     * over the input each.  [0, 0xffffffff] is every key. */
+    uint32_t key_first;
+    uint32_t key_last;
 } soren_gpu_map_args;
 
 /* Folds values[i] into accumulators[target[i]] with the stage's combine, for

@@ -259,9 +259,9 @@ __device__ inline int64_t hash_slot(const soren_gpu_map_args *a, const uint8_t *
 
 template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
 __device__ inline bool hash_insert(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
-                                   const void *v)
+                                   uint64_t h, const void *v)
 {
-    int64_t i = hash_slot(a, k, n, soren__key_hash(k, n));
+    int64_t i = hash_slot(a, k, n, h);
     if (i < 0)
         return false;
     combine_into<Op, VType, UserFn>((uint8_t *)a->slot_values + i * a->value_size, v);
@@ -276,10 +276,9 @@ __device__ inline bool hash_insert(const soren_gpu_map_args *a, const uint8_t *k
  * table again.  Crowded keys go to the global table. */
 template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
 __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_t n,
-                                    const void *v)
+                                    uint64_t h, const void *v)
 {
     const soren_gpu_map_args *a = c->a;
-    const uint64_t h = soren__key_hash(k, n);
     const unsigned long long tag = h & TAG_MASK;
     /* size + 1: a written entry's first word is never 0 */
     const uint4 prefix = make_uint4(n + 1, key_word(k, n, 0), key_word(k, n, 4), key_word(k, n, 8));
@@ -446,13 +445,18 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
         applied = false;
     } else {
         switch (c->variant) {
-        case SOREN_GPU_HASH:
+        case SOREN_GPU_HASH: {
+            const uint64_t h = soren__key_hash(k, n);
+            /* A key of another part of the key space waits for its pass. */
+            if ((uint32_t)(h >> 32) - a->key_first > a->key_last - a->key_first)
+                break;
             /* A hash launch's table caches the keys it can compare without
              * leaving the SM; a block launch's holds every key of its set. */
             applied = c->block_slots && (n <= 12 || a->variant == SOREN_GPU_BLOCK)
-                          ? block_insert<S::op, S::value_type, S::user_combine>(c, k, n, v)
-                          : hash_insert<S::op, S::value_type, S::user_combine>(a, k, n, v);
+                          ? block_insert<S::op, S::value_type, S::user_combine>(c, k, n, h, v)
+                          : hash_insert<S::op, S::value_type, S::user_combine>(a, k, n, h, v);
             break;
+        }
         case SOREN_GPU_DENSE:
             if constexpr (S::key_type == SOREN_TYPE_INDEX)
                 dense_insert<S::op, S::value_type, S::user_combine>(c, *(const uint32_t *)key, v);
