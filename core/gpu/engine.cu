@@ -1508,15 +1508,20 @@ const uint32_t KEY_LAST = 0xffffffffu;
 /* Whether a full table folds half its part of the key space instead of
  * growing: under a device memory budget, where growing would take the
  * table and the key space past half of it (the input's chunks take the
- * other half), for a table that folds values (hash, block) and a part that
- * can be halved. */
+ * other half), for a table that folds values (hash, block) and holds at
+ * least NARROW_MIN_KEYS keys.  Regions too small for that many grow past
+ * the budget instead: halving the part again and again would not make a
+ * key fit, and every narrower part costs a pass (budgets of a few bytes
+ * would take billions). */
 bool narrowing_due(const gpu_run *r, const unsigned long long *c)
 {
+    enum { NARROW_MIN_KEYS = 256 };
     const uint64_t budget = r->opt->device_memory;
     const unsigned status = (unsigned)c[STATUS];
     if (!budget || !r->slots || r->spec->combine == SOREN_COMBINE_NONE ||
         (r->variant != SOREN_VARIANT_HASH && r->variant != SOREN_VARIANT_BLOCK) ||
-        !(status & (SOREN_GPU_TABLE_FULL | SOREN_GPU_KEYS_FULL)) || r->key_first == r->key_last)
+        !(status & (SOREN_GPU_TABLE_FULL | SOREN_GPU_KEYS_FULL)) ||
+        c[SLOTS_USED] < NARROW_MIN_KEYS || r->key_first == r->key_last)
         return false;
     const uint64_t slots = r->slot_count * (status & SOREN_GPU_TABLE_FULL ? 2 : 1);
     const uint64_t table = table_bytes(r, slots);
