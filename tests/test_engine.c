@@ -426,6 +426,69 @@ Test(engine, wordcount_equals_reference, .timeout = 300)
     free(text);
 }
 
+/* Runs already in an order, merged (soren_result_merge_runs, how the GPU
+ * joins the parts of a key space it folded a part at a time), equal what
+ * ordering all the pairs gives: wordcount's pairs cut into runs by a hash
+ * of the key (the first run empty), each run ordered and limited, for
+ * each order, with and without a limit, and one run. */
+Test(engine, merged_runs_equal_one_order)
+{
+    const size_t size = 1 << 20;
+    uint8_t *text = make_text(size, 7);
+    soren_stage_spec spec = wc_spec();
+    soren_result all;
+    soren_error err;
+    cr_assert_eq(run_on(&spec, text, size, 2, 0, &all, &err), SOREN_OK, "%s", err.text);
+    cr_assert_gt(all.count, 1000);
+    static const soren_order orders[] = {SOREN_ORDER_KEY, SOREN_ORDER_VALUE_DESC,
+                                         SOREN_ORDER_VALUE_ASC};
+    static const uint64_t limits[] = {0, 7};
+    static const size_t run_counts[] = {1, 2, 8};
+    for (size_t o = 0; o < 3; o++) {
+        for (size_t l = 0; l < 2; l++) {
+            for (size_t c = 0; c < 3; c++) {
+                const size_t runs = run_counts[c];
+                soren_result part[8], joined, want;
+                uint64_t ends[8];
+                soren_result_init(&joined, &spec);
+                soren_result_init(&want, &spec);
+                for (size_t i = 0; i < runs; i++)
+                    soren_result_init(&part[i], &spec);
+                for (uint64_t i = 0; i < all.count; i++) {
+                    const uint8_t *k = all.key_bytes + all.key_offset[i];
+                    uint32_t n = (uint32_t)(all.key_offset[i + 1] - all.key_offset[i]);
+                    uint32_t h = 2166136261u;
+                    for (uint32_t j = 0; j < n; j++)
+                        h = (h ^ k[j]) * 16777619u;
+                    size_t run = runs == 1 ? 0 : 1 + h % (runs - 1);
+                    const uint8_t *v = all.values + i * all.value_size;
+                    cr_assert_eq(soren_result_append(&part[run], k, n, v, &err), SOREN_OK);
+                    cr_assert_eq(soren_result_append(&want, k, n, v, &err), SOREN_OK);
+                }
+                for (size_t i = 0; i < runs; i++) {
+                    cr_assert_eq(soren_result_order(&part[i], orders[o], limits[l], &err),
+                                 SOREN_OK);
+                    cr_assert_eq(soren_result_append_all(&joined, &part[i], &err), SOREN_OK);
+                    ends[i] = joined.count;
+                    soren_result_destroy(&part[i]);
+                }
+                cr_assert_eq(soren_result_merge_runs(&joined, ends, runs, orders[o], limits[l],
+                                                     &err),
+                             SOREN_OK, "%s", err.text);
+                cr_assert_eq(soren_result_order(&want, orders[o], limits[l], &err), SOREN_OK);
+                char what[96];
+                snprintf(what, sizeof what, "order %d, limit %llu, %zu runs", (int)orders[o],
+                         (unsigned long long)limits[l], runs);
+                expect_same_result(&joined, &want, what);
+                soren_result_destroy(&joined);
+                soren_result_destroy(&want);
+            }
+        }
+    }
+    soren_result_destroy(&all);
+    free(text);
+}
+
 Test(engine, wordcount_over_several_inputs)
 {
     /* A line never spans two inputs: "b" ends one and "a" starts the next. */

@@ -374,12 +374,6 @@ soren_status soren_job_result_device(soren_job *job, soren_pairs *out, soren_err
         return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_result_device: the last run "
                                "was on the CPU engine: its pairs are in host memory "
                                "(soren_job_result)", job->plugin->manifest->name);
-    if (x->key_parts > 1)
-        return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_result_device: the last run "
-                               "folded the key space in %llu parts under its device memory "
-                               "budget, and its pairs were joined in host memory "
-                               "(soren_job_result)", job->plugin->manifest->name,
-                               (unsigned long long)x->key_parts);
     soren_gpu_pairs pairs;
     soren_gpu_session_pairs(job->sessions[last], &pairs);
     const soren_result *r = &job->outcome.result;

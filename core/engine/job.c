@@ -158,17 +158,11 @@ static soren_status run_gpu(const soren_stage_spec *spec, const soren_input *inp
             rc = soren_gpu_session_run(*session, inputs, input_count, params,
                                        o->param_versions, o->progress, res, x, err);
     }
-    if (rc == SOREN_OK && x->key_parts > 1) {
-        if (o->verbose)
-            soren_progress_say(o->progress, "soren-host: gpu engine: the table folded the key "
-                               "space in %llu parts under --device-memory (%llu passes began "
-                               "again on half their part)\n", (unsigned long long)x->key_parts,
-                               (unsigned long long)x->narrowings);
-        soren_progress_phase(o->progress, "order", 0);
-        double t0 = now_ms();
-        rc = soren_result_order(res, spec->order, spec->limit, err);
-        x->ms.sort += now_ms() - t0;
-    }
+    if (rc == SOREN_OK && x->key_parts > 1 && o->verbose)
+        soren_progress_say(o->progress, "soren-host: gpu engine: the table folded the key space "
+                           "in %llu parts under --device-memory (%llu passes began again on "
+                           "half their part)\n", (unsigned long long)x->key_parts,
+                           (unsigned long long)x->narrowings);
     if (rc == SOREN_OK && o->verbose) {
         soren_progress_say(o->progress,
                            "soren-host: gpu engine: %s variant; ms: upload %.3f, split %.3f, "

@@ -265,31 +265,10 @@ static void select_smallest(const order_ctx *c, uint64_t *idx, uint64_t n, uint6
     }
 }
 
-soren_status soren_result_order(soren_result *r, soren_order order, uint64_t limit,
-                                soren_error *err)
+/* Rebuilds r from its pairs idx[0 .. keep), in that order; frees idx. */
+static soren_status take_in_order(soren_result *r, uint64_t *idx, uint64_t keep,
+                                  soren_error *err)
 {
-    uint64_t n = r->count;
-    uint64_t keep = limit && limit < n ? limit : n;
-    if (order == SOREN_ORDER_NONE || n == 0) {
-        if (keep < n)
-            r->count = keep; /* the arrays keep their room (count_cap, key_cap) */
-        return SOREN_OK;
-    }
-
-    order_ctx ctx = {r, order};
-    uint64_t *idx = malloc((n ? n : 1) * sizeof *idx);
-    if (!idx)
-        goto nomem;
-    if (keep < n / 4) {
-        select_smallest(&ctx, idx, n, keep);
-    } else {
-        for (uint64_t i = 0; i < n; i++)
-            idx[i] = i;
-    }
-    /* The comparison is a total order on content (equal means equal bytes),
-     * so whatever qsort_r does with ties, the bytes come out the same. */
-    qsort_r(idx, (size_t)(keep < n / 4 ? keep : n), sizeof *idx, index_compare, &ctx);
-
     uint64_t key_total = 0;
     for (uint64_t i = 0; i < keep; i++)
         key_total += r->key_offset[idx[i] + 1] - r->key_offset[idx[i]];
@@ -301,7 +280,8 @@ soren_status soren_result_order(soren_result *r, soren_order order, uint64_t lim
         free(ko);
         free(vb);
         free(idx);
-        goto nomem;
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory ordering %llu result pairs",
+                               (unsigned long long)r->count);
     }
     uint64_t at = 0;
     for (uint64_t i = 0; i < keep; i++) {
@@ -326,10 +306,94 @@ soren_status soren_result_order(soren_result *r, soren_order order, uint64_t lim
     r->count_cap = keep;
     r->key_cap = key_total ? key_total : 1;
     return SOREN_OK;
+}
 
-nomem:
-    return soren_error_set(err, SOREN_ENOMEM, "out of memory ordering %llu result pairs",
-                           (unsigned long long)n);
+/* How many pairs an order keeps of n; for none, r keeps its first ones. */
+static uint64_t kept(soren_result *r, soren_order order, uint64_t limit)
+{
+    uint64_t n = r->count, keep = limit && limit < n ? limit : n;
+    if (order == SOREN_ORDER_NONE && keep < n)
+        r->count = keep; /* the arrays keep their room (count_cap, key_cap) */
+    return keep;
+}
+
+soren_status soren_result_order(soren_result *r, soren_order order, uint64_t limit,
+                                soren_error *err)
+{
+    uint64_t n = r->count, keep = kept(r, order, limit);
+    if (order == SOREN_ORDER_NONE || n == 0)
+        return SOREN_OK;
+    order_ctx ctx = {r, order};
+    uint64_t *idx = malloc(n * sizeof *idx);
+    if (!idx)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory ordering %llu result pairs",
+                               (unsigned long long)n);
+    if (keep < n / 4) {
+        select_smallest(&ctx, idx, n, keep);
+    } else {
+        for (uint64_t i = 0; i < n; i++)
+            idx[i] = i;
+    }
+    /* The comparison is a total order on content (equal means equal bytes),
+     * so whatever qsort_r does with ties, the bytes come out the same. */
+    qsort_r(idx, (size_t)(keep < n / 4 ? keep : n), sizeof *idx, index_compare, &ctx);
+    return take_in_order(r, idx, keep, err);
+}
+
+/* The heap of soren_result_merge_runs: run heads (their next pair), the
+ * smallest on top. */
+static void heap_down(const order_ctx *c, uint64_t *head, size_t *run, size_t n, size_t p)
+{
+    for (;;) {
+        size_t l = 2 * p + 1, r = l + 1, least = p;
+        if (l < n && pair_compare(c, head[run[l]], head[run[least]]) < 0)
+            least = l;
+        if (r < n && pair_compare(c, head[run[r]], head[run[least]]) < 0)
+            least = r;
+        if (least == p)
+            return;
+        size_t t = run[p];
+        run[p] = run[least];
+        run[least] = t;
+        p = least;
+    }
+}
+
+soren_status soren_result_merge_runs(soren_result *r, const uint64_t *run_ends, size_t runs,
+                                     soren_order order, uint64_t limit, soren_error *err)
+{
+    uint64_t n = r->count, keep = kept(r, order, limit);
+    if (order == SOREN_ORDER_NONE || n == 0)
+        return SOREN_OK;
+    order_ctx ctx = {r, order};
+    uint64_t *idx = malloc(keep * sizeof *idx);
+    uint64_t *head = malloc(runs * sizeof *head); /* run i's next pair */
+    size_t *heap = malloc(runs * sizeof *heap);   /* runs with pairs left */
+    if (!idx || !head || !heap) {
+        free(idx);
+        free(head);
+        free(heap);
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory ordering %llu result pairs",
+                               (unsigned long long)n);
+    }
+    size_t live = 0;
+    for (size_t i = 0; i < runs; i++) {
+        head[i] = i ? run_ends[i - 1] : 0;
+        if (head[i] < run_ends[i])
+            heap[live++] = i;
+    }
+    for (size_t p = live / 2; p-- > 0;)
+        heap_down(&ctx, head, heap, live, p);
+    for (uint64_t i = 0; i < keep; i++) {
+        size_t top = heap[0];
+        idx[i] = head[top]++;
+        if (head[top] == run_ends[top])
+            heap[0] = heap[--live];
+        heap_down(&ctx, head, heap, live, 0);
+    }
+    free(head);
+    free(heap);
+    return take_in_order(r, idx, keep, err);
 }
 
 /* ---- Names --------------------------------------------------------------- */

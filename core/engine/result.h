@@ -57,6 +57,12 @@ int soren_value_compare(soren_type t, const void *a, const void *b);
 soren_status soren_result_order(soren_result *r, soren_order order, uint64_t limit,
                                 soren_error *err);
 
+/* soren_result_order for an r whose pairs are runs already in that order:
+ * run i ends before pair run_ends[i] (the last run at r->count).  A merge of
+ * the runs, O(n log runs) instead of a sort. */
+soren_status soren_result_merge_runs(soren_result *r, const uint64_t *run_ends, size_t runs,
+                                     soren_order order, uint64_t limit, soren_error *err);
+
 /* The names of the orders (the manifest's output.order and --order),
  * space-separated, in soren_order order. */
 extern const char soren_order_names[];

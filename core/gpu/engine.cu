@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <chrono>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -523,6 +524,8 @@ struct gpu_run {
     uint32_t key_first, key_last;
     bool narrowed;
     soren_result parts;
+    uint64_t *part_ends; /* where each finished part's pairs end in parts */
+    size_t part_ends_cap;
     unsigned int *sketch;       /* monitor: SOREN_SKETCH_REGISTERS ranks */
     uint64_t sample_count;
     soren_explain *x;
@@ -739,6 +742,7 @@ void gpu_run_destroy(gpu_run *r)
                      r->bits_alt,    r->group_refs,  r->group_start,  r->group_values,
                      r->packed_keys, r->packed_values, r->packed_offsets, r->identity};
     soren_result_destroy(&r->parts);
+    free(r->part_ends);
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         dev_free(r, owned[i]);
     for (int i = 0; i < SOREN_MAX_PARAMS; i++)
@@ -2674,6 +2678,44 @@ soren_status pass_result(gpu_run *r, size_t input_count, bool piped, soren_resul
     return SOREN_OK;
 }
 
+/* Appends a finished part's pairs (emptying part) to the run's parts. */
+soren_status add_part(gpu_run *r, soren_result *part)
+{
+    const size_t i = (size_t)r->x->key_parts - 1;
+    if (i >= r->part_ends_cap) {
+        size_t cap = r->part_ends_cap ? 2 * r->part_ends_cap : 16;
+        uint64_t *ends = (uint64_t *)realloc(r->part_ends, cap * sizeof *ends);
+        if (!ends)
+            return soren_error_set(r->err, SOREN_ENOMEM, "out of memory keeping %zu parts of "
+                                   "the key space", cap);
+        r->part_ends = ends;
+        r->part_ends_cap = cap;
+    }
+    soren_status st = soren_result_append_all(&r->parts, part, r->err);
+    soren_result_destroy(part);
+    r->part_ends[i] = r->parts.count;
+    return st;
+}
+
+/* Every part's pairs, each part in the stage's order (and within its
+ * limit), merged into out in that order: the host's share of ordering. */
+soren_status join_parts(gpu_run *r, soren_result *out)
+{
+    const soren_stage_spec *s = r->spec;
+    soren_progress_phase(r->opt->progress, "order", 0);
+    auto began = std::chrono::steady_clock::now();
+    soren_status st = soren_result_merge_runs(&r->parts, r->part_ends, (size_t)r->x->key_parts,
+                                              s->order, s->limit, r->err);
+    r->x->ms.sort += std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() -
+                                                              began).count();
+    if (st != SOREN_OK)
+        return st;
+    soren_result_destroy(out);
+    *out = r->parts;
+    soren_result_init(&r->parts, s);
+    return SOREN_OK;
+}
+
 /* What a run that has its result keeps for the next run of its session. */
 soren_status session_done(gpu_run *r, bool first)
 {
@@ -2691,8 +2733,8 @@ soren_status session_done(gpu_run *r, bool first)
  * the device and copied into out.  The first run of a session sets up,
  * monitors, chooses and sizes; later runs reuse all of it.  A table that
  * would outgrow the device memory budget folds the key space a part at a
- * time, a pass over the inputs each (narrowing_due): out then holds every
- * part's pairs, each part in its order, for the caller to order. */
+ * time, a pass over the inputs each (narrowing_due), and the parts'
+ * ordered pairs are merged on the host (join_parts). */
 soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_count,
                          const soren_params *params, const uint64_t *param_versions,
                          soren_result *out)
@@ -2770,13 +2812,10 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
             *out = part; /* the whole key space in one pass */
             return session_done(r, first);
         }
-        st = soren_result_append_all(&r->parts, &part, r->err);
-        soren_result_destroy(&part);
+        st = add_part(r, &part);
         if (st == SOREN_OK && r->key_last == KEY_LAST) {
-            soren_result_destroy(out);
-            *out = r->parts;
-            soren_result_init(&r->parts, s);
-            return session_done(r, first);
+            st = join_parts(r, out);
+            return st == SOREN_OK ? session_done(r, first) : st;
         }
         /* The next part as wide as this one, which fitted. */
         const uint64_t width = (uint64_t)r->key_last - r->key_first;

@@ -138,9 +138,7 @@ typedef struct soren_pairs {
 soren_status soren_job_result(soren_job *job, soren_pairs *out, soren_error *err);
 
 /* The same pairs in device memory, where the last run was on the GPU: the
- * same layout, device pointers, valid until the next run.  SOREN_EUSAGE
- * where the run folded the key space in parts under a device memory budget
- * (the parts were joined in host memory).  A run on the
+ * same layout, device pointers, valid until the next run.  A run on the
  * GPU keeps its stream, buffers and variant for the next, so a job run
  * again over data of the same shape allocates nothing. */
 soren_status soren_job_result_device(soren_job *job, soren_pairs *out, soren_error *err);
