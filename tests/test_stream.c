@@ -953,6 +953,13 @@ Test(stream, table_folds_key_space_in_parts_gpu)
     expect_key_parts("wordcount", "--engine block", text, budget, "wordcount, block");
     expect_key_parts("wordcount", "--top 20", text, budget, "wordcount --top 20 (auto)");
     expect_key_parts("pageviewcount", "", log, budget, "pageviewcount (two stages)");
+    /* kvscale reduces after its combine: each part's keys are whole, and
+     * the GPU reduces them part by part. */
+    char *kv = in_dir("kv"), kvscale[4096];
+    dg_kv32(kv, (4u << 20) / 8, 200000, 1018);
+    snprintf(kvscale, sizeof kvscale, "%s/stage/test-plugins/kvscale.json", tu_builddir());
+    expect_key_parts(kvscale, "", kv, budget, "kvscale (a combine, then a reduce)");
+    free(kv);
     free(text);
     free(log);
 }
