@@ -128,8 +128,8 @@ typedef struct soren_explain {
     /* GPU: the parts of the key space the table folded, a pass over the
      * input each (1: every key at once; more under a device memory budget
      * the table would outgrow, soren_gpu_options), and the passes that
-     * began again on half their part; with more than one part the result
-     * holds each part's pairs in its order, and the caller orders them. */
+     * began again on half their part; the engine merges the parts' ordered
+     * pairs into the result. */
     uint64_t key_parts, narrowings;
     /* GPU: the times the host waited for the device in the stage's last
      * run (a re-run's overhead is mostly waits); 0 on the CPU engine. */

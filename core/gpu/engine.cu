@@ -1550,14 +1550,22 @@ soren_status narrow_key_range(gpu_run *r)
     return SOREN_OK;
 }
 
+/* Every slot of the table (or dense array) empty, its value the identity. */
+soren_status empty_slots(gpu_run *r)
+{
+    CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, r->slot_count * 8, r->stream));
+    CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, r->slot_count, r->stream));
+    return SOREN_OK;
+}
+
 /* The table and the key space empty again, for a pass that begins anew on
  * a narrower part of the key space. */
 soren_status empty_table(gpu_run *r)
 {
-    CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, r->slot_count * 8, r->stream));
-    CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, r->slot_count, r->stream));
-    CUDA_TRY(r, restart_counters(r, SOREN_KEY_ALIGN, 0));
-    return SOREN_OK;
+    soren_status st = empty_slots(r);
+    if (st == SOREN_OK)
+        CUDA_TRY(r, restart_counters(r, SOREN_KEY_ALIGN, 0));
+    return st;
 }
 
 /* Resumes the launch in r->launch, whose counters c the host has read,
@@ -1756,8 +1764,9 @@ soren_status allocate_regions(gpu_run *r)
         r->keys_capacity = 4 + 8 * k;
         ALLOC(r, r->slots, k * 8, "the dense array");
         ALLOC(r, r->slot_values, k * vs, "the dense array's values");
-        CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, k * 8, r->stream));
-        CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, k, r->stream));
+        soren_status st = empty_slots(r);
+        if (st != SOREN_OK)
+            return st;
         ALLOC(r, r->keys, r->keys_capacity, "the key space");
         dense_keys_kernel<<<GRID(r)>>>(r->keys, k);
         CUDA_TRY(r, cudaGetLastError());
@@ -2417,8 +2426,9 @@ soren_status session_reset(gpu_run *r)
     /* merge_table emptied the slots it took; grouping leaves its slots
      * claimed (a run that failed left its session unusable) */
     if (r->slots && groups_pairs(r->spec)) {
-        CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, r->slot_count * 8, r->stream));
-        CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, r->slot_count, r->stream));
+        soren_status st = empty_slots(r);
+        if (st != SOREN_OK)
+            return st;
     }
     bool pairs = r->variant == SOREN_VARIANT_DIRECT || r->variant == SOREN_VARIANT_SORT ||
                  (r->variant == SOREN_VARIANT_HASH && r->spec->combine == SOREN_COMBINE_NONE);
@@ -2717,7 +2727,7 @@ soren_status join_parts(gpu_run *r, soren_result *out)
 }
 
 /* What a run that has its result keeps for the next run of its session. */
-soren_status session_done(gpu_run *r, bool first)
+void session_done(gpu_run *r, bool first)
 {
     if (first) {
         r->first_metrics = r->x->metrics;
@@ -2725,7 +2735,6 @@ soren_status session_done(gpu_run *r, bool first)
         r->first_rule = r->x->rule;
     }
     r->runs++;
-    return SOREN_OK;
 }
 
 /* One run over the inputs (host inputs go up through the staging buffers;
@@ -2810,19 +2819,21 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
         if (r->key_first == 0 && r->key_last == KEY_LAST) {
             soren_result_destroy(out);
             *out = part; /* the whole key space in one pass */
-            return session_done(r, first);
+            session_done(r, first);
+            return SOREN_OK;
         }
-        st = add_part(r, &part);
-        if (st == SOREN_OK && r->key_last == KEY_LAST) {
-            st = join_parts(r, out);
-            return st == SOREN_OK ? session_done(r, first) : st;
+        if ((st = add_part(r, &part)) != SOREN_OK)
+            break;
+        if (r->key_last == KEY_LAST) {
+            if ((st = join_parts(r, out)) == SOREN_OK)
+                session_done(r, first);
+            return st;
         }
         /* The next part as wide as this one, which fitted. */
         const uint64_t width = (uint64_t)r->key_last - r->key_first;
         r->key_first = r->key_last + 1;
         r->key_last = KEY_LAST - r->key_first > width ? (uint32_t)(r->key_first + width) : KEY_LAST;
-        if (st == SOREN_OK)
-            CUDA_TRY(r, restart_counters(r, SOREN_KEY_ALIGN, 0));
+        CUDA_TRY(r, restart_counters(r, SOREN_KEY_ALIGN, 0));
     }
     soren_result_destroy(&part);
     release_list(r);

@@ -64,8 +64,8 @@ typedef struct soren_gpu_options {
     uint64_t block_slots;
     /* --device-memory: where growing the hash table and the key space would
      * take them past half of it, the run folds the key space a part at a
-     * time instead, a pass over the inputs each, and hands every part's
-     * pairs on for the caller to order (soren_explain.key_parts says how
+     * time instead, a pass over the inputs each, and merges the parts'
+     * ordered pairs into the result (soren_explain.key_parts says how
      * many).  0: they grow until the device is full. */
     uint64_t device_memory;
     soren_progress *progress; /* where the run reports its phases and uploaded bytes (or NULL) */
