@@ -2,9 +2,12 @@
  * soren_bench.c - one benchmark configuration, timed in one process through
  * libsoren's API (soren/host.h): a warm-up run (CUDA context, module
  * loading, page cache), then --runs timed runs, each of a new job over the
- * same inputs.
+ * same inputs, or with --same-job each a run again of the warm-up's job
+ * (what a program that keeps its job sees: the GPU session's variant,
+ * regions, stream and pinned staging kept; the input mapped and uploaded
+ * again).
  *
- *   soren-bench JOB [--device auto|cpu|gpu] [--engine NAME] [--runs N]
+ *   soren-bench JOB [--device auto|cpu|gpu] [--engine NAME] [--runs N] [--same-job]
  *               [--param NAME=VALUE]... [--tasks N] [--output FILE] [INPUT...]
  *
  * Each run's wall time is the host clock around soren_job_run (input
@@ -15,7 +18,7 @@
  * run's result, for comparison with other configurations.  Prints one JSON
  * line on standard output:
  *
- *   {"job":..,"device":..,"engine":..,"variant":..,"runs":N,"pairs":..,
+ *   {"job":..,"device":..,"engine":..,"variant":..,"runs":N,"same_job":..,"pairs":..,
  *    "wall_ms":[..],"device_ms":[..] (null on the CPU engine),
  *    "phases_ms":{"monitor":..,...} (medians over the runs)}
  */
@@ -59,7 +62,7 @@ static double median(const double *v, int n)
 static int usage(const char *why)
 {
     fprintf(stderr, "soren-bench: %s\n"
-            "usage: soren-bench JOB [--device auto|cpu|gpu] [--engine NAME] [--runs N]\n"
+            "usage: soren-bench JOB [--device auto|cpu|gpu] [--engine NAME] [--runs N] [--same-job]\n"
             "                   [--param NAME=VALUE]... [--tasks N] [--output FILE] [INPUT...]\n",
             why);
     return 2;
@@ -115,10 +118,10 @@ typedef struct job_setup {
     int input_count;
 } job_setup;
 
-/* A new job of plugin p set up as the command line says.  Every timed run
- * gets its own, so that each is a whole run as soren-host makes it
- * (monitoring, the choice of variant, sizing and allocation included), not
- * a repeat of a session's: re-running on resident data is what
+/* A new job of plugin p set up as the command line says.  Unless
+ * --same-job, every timed run gets its own, so that each is a whole run as
+ * soren-host makes it (monitoring, the choice of variant, sizing and
+ * allocation included); re-running on resident data is what
  * bench/api-overhead measures. */
 static soren_status new_job(soren_plugin *p, const soren_job_options *o, const job_setup *setup,
                             soren_job **out, soren_error *err)
@@ -156,7 +159,7 @@ int main(int argc, char **argv)
     const char *job_name = argv[1], *output = NULL;
     soren_job_options o;
     soren_job_options_init(&o);
-    int runs = 5;
+    int runs = 5, same_job = 0;
     uint64_t tasks = 0;
     const char *params[64];
     int param_count = 0, first_input = argc;
@@ -166,6 +169,10 @@ int main(int argc, char **argv)
         if (a[0] != '-') {
             first_input = i;
             break;
+        }
+        if (strcmp(a, "--same-job") == 0) {
+            same_job = 1;
+            continue;
         }
         if (!v)
             return usage("an option needs a value");
@@ -211,7 +218,7 @@ int main(int argc, char **argv)
         goto done;
     for (int r = -1; r < runs; r++) {
         soren_pairs out;
-        if (new_job(p, &o, &setup, &job, &err) != SOREN_OK)
+        if (!job && new_job(p, &o, &setup, &job, &err) != SOREN_OK)
             goto done;
         double t0 = now_ms();
         if (soren_job_run(job, &err) != SOREN_OK || soren_job_result(job, &out, &err) != SOREN_OK)
@@ -231,12 +238,15 @@ int main(int argc, char **argv)
             for (int i = 0; i < PHASES; i++)
                 phase[i][r] = times[i];
         }
-        soren_job_free(job);
-        job = NULL;
+        if (!same_job) {
+            soren_job_free(job);
+            job = NULL;
+        }
     }
 
     printf("{\"job\":\"%s\",\"device\":\"%s\",\"engine\":\"%s\",\"variant\":\"%s\",\"runs\":%d,"
-           "\"pairs\":%llu,\"wall_ms\":[", job_name, where, o.engine, variant, runs, pairs);
+           "\"same_job\":%s,\"pairs\":%llu,\"wall_ms\":[", job_name, where, o.engine, variant, runs,
+           same_job ? "true" : "false", pairs);
     for (int r = 0; r < runs; r++)
         printf("%s%.4f", r ? "," : "", wall[r]);
     printf("],\"device_ms\":");

@@ -6,9 +6,15 @@
 #include <string.h>
 
 typedef struct ctx {
+    const json_t *root; /* where "$ref"s look for "$defs" */
+    int refs_followed;  /* on the path being checked: a bound finds a loop */
     char *why;
     size_t why_size;
 } ctx;
+
+/* More "$ref"s than this on one path through the document: a loop of refs
+ * (Soren's schemas nest none). */
+enum { REFS_MOST = 64 };
 
 /* Records why validation failed (at path) and returns 0. */
 static int fail(ctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -25,9 +31,12 @@ static int fail(ctx *c, const char *path, const char *fmt, ...)
 }
 
 static const char *const known_keywords[] = {
-    "$schema", "title", "description", "type", "enum", "minimum", "maximum",
+    "$schema", "title", "description", "$defs", "$ref", "type", "enum", "minimum", "maximum",
     "required", "properties", "additionalProperties", "items",
 };
+
+/* The prefix of the only refs this validator follows: "#/$defs/NAME". */
+static const char defs_prefix[] = "#/$defs/";
 
 static int known(const char *keyword)
 {
@@ -182,6 +191,27 @@ static int check_items(ctx *c, const json_t *items, const json_t *doc, const cha
     return 1;
 }
 
+static int check(ctx *c, const json_t *schema, const json_t *doc, const char *path);
+
+/* "$ref": the root's definition it names, checked against doc in place. */
+static int check_ref(ctx *c, const json_t *ref, const json_t *doc, const char *path)
+{
+    const char *name = json_string_value(ref);
+    if (!name || strncmp(name, defs_prefix, sizeof defs_prefix - 1) != 0)
+        return fail(c, path, "schema: \"$ref\" must be \"%sNAME\"", defs_prefix);
+    const json_t *def = json_object_get(json_object_get(c->root, "$defs"),
+                                        name + sizeof defs_prefix - 1);
+    if (!def)
+        return fail(c, path, "schema: \"$ref\" %s names no definition of \"$defs\"", name);
+    if (c->refs_followed == REFS_MOST)
+        return fail(c, path, "schema: \"$ref\" %s: more than %d refs deep (a loop)", name,
+                    REFS_MOST);
+    c->refs_followed++;
+    int ok = check(c, def, doc, path);
+    c->refs_followed--;
+    return ok;
+}
+
 static int check(ctx *c, const json_t *schema, const json_t *doc, const char *path)
 {
     if (!json_is_object(schema))
@@ -192,6 +222,10 @@ static int check(ctx *c, const json_t *schema, const json_t *doc, const char *pa
         if (!known(keyword))
             return fail(c, path, "schema: the keyword \"%s\" is not supported by this validator",
                         keyword);
+    if ((arg = json_object_get(schema, "$defs")) && !json_is_object(arg))
+        return fail(c, path, "schema: \"$defs\" must be an object");
+    if ((arg = json_object_get(schema, "$ref")) && !check_ref(c, arg, doc, path))
+        return 0;
     if ((arg = json_object_get(schema, "type")) && !check_type(c, arg, doc, path))
         return 0;
     if ((arg = json_object_get(schema, "enum")) && !check_enum(c, arg, doc, path))
@@ -211,7 +245,7 @@ static int check(ctx *c, const json_t *schema, const json_t *doc, const char *pa
 
 int js_validate(const json_t *schema, const json_t *doc, char *why, size_t why_size)
 {
-    ctx c = {why, why_size};
+    ctx c = {schema, 0, why, why_size};
     if (why_size)
         why[0] = '\0';
     return check(&c, schema, doc, "$");

@@ -5,6 +5,8 @@
  * a keyword it does not check can never pass a document by being ignored.
  *
  *   annotations (not checked): $schema, title, description
+ *   definitions: $defs (an object of schemas), $ref ("#/$defs/NAME" only,
+ *               checked in place of the keyword)
  *   any value:  type (a name or a list of names), enum
  *   numbers:    minimum, maximum
  *   objects:    required, properties, additionalProperties (a boolean or a

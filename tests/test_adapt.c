@@ -535,6 +535,29 @@ Test(adapt, validator_rejects_what_the_schema_forbids)
     cr_expect(strstr(why, "maximum"), "%s", why);
     json_decref(bad);
 
+    /* A stage's fields are the top level's definitions, through "$ref". */
+    bad = json_deep_copy(doc);
+    json_t *stage = json_deep_copy(doc);
+    json_object_del(stage, "job");
+    json_object_del(stage, "device");
+    json_object_set_new(stage, "stage", json_integer(2));
+    json_object_set_new(bad, "stages", json_pack("[o]", stage));
+    cr_expect(js_validate(schema, bad, why, sizeof why), "%s", why);
+    json_object_del(json_object_get(stage, "metrics"), "pairs");
+    cr_expect_not(js_validate(schema, bad, why, sizeof why));
+    cr_expect(strstr(why, "$.stages[0].metrics: missing the required key \"pairs\""), "%s", why);
+    json_decref(bad);
+
+    /* A ref to nothing, and a loop of refs, are refused. */
+    json_t *refs = json_pack("{s:{s:{s:s}, s:{s:s}}, s:s}", "$defs", "a", "$ref", "#/$defs/b",
+                             "b", "$ref", "#/$defs/a", "$ref", "#/$defs/c");
+    cr_expect_not(js_validate(refs, doc, why, sizeof why));
+    cr_expect(strstr(why, "names no definition"), "%s", why);
+    json_object_set_new(refs, "$ref", json_string("#/$defs/a"));
+    cr_expect_not(js_validate(refs, doc, why, sizeof why));
+    cr_expect(strstr(why, "(a loop)"), "%s", why);
+    json_decref(refs);
+
     /* A keyword the validator does not know is refused, never ignored. */
     json_t *odd = json_pack("{s:s, s:i}", "type", "integer", "multipleOf", 2);
     cr_expect_not(js_validate(odd, json_object_get(doc, "job"), why, sizeof why));
