@@ -2,7 +2,8 @@
 # faults.sh - soren-host under injected faults.  tests/faults/faults.c
 # (libsoren-faults.so, LD_PRELOADed) makes the Nth call of a class fail: host
 # allocations (malloc), file reads (file), and on a GPU device allocations
-# (cuda-alloc) and copies (cuda-copy).  For a few small jobs and each class,
+# (cuda-alloc), copies (cuda-copy) and the staging's reads of the input's
+# file (pread).  For a few small jobs and each class,
 # a counting run finds how many calls C the job makes, then the job runs C
 # times, failing call N = 1 .. C.  Each run must either
 #   - fail cleanly: exit status 1, standard error starting "soren-host: "
@@ -108,12 +109,12 @@ fi
 
 n=0
 fail=0
-echo "1..$(($(jobs | wc -l) * 4))"
+echo "1..$(($(jobs | wc -l) * 5))"
 while read -r name args; do
-  for class in malloc file cuda-alloc cuda-copy; do
+  for class in malloc file cuda-alloc cuda-copy pread; do
     n=$((n + 1))
     case $class in
-      cuda-*) device=gpu ;;
+      cuda-* | pread) device=gpu ;;
       *) device=cpu ;;
     esac
     if [ $device = gpu ] && [ -n "$gpu_why" ]; then

@@ -287,6 +287,62 @@ Test(engine, input_files_and_check)
     free(path);
 }
 
+/* A mapped file's bytes read from the file (the GPU engine's staging):
+ * equal to the mapping's, a slice's from its own place in the file; a file
+ * replaced under the path, or one that shrank, is never read as the input. */
+Test(engine, input_file_read_again)
+{
+    enum { SIZE = 100003 };
+    char *path = path_in_dir("in.bin"), *other = path_in_dir("other.bin");
+    uint8_t *bytes = malloc(SIZE), *got = malloc(SIZE);
+    cr_assert(bytes && got);
+    uint64_t seed = 41;
+    for (size_t i = 0; i < SIZE; i++)
+        bytes[i] = (uint8_t)tu_rand(&seed);
+    tu_write(path, bytes, SIZE);
+    soren_input in, slice, wrapped;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_input_open(&in, path, &err), SOREN_OK, "%s", err.text);
+    cr_assert_neq(in.file_ino, 0);
+
+    int fd = soren_input_reopen(&in);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(soren_input_pread(fd, &in, 0, got, SIZE), 0);
+    cr_assert(memcmp(got, in.data, SIZE) == 0);
+    soren_input_slice(&slice, &in, 4099, 70001);
+    cr_assert_eq(slice.base, 4099);
+    cr_assert_eq(slice.file_ino, in.file_ino);
+    cr_assert_eq(soren_input_pread(fd, &slice, 17, got, slice.size - 17), 0);
+    cr_assert(memcmp(got, bytes + 4099 + 17, slice.size - 17) == 0);
+    close(fd);
+
+    soren_input_wrap(&wrapped, "(memory input)", bytes, SIZE);
+    cr_assert_eq(soren_input_reopen(&wrapped), -1, "no file behind it");
+    soren_input_close(&wrapped);
+
+    /* Another file renamed over the path: the mapping holds the input. */
+    tu_write(other, bytes, SIZE);
+    cr_assert_eq(rename(other, path), 0);
+    cr_assert_eq(soren_input_reopen(&in), -1);
+    cr_assert_eq(soren_input_reopen(&slice), -1);
+    soren_input_close(&slice);
+    soren_input_close(&in);
+
+    /* A file that shrank after it was mapped ends early: ENODATA. */
+    cr_assert_eq(soren_input_open(&in, path, &err), SOREN_OK, "%s", err.text);
+    fd = soren_input_reopen(&in);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(truncate(path, SIZE / 2), 0);
+    cr_assert_eq(soren_input_pread(fd, &in, 0, got, SIZE), ENODATA);
+    close(fd);
+    soren_input_close(&in);
+    free(bytes);
+    free(got);
+    free(path);
+    free(other);
+}
+
 /* ---- Word count against a plain C reference ------------------------------- */
 
 static void wc_map(soren_emitter *e, const soren_record *r, const soren_params *p)

@@ -121,6 +121,8 @@ static size_t check_plan(const soren_stage_spec *spec, const soren_input *in, si
                       "ended (input %zu, byte %llu)", what, (unsigned long long)chunk_bytes, k,
                       k - 1, i, (unsigned long long)off);
             cr_assert_str_eq(c->path, whole->path, "%s: chunk %zu's path", what, k);
+            cr_assert(c->file_dev == whole->file_dev && c->file_ino == whole->file_ino,
+                      "%s: chunk %zu's file", what, k);
             cr_assert_eq(c->on_device, 0);
             cr_assert_leq(end, whole->size, "%s, chunk_bytes %llu: chunk %zu runs past its "
                           "input (%llu > %llu)", what, (unsigned long long)chunk_bytes, k,
@@ -238,6 +240,9 @@ Test(stream, planner_lines_tile_the_input)
         soren_stage_spec spec = lines_spec();
         soren_input in;
         soren_input_wrap(&in, "lines", buf, size);
+        /* as a mapped file's: its chunks read it (soren_input_pread) */
+        in.file_dev = seed;
+        in.file_ino = 1000 + seed;
         char what[128];
         snprintf(what, sizeof what, "seed %llu (%zu bytes, %s newline at the end%s)",
                  (unsigned long long)seed, size, trailing_nl ? "a" : "no",

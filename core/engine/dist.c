@@ -59,11 +59,12 @@ void soren_dist_slice(const soren_comm *c, const soren_stage_spec *spec,
         const soren_input *in = &whole[i];
         uint64_t b = clamp(*begin, first, first + in->size) - first;
         uint64_t e = clamp(*end, first, first + in->size) - first;
-        if (spec->input_format == SOREN_INPUT_INDEX)
+        if (spec->input_format == SOREN_INPUT_INDEX) {
             soren_input_tasks(&slices[i], e - b);
-        else
-            soren_input_wrap(&slices[i], in->path, in->data ? in->data + b : NULL, e - b);
-        slices[i].base = b;
+            slices[i].base = b;
+        } else {
+            soren_input_slice(&slices[i], in, b, e);
+        }
         first += in->size;
     }
 }

@@ -15,12 +15,14 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <errno.h>
 #include <chrono>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <unistd.h>
 
 extern "C" {
 #include "../cpu/cpu.h"
@@ -924,14 +926,38 @@ soren_status alloc_staging(gpu_run *r, uint64_t largest)
     return SOREN_OK;
 }
 
+/* What stopped a stage_up: a CUDA call (rc, call), or reading the input's
+ * file (read_errno; ENODATA: it ended before its mapped size). */
+struct upload_fault {
+    cudaError_t rc;
+    int read_errno;
+    const char *call;
+};
+
+bool upload_faulted(const upload_fault *f) { return f->rc != cudaSuccess || f->read_errno; }
+
+/* The run's error for a stage_up that stopped on f. */
+soren_status upload_failed(gpu_run *r, const soren_input *in, const upload_fault *f, int line)
+{
+    if (f->read_errno == ENODATA)
+        return soren_error_set(r->err, SOREN_EINPUT, "%s: input %s ended before its %llu bytes: "
+                               "it shrank during the run", r->spec->job_name, in->path,
+                               (unsigned long long)(in->base + in->size));
+    if (f->read_errno)
+        return soren_error_set(r->err, SOREN_EINPUT, "%s: cannot read input %s: %s",
+                               r->spec->job_name, in->path, strerror(f->read_errno));
+    return cuda_fail(r, f->rc, f->call, line);
+}
+
 /* One copy thread of stage_up: takes the input's next piece (next counts
- * the bytes handed out), copies it into one of its two pinned pieces and
+ * the bytes handed out), reads it into one of its two pinned pieces and
  * queues that piece's copy to the device, then fills the other while the
- * copy engine drains it.  The first error stops every thread (next jumps
+ * copy engine drains it.  The first fault stops every thread (next jumps
  * past the end). */
 struct stager {
     gpu_run *r;
     const soren_input *in;
+    int fd; /* the input's file (soren_input_reopen), or -1: copy from data */
     uint8_t *dst;
     cudaStream_t stream;
     std::atomic<uint64_t> *next;
@@ -939,80 +965,88 @@ struct stager {
     unsigned t;
     pthread_t thread;
     bool running;
-    cudaError_t rc;
-    const char *call;
+    upload_fault fault;
 };
 
 void *stager_main(void *arg)
 {
     stager *g = (stager *)arg;
     gpu_run *r = g->r;
+    upload_fault *f = &g->fault;
     const uint64_t piece = STAGING_PIECE, size = g->in->size;
-    g->call = "cudaSetDevice";
-    if (g->t > 0 && (g->rc = cudaSetDevice(r->opt->device)) != cudaSuccess) {
+    f->call = "cudaSetDevice";
+    if (g->t > 0 && (f->rc = cudaSetDevice(r->opt->device)) != cudaSuccess) {
         g->next->store(UINT64_MAX / 2);
         return NULL;
     }
     for (unsigned k = 0;; k ^= 1) {
         uint64_t off = g->next->fetch_add(piece);
-        /* after an error another thread pushed next far past the end */
+        /* after a fault another thread pushed next far past the end */
         if (off >= size)
             break;
         uint64_t n = size - off < piece ? size - off : piece;
         unsigned i = 2 * g->t + k;
         uint8_t *buf = r->staging + (uint64_t)i * piece;
         /* The piece's previous copy must be on the device before refilling. */
-        g->call = "cudaEventSynchronize(staged)";
-        if ((g->rc = cudaEventSynchronize(r->staged[i])) != cudaSuccess)
+        f->call = "cudaEventSynchronize(staged)";
+        if ((f->rc = cudaEventSynchronize(r->staged[i])) != cudaSuccess)
             break;
-        memcpy(buf, g->in->data + off, n);
-        g->call = "cudaMemcpyAsync(input)";
-        if ((g->rc = cudaMemcpyAsync(g->dst + off, buf, n, cudaMemcpyHostToDevice,
+        if (g->fd < 0)
+            memcpy(buf, g->in->data + off, n);
+        else if ((f->read_errno = soren_input_pread(g->fd, g->in, off, buf, n)) != 0)
+            break;
+        f->call = "cudaMemcpyAsync(input)";
+        if ((f->rc = cudaMemcpyAsync(g->dst + off, buf, n, cudaMemcpyHostToDevice,
                                      g->stream)) != cudaSuccess)
             break;
-        g->call = "cudaEventRecord(staged)";
-        if ((g->rc = cudaEventRecord(r->staged[i], g->stream)) != cudaSuccess)
+        f->call = "cudaEventRecord(staged)";
+        if ((f->rc = cudaEventRecord(r->staged[i], g->stream)) != cudaSuccess)
             break;
         soren_progress_add(g->progress, n);
     }
-    if (g->rc != cudaSuccess)
+    if (upload_faulted(f))
         g->next->store(UINT64_MAX / 2);
     return NULL;
 }
 
 /* Copies a host input's bytes to dst on stream through the pinned pieces,
- * by up to copy_threads threads (the caller is one): a copy from a file
- * mapping is bound by the host's page handling and memory, which one
- * thread does not saturate (bench-staging on the H100 host: 7.4 GB/s from
- * one thread, 50.6 from 16, the bus 54.5).  Every copy has been queued on
- * stream when it returns.  Touches nothing but the pinned pieces and their events, so an
- * uploader thread may run it; *call names what failed. */
-cudaError_t stage_up(gpu_run *r, const soren_input *in, uint8_t *dst, cudaStream_t stream,
-                     soren_progress *progress, const char **call)
+ * by up to copy_threads threads (the caller is one): a copy from the page
+ * cache is bound by the host's memory, which one thread does not saturate
+ * (bench-staging on the H100 host: 7.4 GB/s from one thread, 50.6 from 16,
+ * the bus 54.5).  A mapped file's bytes are read from the file, as fast
+ * (50.6 GB/s either way with the copies to the device): the mapping's pages
+ * stay untouched, so the kernel neither maps them now nor unmaps them at
+ * munmap.  Every copy has been queued on stream when it returns true; else
+ * *f says what failed.  Touches nothing but the pinned pieces and their
+ * events, so an uploader thread may run it. */
+bool stage_up(gpu_run *r, const soren_input *in, uint8_t *dst, cudaStream_t stream,
+              soren_progress *progress, upload_fault *f)
 {
+    *f = upload_fault{cudaSuccess, 0, ""};
     if (in->size == 0)
-        return cudaSuccess;
+        return true;
+    const int fd = soren_input_reopen(in);
     std::atomic<uint64_t> next{0};
     stager g[COPY_THREADS_MAX];
     uint64_t pieces = (in->size + STAGING_PIECE - 1) / STAGING_PIECE;
     unsigned threads = pieces < r->copy_threads ? (unsigned)pieces : r->copy_threads;
     for (unsigned t = 0; t < threads; t++) {
-        g[t] = {r, in, dst, stream, &next, progress, t, pthread_t(), false, cudaSuccess, ""};
+        g[t] = {r, in, fd, dst, stream, &next, progress, t, pthread_t(), false,
+                upload_fault{cudaSuccess, 0, ""}};
         if (t > 0)
             g[t].running = pthread_create(&g[t].thread, NULL, stager_main, &g[t]) == 0;
     }
     /* A thread that could not be started leaves its pieces to the others. */
     stager_main(&g[0]);
-    cudaError_t rc = cudaSuccess;
     for (unsigned t = 0; t < threads; t++) {
         if (g[t].running)
             pthread_join(g[t].thread, NULL);
-        if (rc == cudaSuccess && g[t].rc != cudaSuccess) {
-            rc = g[t].rc;
-            *call = g[t].call;
-        }
+        if (!upload_faulted(f) && upload_faulted(&g[t].fault))
+            *f = g[t].fault;
     }
-    return rc;
+    if (fd >= 0)
+        close(fd);
+    return !upload_faulted(f);
 }
 
 /* Copies an input to the device on the run's stream, and a pairs input's
@@ -1026,9 +1060,10 @@ soren_status upload_input(gpu_run *r, const soren_input *in)
     if (r->spec->input_format == SOREN_INPUT_PAIRS)
         CUDA_TRY(r, cudaMemcpyAsync(r->line_starts, in->starts, (in->count + 1) * 8,
                                     cudaMemcpyHostToDevice, r->stream));
-    const char *call = "";
-    cudaError_t rc = stage_up(r, in, r->input, r->stream, r->opt->progress, &call);
-    return rc == cudaSuccess ? SOREN_OK : cuda_fail(r, rc, call, __LINE__);
+    upload_fault f;
+    return stage_up(r, in, r->input, r->stream, r->opt->progress, &f)
+               ? SOREN_OK
+               : upload_failed(r, in, &f, __LINE__);
 }
 
 /* ---- Inputs in chunks: the next goes up while the map reads this one ----- */
@@ -1053,8 +1088,7 @@ struct uploader {
     int b;
     pthread_t thread;
     bool running;
-    cudaError_t rc;
-    const char *call;
+    upload_fault fault;
 };
 
 uint8_t *buffer_of(gpu_run *r, int b) { return b ? r->input_alt : r->input; }
@@ -1063,16 +1097,16 @@ void *uploader_main(void *arg)
 {
     uploader *u = (uploader *)arg;
     gpu_run *r = u->r;
-    u->call = "cudaSetDevice";
-    if ((u->rc = cudaSetDevice(r->opt->device)) != cudaSuccess)
+    upload_fault *f = &u->fault;
+    f->call = "cudaSetDevice";
+    if ((f->rc = cudaSetDevice(r->opt->device)) != cudaSuccess)
         return NULL;
-    u->call = "cudaEventRecord(upload_began)";
-    if ((u->rc = cudaEventRecord(r->upload_began[u->b], r->copy_stream)) != cudaSuccess)
+    f->call = "cudaEventRecord(upload_began)";
+    if ((f->rc = cudaEventRecord(r->upload_began[u->b], r->copy_stream)) != cudaSuccess)
         return NULL;
-    u->rc = stage_up(r, u->in, buffer_of(r, u->b), r->copy_stream, NULL, &u->call);
-    if (u->rc == cudaSuccess) {
-        u->call = "cudaEventRecord(uploaded)";
-        u->rc = cudaEventRecord(r->uploaded[u->b], r->copy_stream);
+    if (stage_up(r, u->in, buffer_of(r, u->b), r->copy_stream, NULL, f)) {
+        f->call = "cudaEventRecord(uploaded)";
+        f->rc = cudaEventRecord(r->uploaded[u->b], r->copy_stream);
     }
     return NULL;
 }
@@ -1083,7 +1117,7 @@ void *uploader_main(void *arg)
  * caller, here. */
 void upload_start(gpu_run *r, uploader *u, const soren_input *in, int b)
 {
-    *u = (uploader){r, in, b, pthread_t(), false, cudaSuccess, ""};
+    *u = (uploader){r, in, b, pthread_t(), false, upload_fault{cudaSuccess, 0, ""}};
     u->running = pthread_create(&u->thread, NULL, uploader_main, u) == 0;
     if (!u->running)
         uploader_main(u);
@@ -1096,8 +1130,8 @@ soren_status upload_finish(gpu_run *r, uploader *u)
     if (u->running)
         pthread_join(u->thread, NULL);
     u->running = false;
-    if (u->rc != cudaSuccess)
-        return cuda_fail(r, u->rc, u->call, __LINE__);
+    if (upload_faulted(&u->fault))
+        return upload_failed(r, u->in, &u->fault, __LINE__);
     soren_progress_add(r->opt->progress, u->in->size);
     CUDA_TRY(r, cudaStreamWaitEvent(r->stream, r->uploaded[u->b], 0));
     r->cur_input = buffer_of(r, u->b);

@@ -79,6 +79,8 @@ soren_status soren_input_open(soren_input *in, const char *path, soren_error *er
             in->mapping_size = size;
             in->data = map;
             in->size = size;
+            in->file_dev = (uint64_t)st.st_dev;
+            in->file_ino = (uint64_t)st.st_ino;
         }
     }
     close(fd);
@@ -93,6 +95,48 @@ void soren_input_wrap(soren_input *in, const char *name, const void *data, uint6
     in->path = name ? strdup(name) : NULL; /* NULL on exhaustion: messages say "(input)" */
     in->data = size ? data : NULL;
     in->size = size;
+}
+
+void soren_input_slice(soren_input *out, const soren_input *in, uint64_t begin, uint64_t end)
+{
+    soren_input_wrap(out, in->path, in->data ? in->data + begin : NULL, end - begin);
+    out->base = in->base + begin;
+    out->file_dev = in->file_dev;
+    out->file_ino = in->file_ino;
+}
+
+int soren_input_reopen(const soren_input *in)
+{
+    if (!in->file_ino || !in->path)
+        return -1;
+    /* O_NONBLOCK: the path may name a FIFO by now */
+    int fd = open(in->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != in->file_dev ||
+                    (uint64_t)st.st_ino != in->file_ino)) {
+        close(fd);
+        return -1;
+    }
+    /* Advice only, as for the mapping: a failure changes nothing. */
+    if (fd >= 0)
+        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    return fd;
+}
+
+int soren_input_pread(int fd, const soren_input *in, uint64_t at, void *buf, uint64_t n)
+{
+    uint8_t *to = buf;
+    for (uint64_t done = 0; done < n;) {
+        ssize_t got = pread(fd, to + done, (size_t)(n - done), (off_t)(in->base + at + done));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            return errno;
+        if (got == 0)
+            return ENODATA;
+        done += (uint64_t)got;
+    }
+    return 0;
 }
 
 void soren_input_tasks(soren_input *in, uint64_t tasks)
@@ -300,11 +344,8 @@ static size_t chunk_input(const soren_stage_spec *spec, const soren_input *in,
         uint64_t end = in->size - begin > chunk_bytes
                            ? soren_record_boundary(spec, in, begin + chunk_bytes)
                            : in->size;
-        if (out) {
-            soren_input_wrap(&out[k], in->path, in->data ? in->data + begin : NULL,
-                             end - begin);
-            out[k].base = in->base + begin;
-        }
+        if (out)
+            soren_input_slice(&out[k], in, begin, end);
         if (end - begin > *largest)
             *largest = end - begin;
         k++;

@@ -48,6 +48,13 @@ typedef struct soren_input {
     int on_device;
     /* a slice: the position of data[0] (task 0, pair 0) in the whole input */
     uint64_t base;
+    /* A mapped file's identity (st_dev, st_ino; both 0 for other inputs),
+     * which its slices carry: data is then the file's bytes [base, base +
+     * size).  A reader that copies them all out (the GPU engine's staging)
+     * reads the file (soren_input_reopen, soren_input_pread) rather than the
+     * mapping: every page of a mapping that is touched must be mapped, and
+     * unmapped again at munmap (8 GiB: 2M page entries, tens of ms). */
+    uint64_t file_dev, file_ino;
 } soren_input;
 
 /* Maps path read-only.  Directories, FIFOs and unreadable files are input
@@ -55,6 +62,17 @@ typedef struct soren_input {
 soren_status soren_input_open(soren_input *in, const char *path, soren_error *err);
 /* Wraps bytes the caller keeps alive (tests, stdin slurps).  No copy. */
 void soren_input_wrap(soren_input *in, const char *name, const void *data, uint64_t size);
+/* in's bytes [begin, end) as a slice of it (see base): out borrows in's
+ * data and file, and must not outlive in. */
+void soren_input_slice(soren_input *out, const soren_input *in, uint64_t begin, uint64_t end);
+/* The file that in maps, opened again by its path for soren_input_pread: a
+ * descriptor the caller closes, or -1 where in maps no file or the path now
+ * names another one (the mapping is then what holds the bytes). */
+int soren_input_reopen(const soren_input *in);
+/* Reads in's bytes [at, at + n) (positions in data) into buf from fd, a
+ * descriptor of soren_input_reopen: 0, or the errno of the failure
+ * (ENODATA where the file ends first: it shrank since it was mapped). */
+int soren_input_pread(int fd, const soren_input *in, uint64_t at, void *buf, uint64_t n);
 /* An index input of tasks tasks (size counts tasks; there are no bytes). */
 void soren_input_tasks(soren_input *in, uint64_t tasks);
 /* Packs a stage's result, pair by pair in its order, as the pairs input of

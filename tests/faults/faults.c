@@ -22,6 +22,9 @@
  *   cuda-alloc  cudaMalloc, cudaMallocHost, cudaHostAlloc, cudaHostRegister:
  *               cudaErrorMemoryAllocation.
  *   cuda-copy   cudaMemcpy, cudaMemcpyAsync: cudaErrorUnknown.
+ *   pread       pread, pread64 (EIO) alone: the GPU engine's staging reads a mapped
+ *               input's file this way, and the CUDA libraries' many opens
+ *               and reads, which file would count, stay out of it.
  *
  * Only calls made while main runs count, and none inside dlopen (see
  * there): the C library's start-up, the loader's and the libraries'
@@ -51,8 +54,9 @@
 #include <unistd.h>
 
 typedef enum fault_class { FAULT_NONE, FAULT_MALLOC, FAULT_FILE, FAULT_CUDA_ALLOC,
-                           FAULT_CUDA_COPY } fault_class;
-static const char *const class_names[] = {"", "malloc", "file", "cuda-alloc", "cuda-copy"};
+                           FAULT_CUDA_COPY, FAULT_PREAD, FAULT_LAST = FAULT_PREAD } fault_class;
+static const char *const class_names[] = {"",          "malloc",    "file",
+                                          "cuda-alloc", "cuda-copy", "pread"};
 
 static fault_class chosen;     /* the class that counts */
 static int counting;           /* count:CLASS */
@@ -75,7 +79,7 @@ static void configure(void)
     counting = (size_t)(colon - spec) == 5 && memcmp(spec, "count", 5) == 0;
     const char *name = counting ? colon + 1 : spec;
     size_t len = counting ? strlen(name) : (size_t)(colon - spec);
-    for (int c = FAULT_MALLOC; c <= FAULT_CUDA_COPY; c++)
+    for (int c = FAULT_MALLOC; c <= FAULT_LAST; c++)
         if (strlen(class_names[c]) == len && memcmp(name, class_names[c], len) == 0)
             chosen = (fault_class)c;
     if (!counting) {
@@ -89,7 +93,7 @@ static void configure(void)
         return;
 bad: {
     static const char msg[] = "soren-faults: SOREN_FAULT must be CLASS:N or count:CLASS, CLASS "
-                              "one of malloc, file, cuda-alloc, cuda-copy\n";
+                              "one of malloc, file, cuda-alloc, cuda-copy, pread\n";
     (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
     _exit(125);
 }
@@ -317,7 +321,7 @@ ssize_t read(int fd, void *buf, size_t size)
 #define DEFINE_PREAD(name, off_type)                                                       \
     ssize_t name(int fd, void *buf, size_t size, off_type off)                             \
     {                                                                                      \
-        if (should_fail(FAULT_FILE))                                                       \
+        if (should_fail(FAULT_FILE) || should_fail(FAULT_PREAD))                           \
             return fail_file(EIO);                                                         \
         return NEXT(ssize_t(*)(int, void *, size_t, off_type), #name)(fd, buf, size, off); \
     }
