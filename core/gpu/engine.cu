@@ -15,8 +15,8 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
-#include <errno.h>
 #include <chrono>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -940,7 +940,7 @@ bool upload_faulted(const upload_fault *f) { return f->rc != cudaSuccess || f->r
 soren_status upload_failed(gpu_run *r, const soren_input *in, const upload_fault *f, int line)
 {
     if (f->read_errno == ENODATA)
-        return soren_error_set(r->err, SOREN_EINPUT, "%s: input %s ended before its %llu bytes: "
+        return soren_error_set(r->err, SOREN_EINPUT, "%s: input %s ended before byte %llu: "
                                "it shrank during the run", r->spec->job_name, in->path,
                                (unsigned long long)(in->base + in->size));
     if (f->read_errno)
