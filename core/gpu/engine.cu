@@ -1543,6 +1543,9 @@ soren_status grow_after_overflow(gpu_run *r, const unsigned long long *c)
 /* The whole key space, as soren_gpu_map_args.key_first and key_last. */
 const uint32_t KEY_LAST = 0xffffffffu;
 
+/* Whether this pass folds every key (no part of the key space waits). */
+bool whole_key_space(const gpu_run *r) { return r->key_first == 0 && r->key_last == KEY_LAST; }
+
 /* Whether a full table folds half its part of the key space instead of
  * growing: under a device memory budget, where growing would take the
  * table and the key space past half of it (the input's chunks take the
@@ -2572,7 +2575,7 @@ bool one_wait(const gpu_run *r)
     const soren_stage_spec *s = r->spec;
     return r->runs > 0 && r->slots && s->combine != SOREN_COMBINE_NONE &&
            s->reduce != SOREN_REDUCE_FUNCTION && soren_type_size((soren_type)s->key_type) &&
-           r->last_keys <= SMALL_KEYS && r->key_first == 0 && r->key_last == KEY_LAST;
+           r->last_keys <= SMALL_KEYS && whole_key_space(r);
 }
 
 /* The merge, order, packing and copy of a re-run in one wait: one block
@@ -2850,7 +2853,7 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
         if (st != SOREN_OK)
             break;
         r->x->key_parts++;
-        if (r->key_first == 0 && r->key_last == KEY_LAST) {
+        if (whole_key_space(r)) {
             soren_result_destroy(out);
             *out = part; /* the whole key space in one pass */
             session_done(r, first);
