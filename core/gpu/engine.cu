@@ -934,6 +934,8 @@ struct upload_fault {
     const char *call;
 };
 
+const upload_fault NO_FAULT = {cudaSuccess, 0, ""};
+
 bool upload_faulted(const upload_fault *f) { return f->rc != cudaSuccess || f->read_errno; }
 
 /* The run's error for a stage_up that stopped on f. */
@@ -1022,7 +1024,7 @@ void *stager_main(void *arg)
 bool stage_up(gpu_run *r, const soren_input *in, uint8_t *dst, cudaStream_t stream,
               soren_progress *progress, upload_fault *f)
 {
-    *f = upload_fault{cudaSuccess, 0, ""};
+    *f = NO_FAULT;
     if (in->size == 0)
         return true;
     const int fd = soren_input_reopen(in);
@@ -1031,8 +1033,7 @@ bool stage_up(gpu_run *r, const soren_input *in, uint8_t *dst, cudaStream_t stre
     uint64_t pieces = (in->size + STAGING_PIECE - 1) / STAGING_PIECE;
     unsigned threads = pieces < r->copy_threads ? (unsigned)pieces : r->copy_threads;
     for (unsigned t = 0; t < threads; t++) {
-        g[t] = {r, in, fd, dst, stream, &next, progress, t, pthread_t(), false,
-                upload_fault{cudaSuccess, 0, ""}};
+        g[t] = {r, in, fd, dst, stream, &next, progress, t, pthread_t(), false, NO_FAULT};
         if (t > 0)
             g[t].running = pthread_create(&g[t].thread, NULL, stager_main, &g[t]) == 0;
     }
@@ -1117,7 +1118,7 @@ void *uploader_main(void *arg)
  * caller, here. */
 void upload_start(gpu_run *r, uploader *u, const soren_input *in, int b)
 {
-    *u = (uploader){r, in, b, pthread_t(), false, upload_fault{cudaSuccess, 0, ""}};
+    *u = (uploader){r, in, b, pthread_t(), false, NO_FAULT};
     u->running = pthread_create(&u->thread, NULL, uploader_main, u) == 0;
     if (!u->running)
         uploader_main(u);
