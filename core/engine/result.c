@@ -265,6 +265,12 @@ static void select_smallest(const order_ctx *c, uint64_t *idx, uint64_t n, uint6
     }
 }
 
+static soren_status ordering_out_of_memory(const soren_result *r, soren_error *err)
+{
+    return soren_error_set(err, SOREN_ENOMEM, "out of memory ordering %llu result pairs",
+                           (unsigned long long)r->count);
+}
+
 /* Rebuilds r from its pairs idx[0 .. keep), in that order; frees idx. */
 static soren_status take_in_order(soren_result *r, uint64_t *idx, uint64_t keep,
                                   soren_error *err)
@@ -280,8 +286,7 @@ static soren_status take_in_order(soren_result *r, uint64_t *idx, uint64_t keep,
         free(ko);
         free(vb);
         free(idx);
-        return soren_error_set(err, SOREN_ENOMEM, "out of memory ordering %llu result pairs",
-                               (unsigned long long)r->count);
+        return ordering_out_of_memory(r, err);
     }
     uint64_t at = 0;
     for (uint64_t i = 0; i < keep; i++) {
@@ -326,8 +331,7 @@ soren_status soren_result_order(soren_result *r, soren_order order, uint64_t lim
     order_ctx ctx = {r, order};
     uint64_t *idx = malloc(n * sizeof *idx);
     if (!idx)
-        return soren_error_set(err, SOREN_ENOMEM, "out of memory ordering %llu result pairs",
-                               (unsigned long long)n);
+        return ordering_out_of_memory(r, err);
     if (keep < n / 4) {
         select_smallest(&ctx, idx, n, keep);
     } else {
@@ -373,8 +377,7 @@ soren_status soren_result_merge_runs(soren_result *r, const uint64_t *run_ends, 
         free(idx);
         free(head);
         free(heap);
-        return soren_error_set(err, SOREN_ENOMEM, "out of memory ordering %llu result pairs",
-                               (unsigned long long)n);
+        return ordering_out_of_memory(r, err);
     }
     size_t live = 0;
     for (size_t i = 0; i < runs; i++) {
