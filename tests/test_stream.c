@@ -926,7 +926,7 @@ static json_t *run_beside_cpu(const char *job, const char *args, const char *inp
 /* On the GPU a table that would grow, with its key space, past half the
  * budget folds the key space a part at a time, a pass over the input each:
  * a pass whose part does not fit begins again on half of it, and the parts'
- * pairs are joined in host memory and ordered at the end.  The same output
+ * ordered pairs are merged in host memory at the end.  The same output
  * as the CPU engine, and --explain and -v say how many parts.  The table
  * starts tiny so that it grows, then narrows, many times. */
 static void expect_key_parts(const char *job, const char *args, const char *input,

@@ -12,8 +12,8 @@
  *               launch has shared memory (shared_bytes, ABI 1.4), keys of up
  *               to 12 bytes go through a per-block table there that caches
  *               (key, global slot) and folds values, flushed into the global
- *               table when the block ends and spilling into it directly
- *               where it is crowded;
+ *               table when the block ends; a key whose entry is taken (one
+ *               probe: CACHE_PROBES) goes to the global table directly;
  *   block       the same per-block table, sized by the host to hold the
  *               whole (small) key set: one kernel serves both, hash's table
  *               caching the frequent keys of many;
