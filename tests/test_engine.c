@@ -1663,7 +1663,7 @@ Test(engine, progress_line_on_a_stream)
     cr_assert_not_null(f);
     soren_error err;
     soren_error_clear(&err);
-    soren_progress *p = soren_progress_new(f, &err);
+    soren_progress *p = soren_progress_new(f, 1, &err);
     cr_assert_not_null(p, "%s", err.text);
     soren_progress_add(p, 10); /* before any phase: counted, not drawn */
     soren_progress_phase(p, "map", 4u << 20);
@@ -1705,7 +1705,7 @@ Test(engine, cpu_engine_reports_its_bytes)
     size_t size = 0;
     FILE *f = open_memstream(&text, &size);
     cr_assert_not_null(f);
-    soren_progress *p = soren_progress_new(f, NULL);
+    soren_progress *p = soren_progress_new(f, 1, NULL);
     cr_assert_not_null(p);
     size_t n = 3u << 20;
     uint8_t *data = make_text(n, 5);

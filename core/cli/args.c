@@ -32,6 +32,15 @@ static const char usage_text[] =
     "                       installed SDK) and a README; never overwrites\n"
     "  devices              list the GPUs the CUDA runtime can use, with their\n"
     "                       memory and compute capability (exit status 1: none)\n"
+    "  serve                run the resident host: it keeps the GPUs' contexts and\n"
+    "                       the loaded plugins, and runs the jobs that run, load\n"
+    "                       and the library send it (in the foreground; --detach)\n"
+    "  load NAME|PATH       check a plugin as check does and load it into the\n"
+    "                       running host (a rebuilt one replaces the old once its\n"
+    "                       jobs end)\n"
+    "  unload NAME          unload a plugin from the running host\n"
+    "  ps                   what the running host holds: plugins, jobs, memory\n"
+    "  stop                 stop the running host once its jobs are done\n"
     "\n"
     "Options:\n"
     "  -o, --output FILE    write the result to FILE (default: standard output);\n"
@@ -103,6 +112,13 @@ static const char usage_text[] =
     "                       load plugins whose folder, manifest or library others\n"
     "                       than the owner can write to (refused by default)\n"
     "  -v, --verbose        say what was decided and done, on standard error\n"
+    "      --local          run: in this process, even where a host is running\n"
+    "                       (a run goes through the host when one answers)\n"
+    "      --socket PATH    the resident host's socket (default: $SOREN_HOST, else\n"
+    "                       $XDG_RUNTIME_DIR/soren/host.sock)\n"
+    "      --detach         serve: start the host in the background\n"
+    "      --load NAME      serve: load this plugin at start (repeatable)\n"
+    "      --jobs N         serve: run up to N jobs at once (default 2)\n"
     "  -h, --help           show this help\n"
     "  -V, --version        show the version\n"
     "\n"
@@ -210,7 +226,8 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         OPT_DEVICE = 256, OPT_ENGINE, OPT_TABLE_SLOTS, OPT_KEY_BYTES, OPT_PAIR_SLOTS,
         OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE, OPT_ORDER, OPT_TOP,
         OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR, OPT_TASKS, OPT_ITERATE,
-        OPT_OUTPUT_PARTS, OPT_DEVICE_MEMORY, OPT_BLOCK_SLOTS
+        OPT_OUTPUT_PARTS, OPT_DEVICE_MEMORY, OPT_BLOCK_SLOTS, OPT_LOCAL, OPT_SOCKET,
+        OPT_DETACH, OPT_LOAD, OPT_JOBS
     };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
@@ -236,6 +253,11 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         {"tasks", required_argument, 0, OPT_TASKS},
         {"iterate", required_argument, 0, OPT_ITERATE},
         {"output-parts", no_argument, 0, OPT_OUTPUT_PARTS},
+        {"local", no_argument, 0, OPT_LOCAL},
+        {"socket", required_argument, 0, OPT_SOCKET},
+        {"detach", no_argument, 0, OPT_DETACH},
+        {"load", required_argument, 0, OPT_LOAD},
+        {"jobs", required_argument, 0, OPT_JOBS},
         {0, 0, 0, 0}};
     soren_run_options_init(&c->run);
     c->progress = -1;
@@ -300,6 +322,18 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
                                               "got \"%s\"", optarg);
             break;
         case OPT_OUTPUT_PARTS: c->run.output_parts = 1; break;
+        case OPT_LOCAL: c->local = 1; break;
+        case OPT_SOCKET: c->socket = optarg; break;
+        case OPT_DETACH: c->detach = 1; break;
+        case OPT_LOAD:
+            if (!push(&c->loads, &c->load_count, optarg))
+                return out_of_memory();
+            break;
+        case OPT_JOBS:
+            if (!parse_threads(optarg, &c->host_jobs))
+                return soren__cli_usage_error("--jobs: expected a number from 1 to 4096, got "
+                                              "\"%s\"", optarg);
+            break;
         case OPT_PROGRESS: c->progress = 1; break;
         case OPT_NO_PROGRESS: c->progress = 0; break;
         case OPT_FROM: c->new_from = optarg; break;
@@ -358,11 +392,17 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         }
     }
     if (optind >= argc)
-        return soren__cli_usage_error("%s", "no command given (list, info, check, run, new or devices)");
+        return soren__cli_usage_error("%s", "no command given (list, info, check, run, new, devices, serve, load, unload, ps or stop)");
     c->command = argv[optind];
     if ((c->new_from || c->new_dir) && strcmp(c->command, "new") != 0)
         return soren__cli_usage_error("%s applies to the new command only",
                            c->new_from ? "--from" : "--dir");
+    if ((c->detach || c->load_count || c->host_jobs) && strcmp(c->command, "serve") != 0)
+        return soren__cli_usage_error("%s applies to the serve command only",
+                                      c->detach ? "--detach" : c->load_count ? "--load"
+                                                                             : "--jobs");
+    if (c->local && strcmp(c->command, "run") != 0)
+        return soren__cli_usage_error("%s", "--local applies to the run command only");
     c->args = argv + optind + 1;
     c->arg_count = argc - optind - 1;
     c->run.params = c->params;
@@ -374,7 +414,9 @@ void soren__cli_args_destroy(soren__cli_args *c)
 {
     free(c->params);
     free(c->plugin_paths);
+    free(c->loads);
     c->params = NULL;
     c->plugin_paths = NULL;
-    c->param_count = c->plugin_path_count = 0;
+    c->loads = NULL;
+    c->param_count = c->plugin_path_count = c->load_count = 0;
 }

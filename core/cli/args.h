@@ -34,6 +34,12 @@ typedef struct soren__cli_args {
     int progress;          /* --progress 1, --no-progress 0, else -1: on a terminal */
     const char *new_from;  /* new --from */
     const char *new_dir;   /* new --dir */
+    int local;             /* run --local: in this process, never in a host */
+    const char *socket;    /* --socket: the resident host's socket */
+    int detach;            /* serve --detach */
+    const char **loads;    /* serve --load NAME (owned array of argv's strings) */
+    size_t load_count;
+    unsigned host_jobs;    /* serve --jobs N: jobs run at once; 0: the default */
 } soren__cli_args;
 
 /* c must be zeroed first.  Returns -1 to go on, or an exit code. */

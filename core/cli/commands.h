@@ -16,6 +16,22 @@ int soren__cli_new(const char *name, const char *from, const char *dir);
  * output, 1 with the reason on standard error when none is usable. */
 int soren__cli_devices(void);
 
+/* soren-host serve (serve.c): the resident host, until stop or a signal. */
+struct soren__cli_args;
+struct soren_search_path;
+int soren__cli_serve(const struct soren__cli_args *c, const struct soren_search_path *sp);
+
+/* soren-host run through the resident host (client.c): the run's exit code,
+ * or -1 where it is to run in this process (--local, no host answering, or
+ * a run a host does not take).  argv is the whole command line. */
+int soren__cli_run_in_host(const struct soren__cli_args *c, const struct soren_search_path *sp,
+                           int argc, char **argv);
+/* soren-host load, unload, ps and stop (client.c). */
+int soren__cli_load(const struct soren__cli_args *c, const struct soren_search_path *sp);
+int soren__cli_unload(const struct soren__cli_args *c);
+int soren__cli_ps(const struct soren__cli_args *c);
+int soren__cli_stop(const struct soren__cli_args *c);
+
 /* The folder of soren-host's templates, examples and plugin.mk:
  * $SOREN_DATADIR where set (tests, a moved installation), else the
  * configured $(pkgdatadir). */

@@ -247,11 +247,14 @@ static void end_ranks(int started)
 #endif
 }
 
-static int cmd_run(cli *c, const soren_search_path *sp)
+static int cmd_run(cli *c, const soren_search_path *sp, int argc, char **argv)
 {
     if (c->arg_count < 1)
         return soren__cli_usage_error("%s", "run needs a job: soren-host run NAME|PATH "
                                             "[INPUT...]");
+    int hosted = soren__cli_run_in_host(c, sp, argc, argv);
+    if (hosted >= 0)
+        return hosted;
     soren_error err;
     soren_error_clear(&err);
     soren_comm storage;
@@ -276,7 +279,7 @@ static int cmd_run(cli *c, const soren_search_path *sp)
         c->run.comm = comm;
         /* Without its thread the run goes on, only without the line. */
         if (speaks && want_progress(c))
-            c->run.progress = soren_progress_new(stderr, NULL);
+            c->run.progress = soren_progress_new(stderr, 1, NULL);
         soren_run(p, &c->run, &err);
         soren_progress_free(c->run.progress);
         c->run.progress = NULL;
@@ -331,14 +334,24 @@ int main(int argc, char **argv)
         else if (strcmp(c.command, "check") == 0)
             rc = cmd_check(&c, &sp);
         else if (strcmp(c.command, "run") == 0)
-            rc = cmd_run(&c, &sp);
+            rc = cmd_run(&c, &sp, argc, argv);
+        else if (strcmp(c.command, "serve") == 0)
+            rc = soren__cli_serve(&c, &sp);
+        else if (strcmp(c.command, "load") == 0)
+            rc = soren__cli_load(&c, &sp);
+        else if (strcmp(c.command, "unload") == 0)
+            rc = soren__cli_unload(&c);
+        else if (strcmp(c.command, "ps") == 0)
+            rc = soren__cli_ps(&c);
+        else if (strcmp(c.command, "stop") == 0)
+            rc = soren__cli_stop(&c);
         else if (strcmp(c.command, "new") == 0)
             rc = cmd_new(&c);
         else if (strcmp(c.command, "devices") == 0)
             rc = cmd_devices(&c);
         else
-            rc = soren__cli_usage_error("unknown command \"%s\" (list, info, check, run, new or devices)",
-                             c.command);
+            rc = soren__cli_usage_error("unknown command \"%s\" (list, info, check, run, new, "
+                                        "devices, serve, load, unload, ps or stop)", c.command);
         soren_search_path_destroy(&sp);
     }
     soren__cli_args_destroy(&c);

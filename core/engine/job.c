@@ -17,7 +17,7 @@
 
 /* Standard input is read whole: it cannot be mapped, and records may span
  * any two reads. */
-static soren_status slurp_stdin(soren_progress *progress, char **out, size_t *size,
+static soren_status slurp_stdin(soren_progress *progress, int fd, char **out, size_t *size,
                                 soren_error *err)
 {
     size_t cap = 1 << 16, n = 0;
@@ -26,20 +26,24 @@ static soren_status slurp_stdin(soren_progress *progress, char **out, size_t *si
     for (;;) {
         if (!buf)
             return soren_error_set(err, SOREN_ENOMEM, "out of memory reading standard input");
-        size_t got = fread(buf + n, 1, cap - n, stdin);
-        n += got;
-        soren_progress_add(progress, got);
-        if (n < cap)
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int e = errno;
+            free(buf);
+            return soren_error_errno(err, SOREN_EINPUT, e, "cannot read standard input");
+        }
+        if (got == 0)
             break;
+        n += (size_t)got;
+        soren_progress_add(progress, (uint64_t)got);
+        if (n < cap)
+            continue;
         char *bigger = realloc(buf, cap *= 2);
         if (!bigger)
             free(buf);
         buf = bigger;
-    }
-    if (ferror(stdin)) {
-        int e = errno;
-        free(buf);
-        return soren_error_errno(err, SOREN_EINPUT, e, "cannot read standard input");
     }
     *out = buf;
     *size = n;
@@ -382,10 +386,12 @@ static soren_status open_cli_inputs(const soren_manifest *m, const soren_run_opt
         return soren_error_set(err, SOREN_EUSAGE, "under mpirun, give %s its INPUT files: "
                                "standard input reaches one rank only", m->name);
     for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++, (*count)++)
-        rc = soren_input_open(&inputs[i], o->inputs[i], err);
+        rc = o->client ? soren_input_open_fd(&inputs[i], o->client->input_fds[i], o->inputs[i], err)
+                       : soren_input_open(&inputs[i], o->inputs[i], err);
     if (rc == SOREN_OK && o->input_count == 0) {
         size_t size = 0;
-        rc = slurp_stdin(o->progress, stdin_data, &size, err);
+        rc = slurp_stdin(o->progress, o->client ? o->client->stdin_fd : STDIN_FILENO,
+                         stdin_data, &size, err);
         if (rc == SOREN_OK) {
             soren_input_wrap(&inputs[0], "(standard input)", *stdin_data, size);
             *count = 1;
@@ -994,14 +1000,14 @@ static soren_status run_iterations(const soren_plugin *p, const soren_stage_spec
 }
 
 /* Says how an iteration ended. */
-static void say_iterations(const soren_manifest *m, const soren_iterations *it)
+static void say_iterations(FILE *to, const soren_manifest *m, const soren_iterations *it)
 {
     if (it->converged)
-        fprintf(stderr, "soren-host: %s: converged after %llu of at most %llu runs (the last "
+        fprintf(to, "soren-host: %s: converged after %llu of at most %llu runs (the last "
                 "run's output changed no byte of parameter %s)\n", m->name,
                 (unsigned long long)it->runs, (unsigned long long)it->limit, m->iterate_param);
     else
-        fprintf(stderr, "soren-host: %s: not converged after --iterate %llu: the last run's "
+        fprintf(to, "soren-host: %s: not converged after --iterate %llu: the last run's "
                 "output still changed parameter %s\n", m->name,
                 (unsigned long long)it->limit, m->iterate_param);
 }
@@ -1015,7 +1021,9 @@ static soren_status write_output(const soren_run_options *o, const char *path, i
 {
     soren_output out = {0};
     soren_status rc = SOREN_OK;
-    if (writes)
+    if (writes && o->client)
+        rc = soren_output_open_fd(&out, o->client->output_fd, path, err);
+    else if (writes)
         rc = soren_output_open(&out, path, err);
     if (writes && rc == SOREN_OK)
         rc = soren_output_write(&out, r, o->format, err);
@@ -1201,17 +1209,18 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     soren_progress_end(o->progress);
     size_t stages = run.stage_count;
     soren_rank_stage *all = NULL;
+    FILE *said = soren_progress_stream(o->progress);
     if (rc == SOREN_OK && comm && (opt->explain || opt->verbose))
         rc = report_ranks(opt, run.ranks, stages, &all, err);
     if (rc == SOREN_OK && o->verbose && o->iterate)
-        say_iterations(m, &run.iterations);
+        say_iterations(said, m, &run.iterations);
     if (rc == SOREN_OK && o->verbose)
-        fprintf(stderr, "soren-host: %s: %llu pairs written%s\n", m->name,
+        fprintf(said, "soren-host: %s: %llu pairs written%s\n", m->name,
                 (unsigned long long)run.result.count, o->output_parts && comm ? " by rank 0" : "");
     /* Only a run that succeeded is explained: a failed one has its error. */
     if (rc == SOREN_OK && o->explain && speaks)
         soren_explain_print_stages(run.stages, stages, o->iterate ? &run.iterations : NULL,
-                                   all ? &(soren_distributed){comm->size, all} : NULL, stderr);
+                                   all ? &(soren_distributed){comm->size, all} : NULL, said);
 
     free(all);
     free(part);

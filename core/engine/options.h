@@ -17,6 +17,17 @@
 #include "dist.h"
 #include "progress.h"
 
+/* A run for a client of the resident host (core/host/): the client opened
+ * its inputs and output, and the host reads and writes what it was handed,
+ * so a path means what it means to the client and nothing the client may
+ * not read is read.  The descriptors stay the caller's. */
+typedef struct soren_client_files {
+    const int *input_fds; /* one for each of the run's inputs, in order */
+    int stdin_fd;         /* read where the run has no inputs */
+    int output_fd;        /* the result is written here as it is: the client
+                             made the temporary file and renames it */
+} soren_client_files;
+
 typedef struct soren_run_options {
     const char *const *inputs; /* files; none: standard input */
     size_t input_count;
@@ -53,6 +64,7 @@ typedef struct soren_run_options {
      * chunks a large input is cut into (soren_chunk_bytes); 0: on the GPU
      * its free memory less headroom, on the CPU engine no chunks. */
     uint64_t device_memory;
+    const soren_client_files *client; /* NULL: the process's own files */
 } soren_run_options;
 
 /* Zeroes o and sets the defaults: engine "auto", order -1 (the

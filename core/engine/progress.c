@@ -162,7 +162,7 @@ static void *draw_main(void *arg)
 
 /* ---- The interface ------------------------------------------------------- */
 
-soren_progress *soren_progress_new(FILE *stream, soren_error *err)
+soren_progress *soren_progress_new(FILE *stream, int draw, soren_error *err)
 {
     soren_progress *p = calloc(1, sizeof *p);
     if (!p) {
@@ -186,6 +186,8 @@ soren_progress *soren_progress_new(FILE *stream, soren_error *err)
         return NULL;
     }
     pthread_mutex_init(&p->lock, NULL);
+    if (!draw)
+        return p;
     rc = pthread_create(&p->thread, NULL, draw_main, p);
     if (rc != 0) {
         pthread_cond_destroy(&p->wake);
@@ -233,6 +235,11 @@ void soren_progress_say(soren_progress *p, const char *fmt, ...)
     fflush(p->stream);
     pthread_mutex_unlock(&p->lock);
     va_end(ap);
+}
+
+FILE *soren_progress_stream(const soren_progress *p)
+{
+    return p ? p->stream : stderr;
 }
 
 void soren_progress_end(soren_progress *p)

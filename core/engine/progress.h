@@ -28,9 +28,11 @@
 
 typedef struct soren_progress soren_progress;
 
-/* Starts drawing on stream (nothing shows until the first phase).  NULL
+/* Starts drawing on stream (nothing shows until the first phase), or with
+ * draw 0 only carries the run's messages to stream (the resident host's
+ * jobs speak on their client's standard error, a terminal or not).  NULL
  * with err set if the memory or the drawing thread cannot be had. */
-soren_progress *soren_progress_new(FILE *stream, soren_error *err);
+soren_progress *soren_progress_new(FILE *stream, int draw, soren_error *err);
 
 /* A new phase (a string that outlives the run) starts; total is the bytes
  * it goes through, or 0 when it counts none (the line then shows the time
@@ -44,6 +46,9 @@ void soren_progress_add(soren_progress *p, uint64_t bytes);
  * next frame. */
 void soren_progress_say(soren_progress *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* Where p's messages go: its stream, or standard error when p is NULL. */
+FILE *soren_progress_stream(const soren_progress *p);
 
 /* Stops drawing and wipes the line; later calls draw nothing.  Idempotent. */
 void soren_progress_end(soren_progress *p);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -31,6 +32,41 @@ static soren_status check_empty(int fd, const char *path, soren_error *err)
     return SOREN_OK;
 }
 
+/* Maps the file open at fd into in, whose path names it in messages. */
+static soren_status map_fd(soren_input *in, int fd, const char *path, soren_error *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return soren_error_errno(err, SOREN_EINPUT, errno, "cannot read input %s", path);
+    if (S_ISDIR(st.st_mode))
+        return soren_error_set(err, SOREN_EINPUT, "input %s is a directory, not a regular file",
+                               path);
+    if (!S_ISREG(st.st_mode))
+        return soren_error_set(err, SOREN_EINPUT,
+                               "input %s is not a regular file (pipes, sockets and devices "
+                               "cannot be mapped; redirect it to standard input instead)",
+                               path);
+    if (st.st_size == 0)
+        return check_empty(fd, path, err);
+    uint64_t size = (uint64_t)st.st_size;
+    void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+        int e = errno;
+        return soren_error_errno(err, e == ENOMEM ? SOREN_ENOMEM : SOREN_EINPUT, e,
+                                 "cannot map input %s (%llu bytes)", path,
+                                 (unsigned long long)size);
+    }
+    /* Advice only: a failure changes nothing. */
+    (void)posix_madvise(map, (size_t)size, POSIX_MADV_SEQUENTIAL);
+    in->mapping = map;
+    in->mapping_size = size;
+    in->data = map;
+    in->size = size;
+    in->file_dev = (uint64_t)st.st_dev;
+    in->file_ino = (uint64_t)st.st_ino;
+    return SOREN_OK;
+}
+
 soren_status soren_input_open(soren_input *in, const char *path, soren_error *err)
 {
     memset(in, 0, sizeof *in);
@@ -50,40 +86,25 @@ soren_status soren_input_open(soren_input *in, const char *path, soren_error *er
                                  strcmp(path, "-") == 0 ? " (standard input is read when no "
                                                           "INPUT is given)" : "");
     }
-    struct stat st;
-    soren_status rc = SOREN_OK;
-    if (fstat(fd, &st) != 0) {
-        rc = soren_error_errno(err, SOREN_EINPUT, errno, "cannot read input %s", path);
-    } else if (S_ISDIR(st.st_mode)) {
-        rc = soren_error_set(err, SOREN_EINPUT, "input %s is a directory, not a regular file",
-                             path);
-    } else if (!S_ISREG(st.st_mode)) {
-        rc = soren_error_set(err, SOREN_EINPUT,
-                             "input %s is not a regular file (pipes, sockets and devices "
-                             "cannot be mapped; redirect it to standard input instead)",
-                             path);
-    } else if (st.st_size == 0) {
-        rc = check_empty(fd, path, err);
-    } else {
-        uint64_t size = (uint64_t)st.st_size;
-        void *map = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) {
-            int e = errno;
-            rc = soren_error_errno(err, e == ENOMEM ? SOREN_ENOMEM : SOREN_EINPUT, e,
-                                   "cannot map input %s (%llu bytes)", path,
-                                   (unsigned long long)size);
-        } else {
-            /* Advice only: a failure changes nothing. */
-            (void)posix_madvise(map, (size_t)size, POSIX_MADV_SEQUENTIAL);
-            in->mapping = map;
-            in->mapping_size = size;
-            in->data = map;
-            in->size = size;
-            in->file_dev = (uint64_t)st.st_dev;
-            in->file_ino = (uint64_t)st.st_ino;
-        }
-    }
+    soren_status rc = map_fd(in, fd, path, err);
     close(fd);
+    if (rc != SOREN_OK)
+        soren_input_close(in);
+    return rc;
+}
+
+soren_status soren_input_open_fd(soren_input *in, int fd, const char *path, soren_error *err)
+{
+    memset(in, 0, sizeof *in);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    in->path = strdup(path);
+    in->reopen_path = strdup(proc);
+    if (!in->path || !in->reopen_path) {
+        soren_input_close(in);
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory opening input %s", path);
+    }
+    soren_status rc = map_fd(in, fd, path, err);
     if (rc != SOREN_OK)
         soren_input_close(in);
     return rc;
@@ -103,14 +124,16 @@ void soren_input_slice(soren_input *out, const soren_input *in, uint64_t begin, 
     out->base = in->base + begin;
     out->file_dev = in->file_dev;
     out->file_ino = in->file_ino;
+    out->reopen_path = in->reopen_path ? strdup(in->reopen_path) : NULL;
 }
 
 int soren_input_reopen(const soren_input *in)
 {
-    if (!in->file_ino || !in->path)
+    const char *path = in->reopen_path ? in->reopen_path : in->path;
+    if (!in->file_ino || !path)
         return -1;
     /* O_NONBLOCK: the path may name a FIFO by now */
-    int fd = open(in->path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     struct stat st;
     if (fd >= 0 && (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != in->file_dev ||
                     (uint64_t)st.st_ino != in->file_ino)) {
@@ -184,6 +207,7 @@ void soren_input_close(soren_input *in)
     free(in->starts);
     free(in->owned_data);
     free(in->path);
+    free(in->reopen_path);
     memset(in, 0, sizeof *in);
 }
 

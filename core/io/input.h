@@ -55,11 +55,19 @@ typedef struct soren_input {
      * mapping: every page of a mapping that is touched must be mapped, and
      * unmapped again at munmap (8 GiB: 2M page entries, tens of ms). */
     uint64_t file_dev, file_ino;
+    /* what soren_input_reopen opens where it is not path (owned): the
+     * /proc/self/fd name of an input opened by descriptor */
+    char *reopen_path;
 } soren_input;
 
 /* Maps path read-only.  Directories, FIFOs and unreadable files are input
  * errors that name the path. */
 soren_status soren_input_open(soren_input *in, const char *path, soren_error *err);
+/* Maps the file open at fd, which the caller keeps (the resident host's
+ * client opened it); path names it in messages.  The input reads the file
+ * again through /proc/self/fd (soren_input_reopen), so fd must stay open
+ * until the input is closed. */
+soren_status soren_input_open_fd(soren_input *in, int fd, const char *path, soren_error *err);
 /* Wraps bytes the caller keeps alive (tests, stdin slurps).  No copy. */
 void soren_input_wrap(soren_input *in, const char *name, const void *data, uint64_t size);
 /* in's bytes [begin, end) as a slice of it (see base): out borrows in's

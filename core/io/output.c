@@ -3,6 +3,7 @@
 #include "output.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -126,6 +127,23 @@ soren_status soren_output_open(soren_output *o, const char *path, soren_error *e
         close(fd);
         soren_output_abort(o);
         return soren_error_errno(err, SOREN_EIO, e, "cannot write output %s", path);
+    }
+    return SOREN_OK;
+}
+
+soren_status soren_output_open_fd(soren_output *o, int fd, const char *name, soren_error *err)
+{
+    memset(o, 0, sizeof *o);
+    if (name && strcmp(name, "-") != 0 && !(o->path = strdup(name)))
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory opening output %s", name);
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0 || !(o->file = fdopen(own, "w"))) {
+        int e = errno;
+        if (own >= 0)
+            close(own);
+        soren_output_abort(o);
+        return soren_error_errno(err, SOREN_EIO, e, "cannot write output %s",
+                                 name ? name : "standard output");
     }
     return SOREN_OK;
 }

@@ -55,6 +55,11 @@ typedef struct soren_output {
 soren_status soren_output_open(soren_output *o, const char *path, soren_error *err);
 soren_status soren_output_write(soren_output *o, const soren_result *r, soren_format fmt,
                                 soren_error *err);
+/* Writes to fd (duplicated: the caller keeps its own) as it is, with no
+ * temporary file; name (NULL: "standard output") is what messages call it.
+ * The resident host writes its clients' outputs so: the client made the
+ * temporary file and renames it once the run succeeded. */
+soren_status soren_output_open_fd(soren_output *o, int fd, const char *name, soren_error *err);
 /* Flushes, closes and renames the temporary file into place. */
 soren_status soren_output_commit(soren_output *o, soren_error *err);
 /* Closes and removes the temporary file; safe after commit and on a zeroed o. */

@@ -2,10 +2,13 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "elfcheck.h"
 #include "sha256.h"
@@ -193,8 +196,63 @@ static soren_status check_table(const soren_plugin *p, soren_error *err)
     return SOREN_OK;
 }
 
+/* A copy of the library at lib, made in folder dir under a name never used
+ * before in this process, in *copy (malloc'd).  Loading the copy, never the
+ * path, is what makes a rebuilt library load as the new code: the dynamic
+ * loader hands back a library already loaded under the same name or file,
+ * and one that holds unique symbols is never unloaded. */
+static soren_status copy_library(const char *lib, const char *dir, char **copy,
+                                 soren_error *err)
+{
+    static atomic_uint_fast64_t copies;
+    uint64_t n = atomic_fetch_add(&copies, 1);
+    const char *base = strrchr(lib, '/');
+    base = base ? base + 1 : lib;
+    size_t size = strlen(dir) + strlen(base) + 48;
+    *copy = malloc(size);
+    if (!*copy)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    snprintf(*copy, size, "%s/%ld-%llu-%s", dir, (long)getpid(), (unsigned long long)n, base);
+    int in = open(lib, O_RDONLY | O_CLOEXEC);
+    int to = in < 0 ? -1 : open(*copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+    soren_status rc = SOREN_OK;
+    if (in < 0 || to < 0) {
+        rc = soren_error_errno(err, SOREN_EPLUGIN, errno, "cannot copy %s to %s to load it",
+                               lib, *copy);
+    } else {
+        char buf[1 << 16];
+        ssize_t got;
+        while ((got = read(in, buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR))
+            if (got > 0 && write(to, buf, (size_t)got) != got) {
+                got = -1;
+                break;
+            }
+        if (got < 0)
+            rc = soren_error_errno(err, SOREN_EPLUGIN, errno ? errno : EIO,
+                                   "cannot copy %s to %s to load it", lib, *copy);
+    }
+    if (in >= 0)
+        close(in);
+    if (to >= 0 && close(to) != 0 && rc == SOREN_OK)
+        rc = soren_error_errno(err, SOREN_EPLUGIN, errno, "cannot copy %s to %s to load it",
+                               lib, *copy);
+    if (rc != SOREN_OK) {
+        if (to >= 0)
+            unlink(*copy);
+        free(*copy);
+        *copy = NULL;
+    }
+    return rc;
+}
+
 soren_status soren_plugin_open(const char *manifest_path, soren_trust trust, soren_plugin **out,
                                soren_error *err)
+{
+    return soren_plugin_open_copy(manifest_path, trust, NULL, out, err);
+}
+
+soren_status soren_plugin_open_copy(const char *manifest_path, soren_trust trust,
+                                    const char *copy_dir, soren_plugin **out, soren_error *err)
 {
     *out = NULL;
     soren_plugin *p = calloc(1, sizeof *p);
@@ -211,15 +269,22 @@ soren_status soren_plugin_open(const char *manifest_path, soren_trust trust, sor
         rc = soren__elf_check(p->library_path, err);
     if (rc == SOREN_OK)
         rc = verify_digest(p->manifest, p->library_path, err);
+    char *copy = NULL;
+    if (rc == SOREN_OK && copy_dir)
+        rc = copy_library(p->library_path, copy_dir, &copy, err);
     if (rc == SOREN_OK) {
         dlerror();
-        p->handle = dlopen(p->library_path, RTLD_NOW | RTLD_LOCAL);
+        p->handle = dlopen(copy ? copy : p->library_path, RTLD_NOW | RTLD_LOCAL);
         if (!p->handle) {
             const char *why = dlerror();
             rc = soren_error_set(err, SOREN_EPLUGIN, "cannot load %s: %s", p->library_path,
                                  why ? why : "unknown dlopen error");
         }
     }
+    /* Loaded, the copy needs no name: the mapping holds it. */
+    if (copy)
+        unlink(copy);
+    free(copy);
     if (rc == SOREN_OK) {
         dlerror();
         p->table = dlsym(p->handle, SOREN_PLUGIN_SYMBOL);

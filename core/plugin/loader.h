@@ -33,6 +33,12 @@ typedef struct soren_plugin {
 
 soren_status soren_plugin_open(const char *manifest_path, soren_trust trust, soren_plugin **out,
                                soren_error *err);
+/* The same, loading a private copy of the library made in copy_dir (a
+ * folder only this user can write) rather than the library itself, so that
+ * a library rebuilt at the same path loads as the new code while the old
+ * one is still loaded (the resident host).  copy_dir NULL: the library. */
+soren_status soren_plugin_open_copy(const char *manifest_path, soren_trust trust,
+                                    const char *copy_dir, soren_plugin **out, soren_error *err);
 /* Closes the library and frees p (NULL is fine). */
 void soren_plugin_close(soren_plugin *p);
 

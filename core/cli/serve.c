@@ -1,0 +1,574 @@
+/*
+ * serve.c - soren-host serve: the resident host.
+ *
+ * One process keeps, for as long as it runs, each GPU's CUDA context, the
+ * loaded plugins (core/host/registry.h) with their GPU sessions, and a
+ * queue of jobs that its workers run side by side.  Clients connect on a
+ * Unix socket (core/host/channel.h) and send one request each (protocol.h):
+ *
+ *  - each connection has a thread, which reads the request, queues a run
+ *    and waits for it, watching the connection: a client that goes away
+ *    takes its queued job with it, and a running one's result is dropped;
+ *  - the queue is first come, first served, and --jobs workers take from
+ *    it, so a large job holds one worker while small ones pass through the
+ *    others;
+ *  - each worker has a working folder of its own (unshare(CLONE_FS)) and
+ *    moves into its client's before a job, so that every path of the job
+ *    (a plugin, --param NAME=@FILE) means what it means to the client;
+ *    inputs, the output and standard error are the client's descriptors;
+ *  - a job that fails fails alone: its error goes back to its client.
+ *
+ * A fault in plugin code ends the host, as it would end any program that
+ * loaded the plugin: its clients say so, and a service manager (the
+ * systemd units in share/systemd/) or the next `serve` starts it again.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/job.h"
+#include "gpu/device.h"
+#include "host/channel.h"
+#include "host/registry.h"
+#include "plugin/search.h"
+
+/* What one RUN request carries: descriptors in this order, then the inputs. */
+enum { FD_CWD, FD_STDIN, FD_OUTPUT, FD_STDERR, FD_INPUTS };
+
+typedef struct job {
+    struct job *next;            /* in the queue */
+    soren_msg msg;
+    int fds[SOREN_MSG_MAX_FDS];
+    size_t nfds;
+    soren__cli_args args;
+    char **argv;                 /* the request's, which getopt permutes */
+    soren_loaded *loaded;
+    /* set by the worker, read by the connection's thread under the lock */
+    int started, done, gone;
+    soren_error err;
+    pthread_cond_t finished;
+} job;
+
+typedef struct host {
+    pthread_mutex_t lock;        /* the queue, the counts, each job's flags */
+    pthread_cond_t work;         /* a job was queued, or the host stops */
+    job *head, *tail;
+    unsigned queued, running, served;
+    unsigned connections;        /* threads serving one; the host waits for them */
+    pthread_cond_t quiet;        /* connections fell to 0 */
+    int stopping;
+    unsigned workers;
+    soren_registry *registry;
+    const char *socket_path;
+    int gpus;
+    time_t started;
+} host;
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+}
+
+/* The argument parser is getopt's, whose state is the process's. */
+static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- Workers ------------------------------------------------------------- */
+
+static void run_job(host *h, job *j)
+{
+    soren_run_options o = j->args.run;
+    size_t inputs = (size_t)j->args.arg_count - 1;
+    soren_client_files files = {.input_fds = j->fds + FD_INPUTS,
+                                .stdin_fd = j->fds[FD_STDIN],
+                                .output_fd = j->fds[FD_OUTPUT]};
+    o.inputs = (const char *const *)j->args.args + 1;
+    o.input_count = inputs;
+    o.client = &files;
+    if (fchdir(j->fds[FD_CWD]) != 0) {
+        soren_error_errno(&j->err, SOREN_EIO, errno, "the host cannot enter your working "
+                          "folder; run with --local");
+        return;
+    }
+    int err_fd = fcntl(j->fds[FD_STDERR], F_DUPFD_CLOEXEC, 0);
+    FILE *said = err_fd >= 0 ? fdopen(err_fd, "w") : NULL;
+    if (!said) {
+        if (err_fd >= 0)
+            close(err_fd);
+        soren_error_set(&j->err, SOREN_ENOMEM, "the host cannot write to your standard error");
+        return;
+    }
+    int draw = j->args.progress >= 0 ? j->args.progress : isatty(j->fds[FD_STDERR]);
+    o.progress = soren_progress_new(said, draw, &j->err);
+    soren_gpu_session **sessions = soren_loaded_take_sessions(h->registry, j->loaded);
+    o.gpu_sessions = sessions;
+    if (o.progress)
+        soren_run(soren_loaded_plugin(j->loaded), &o, &j->err);
+    soren_progress_free(o.progress);
+    fclose(said);
+    soren_loaded_give_sessions(h->registry, j->loaded, sessions);
+}
+
+static void *worker_main(void *arg)
+{
+    host *h = arg;
+    /* A working folder of this thread's own, to enter each client's. */
+    int own_folder = unshare(CLONE_FS) == 0;
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        while (!h->head && !h->stopping)
+            pthread_cond_wait(&h->work, &h->lock);
+        if (!h->head)
+            break;
+        job *j = h->head;
+        h->head = j->next;
+        if (!h->head)
+            h->tail = NULL;
+        h->queued--;
+        h->running++;
+        j->started = 1;
+        pthread_mutex_unlock(&h->lock);
+        if (!own_folder)
+            soren_error_set(&j->err, SOREN_EIO, "the host's workers cannot have working "
+                            "folders of their own here; run with --local");
+        else
+            run_job(h, j);
+        pthread_mutex_lock(&h->lock);
+        h->running--;
+        h->served++;
+        j->done = 1;
+        pthread_cond_signal(&j->finished);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+/* ---- A connection -------------------------------------------------------- */
+
+static void reply(int fd, int code, const char *text)
+{
+    char number[16];
+    snprintf(number, sizeof number, "%d", code);
+    const char *fields[] = {number, text ? text : ""};
+    soren_error ignored;
+    soren_error_clear(&ignored);
+    soren_channel_send_msg(fd, SOREN_MSG_REPLY, fields, 2, NULL, 0, &ignored);
+}
+
+static void reply_error(int fd, const soren_error *err)
+{
+    reply(fd, soren_status_exit_code(err->code), err->text);
+}
+
+/* 1 where the client hung up (or broke the connection). */
+static int client_gone(int fd)
+{
+    struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+    if (poll(&p, 1, 0) <= 0)
+        return 0;
+    return (p.revents & (POLLHUP | POLLRDHUP | POLLERR)) != 0;
+}
+
+static void job_free(job *j)
+{
+    for (size_t i = 0; i < j->nfds; i++)
+        close(j->fds[i]);
+    soren__cli_args_destroy(&j->args);
+    free(j->argv);
+    soren_msg_destroy(&j->msg);
+    pthread_cond_destroy(&j->finished);
+    free(j);
+}
+
+/* Reads a RUN request into j: its arguments parsed as soren-host's own. */
+static soren_status read_run(job *j, soren_error *err)
+{
+    /* fields: manifest, argv[0], argv[1], ... */
+    if (j->msg.count < 3)
+        return soren_error_set(err, SOREN_EUSAGE, "a run request without its job");
+    int argc = (int)(j->msg.count - 1);
+    j->argv = calloc((size_t)argc + 1, sizeof *j->argv);
+    if (!j->argv)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    for (int i = 0; i < argc; i++)
+        j->argv[i] = j->msg.fields[i + 1];
+    /* The client parsed the same words, so this parse succeeds. */
+    pthread_mutex_lock(&parse_lock);
+    optind = 0;
+    int rc = soren__cli_parse_args(&j->args, argc, j->argv);
+    pthread_mutex_unlock(&parse_lock);
+    if (rc != -1 || strcmp(j->args.command, "run") != 0 || j->args.arg_count < 1)
+        return soren_error_set(err, SOREN_EUSAGE, "a run request whose arguments do not parse");
+    if (j->nfds != FD_INPUTS + (size_t)(j->args.arg_count - 1))
+        return soren_error_set(err, SOREN_EUSAGE, "a run request with %zu descriptors for %d "
+                               "inputs", j->nfds, j->args.arg_count - 1);
+    return SOREN_OK;
+}
+
+static void serve_run(host *h, int fd, job *j)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    if (read_run(j, &err) != SOREN_OK ||
+        soren_registry_acquire(h->registry, j->msg.fields[0], j->args.trust, &j->loaded,
+                               &err) != SOREN_OK) {
+        reply_error(fd, &err);
+        return;
+    }
+    soren_error_clear(&j->err);
+    pthread_mutex_lock(&h->lock);
+    if (h->stopping) {
+        pthread_mutex_unlock(&h->lock);
+        soren_error_set(&err, SOREN_EJOB, "the host is stopping: run again");
+        reply_error(fd, &err);
+        soren_registry_release(h->registry, j->loaded);
+        return;
+    }
+    if (h->tail)
+        h->tail->next = j;
+    else
+        h->head = j;
+    h->tail = j;
+    h->queued++;
+    pthread_cond_signal(&h->work);
+    /* Waits for the job, looking at the client ten times a second. */
+    while (!j->done) {
+        struct timespec at;
+        clock_gettime(CLOCK_REALTIME, &at);
+        at.tv_nsec += 100000000L;
+        if (at.tv_nsec >= 1000000000L) {
+            at.tv_sec++;
+            at.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&j->finished, &h->lock, &at);
+        if (j->done || j->gone || !client_gone(fd))
+            continue;
+        j->gone = 1;
+        if (!j->started) { /* still queued: it leaves with its client */
+            for (job **p = &h->head; *p; p = &(*p)->next)
+                if (*p == j) {
+                    *p = j->next;
+                    break;
+                }
+            h->tail = NULL;
+            for (job *q = h->head; q; q = q->next)
+                h->tail = q;
+            h->queued--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    if (!j->gone) {
+        if (j->err.code == SOREN_OK)
+            reply(fd, 0, NULL);
+        else
+            reply_error(fd, &j->err);
+    }
+    soren_registry_release(h->registry, j->loaded);
+}
+
+static void serve_ps(host *h, int fd)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (!f) {
+        reply(fd, 1, "out of memory");
+        return;
+    }
+    pthread_mutex_lock(&h->lock);
+    unsigned running = h->running, queued = h->queued, served = h->served;
+    pthread_mutex_unlock(&h->lock);
+    fprintf(f, "host:     pid %ld, up %lld s, socket %s\n", (long)getpid(),
+            (long long)(time(NULL) - h->started), h->socket_path);
+    fprintf(f, "jobs:     %u running, %u queued, %u done; %u at once\n", running, queued,
+            served, h->workers);
+    for (int d = 0; d < h->gpus; d++) {
+        uint64_t free_bytes = 0;
+        if (soren_device_free_memory(d, &free_bytes, NULL, 0) == 0)
+            fprintf(f, "gpu %d:    %.1f MiB of device memory free\n", d,
+                    (double)free_bytes / (1 << 20));
+    }
+    if (!h->gpus)
+        fprintf(f, "gpus:     none (jobs run on the CPU engine)\n");
+    fprintf(f, "plugins:\n");
+    soren_registry_print(h->registry, f);
+    fclose(f);
+    reply(fd, 0, text);
+    free(text);
+}
+
+typedef struct connection {
+    host *h;
+    int fd;
+} connection;
+
+static void *connection_main(void *arg)
+{
+    connection *c = arg;
+    host *h = c->h;
+    int fd = c->fd;
+    free(c);
+    job *j = calloc(1, sizeof *j);
+    soren_error err;
+    soren_error_clear(&err);
+    int closed = 0;
+    if (!j) {
+        close(fd);
+        return NULL;
+    }
+    pthread_cond_init(&j->finished, NULL);
+    if (soren_channel_recv(fd, &j->msg, j->fds, SOREN_MSG_MAX_FDS, &j->nfds, &closed, &err) !=
+        SOREN_OK) {
+        if (!closed)
+            reply_error(fd, &err);
+    } else if (j->msg.kind == SOREN_MSG_RUN) {
+        serve_run(h, fd, j);
+    } else if (j->msg.kind == SOREN_MSG_LOAD && j->msg.count == 2) {
+        /* fields: the manifest, "1" to allow insecure plugin folders */
+        soren_trust trust = strcmp(j->msg.fields[1], "1") == 0 ? SOREN_TRUST_ANY
+                                                               : SOREN_TRUST_CHECK;
+        if (soren_registry_load(h->registry, j->msg.fields[0], trust, &err) == SOREN_OK)
+            reply(fd, 0, NULL);
+        else
+            reply_error(fd, &err);
+    } else if (j->msg.kind == SOREN_MSG_UNLOAD && j->msg.count == 1) {
+        if (soren_registry_unload(h->registry, j->msg.fields[0], &err) == SOREN_OK)
+            reply(fd, 0, NULL);
+        else
+            reply_error(fd, &err);
+    } else if (j->msg.kind == SOREN_MSG_PS && j->msg.count == 0) {
+        serve_ps(h, fd);
+    } else if (j->msg.kind == SOREN_MSG_STOP && j->msg.count == 0) {
+        pthread_mutex_lock(&h->lock);
+        h->stopping = 1;
+        pthread_cond_broadcast(&h->work);
+        pthread_mutex_unlock(&h->lock);
+        stop_signal = SIGTERM;
+        reply(fd, 0, NULL);
+    } else {
+        soren_error_set(&err, SOREN_EUSAGE, "a request of kind %d with %zu fields, which this "
+                        "host does not take", (int)j->msg.kind, j->msg.count);
+        reply_error(fd, &err);
+    }
+    /* A job the client left while it ran is still the worker's: the
+     * worker's done flag says when it may go. */
+    pthread_mutex_lock(&h->lock);
+    while (j->started && !j->done)
+        pthread_cond_wait(&j->finished, &h->lock);
+    if (--h->connections == 0)
+        pthread_cond_broadcast(&h->quiet);
+    pthread_mutex_unlock(&h->lock);
+    job_free(j);
+    close(fd);
+    return NULL;
+}
+
+/* ---- The host ------------------------------------------------------------ */
+
+/* The listening socket systemd handed over (socket activation), or -1. */
+static int activated_socket(void)
+{
+    const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+    if (!pid || !fds || atol(pid) != (long)getpid() || atoi(fds) < 1)
+        return -1;
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_FDNAMES");
+    fcntl(3, F_SETFD, FD_CLOEXEC);
+    return 3;
+}
+
+/* The folder for the copies of plugin libraries: beside the socket, 0700. */
+static soren_status copy_folder(const char *socket_path, char *buf, size_t size,
+                                soren_error *err)
+{
+    char dir[4096];
+    soren_status rc = soren_channel_folder(socket_path, dir, sizeof dir, err);
+    if (rc != SOREN_OK)
+        return rc;
+    int n = snprintf(buf, size, "%s/plugins.%ld", dir, (long)getpid());
+    if (n < 0 || (size_t)n >= size)
+        return soren_error_set(err, SOREN_EUSAGE, "the host's folder %s is too long", dir);
+    if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+        return soren_error_errno(err, SOREN_EIO, errno, "cannot make %s", buf);
+    return SOREN_OK;
+}
+
+static int say(const soren_error *err)
+{
+    fprintf(stderr, "soren-host: %s\n", err->text);
+    return soren_status_exit_code(err->code);
+}
+
+/* Detaches from the terminal: the parent returns 0 once the child runs. */
+static int detach(const char *path)
+{
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "soren-host: cannot start the host in the background: %s\n",
+                strerror(errno));
+        return 1;
+    }
+    if (pid > 0) {
+        printf("soren-host: serving at %s (pid %ld)\n", path, (long)pid);
+        return 0;
+    }
+    setsid();
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        if (null > STDERR_FILENO)
+            close(null);
+    }
+    return -1;
+}
+
+int soren__cli_serve(const soren__cli_args *c, const soren_search_path *sp)
+{
+    if (c->arg_count)
+        return soren__cli_usage_error("serve takes no arguments, got \"%s\" (preload plugins "
+                                      "with --load NAME)", c->args[0]);
+    soren_error err;
+    soren_error_clear(&err);
+    char path[4096], copies[4200];
+    if (soren_channel_path(c->socket, path, sizeof path, &err) != SOREN_OK)
+        return say(&err);
+    int activated = activated_socket();
+    int listener = activated >= 0 ? activated : soren_channel_listen(path, &err);
+    if (listener < 0)
+        return say(&err);
+    /* Before any CUDA call: a context does not survive fork. */
+    if (c->detach) {
+        int rc = detach(path);
+        if (rc >= 0) {
+            close(listener);
+            return rc;
+        }
+    }
+    host h = {.socket_path = path, .workers = c->host_jobs ? c->host_jobs : 2,
+              .started = time(NULL)};
+    int rc = 0;
+    if (copy_folder(path, copies, sizeof copies, &err) != SOREN_OK ||
+        !(h.registry = soren_registry_new(copies))) {
+        rc = err.code ? say(&err) : (fprintf(stderr, "soren-host: out of memory\n"), 1);
+        goto out;
+    }
+    pthread_mutex_init(&h.lock, NULL);
+    pthread_cond_init(&h.work, NULL);
+    pthread_cond_init(&h.quiet, NULL);
+    for (size_t i = 0; i < c->load_count; i++) {
+        char *manifest = NULL;
+        if (soren_plugin_resolve(sp, c->loads[i], &manifest, &err) != SOREN_OK ||
+            soren_registry_load(h.registry, manifest, c->trust, &err) != SOREN_OK) {
+            free(manifest);
+            rc = say(&err);
+            goto out;
+        }
+        free(manifest);
+    }
+    /* Each GPU's context now, so that no job pays for it. */
+    h.gpus = soren_device_count(NULL, 0);
+    for (int d = 0; d < h.gpus; d++) {
+        uint64_t free_bytes;
+        soren_device_free_memory(d, &free_bytes, NULL, 0);
+    }
+    struct sigaction sa = {.sa_handler = on_stop_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    pthread_t *workers = calloc(h.workers, sizeof *workers);
+    unsigned started = 0;
+    for (; workers && started < h.workers; started++)
+        if (pthread_create(&workers[started], NULL, worker_main, &h) != 0)
+            break;
+    if (!started) {
+        fprintf(stderr, "soren-host: cannot start the host's workers\n");
+        free(workers);
+        rc = 1;
+        goto out;
+    }
+    if (!c->detach)
+        fprintf(stderr, "soren-host: serving at %s (pid %ld, %u jobs at once)\n", path,
+                (long)getpid(), started);
+    while (!stop_signal) {
+        struct pollfd p = {listener, POLLIN, 0};
+        if (poll(&p, 1, 200) <= 0)
+            continue;
+        int fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            continue;
+        connection *conn = malloc(sizeof *conn);
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        soren_error ignored;
+        soren_error_clear(&ignored);
+        if (!conn || soren_channel_peer_is_me(fd, &ignored) != 0) {
+            free(conn);
+            close(fd);
+        } else {
+            /* A client that connects and says nothing is let go. */
+            struct timeval patience = {30, 0};
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience);
+            *conn = (connection){&h, fd};
+            pthread_mutex_lock(&h.lock);
+            h.connections++;
+            pthread_mutex_unlock(&h.lock);
+            if (pthread_create(&t, &attr, connection_main, conn) != 0) {
+                pthread_mutex_lock(&h.lock);
+                h.connections--;
+                pthread_mutex_unlock(&h.lock);
+                free(conn);
+                close(fd);
+            }
+        }
+        pthread_attr_destroy(&attr);
+    }
+    /* No new connections; the jobs queued and running finish first. */
+    close(listener);
+    listener = -1;
+    if (activated < 0)
+        unlink(path);
+    pthread_mutex_lock(&h.lock);
+    h.stopping = 1;
+    pthread_cond_broadcast(&h.work);
+    pthread_mutex_unlock(&h.lock);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(workers[i], NULL);
+    free(workers);
+    /* Every job is done: their replies go out before the process ends. */
+    pthread_mutex_lock(&h.lock);
+    while (h.connections)
+        pthread_cond_wait(&h.quiet, &h.lock);
+    pthread_mutex_unlock(&h.lock);
+out:
+    if (listener >= 0) {
+        close(listener);
+        if (activated < 0)
+            unlink(path);
+    }
+    /* Connections still open hold plugins; the process ends with them. */
+    if (h.registry && !h.running)
+        rmdir(copies);
+    return rc;
+}

@@ -1,0 +1,56 @@
+/*
+ * registry.h - the plugins a resident host keeps loaded, by name.
+ *
+ * Each name has at most one current plugin.  A job takes a reference to
+ * the current one (loading it first where none is, or where its manifest
+ * or library changed on disk since), and gives it back when it ends;
+ * loading a plugin again, or unloading it, retires the current one, which
+ * is closed (its library unloaded) once its last job gives it back.
+ * Libraries are loaded from private copies (soren_plugin_open_copy), so a
+ * library rebuilt at the same path loads as the new code.  Each plugin
+ * also keeps the GPU sessions of its jobs between runs: a job borrows a
+ * set of sessions that no other job is using, and returns it.
+ * Every function is safe from any thread.
+ */
+#ifndef SOREN_HOST_REGISTRY_H
+#define SOREN_HOST_REGISTRY_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../engine/job.h"
+#include "../plugin/loader.h"
+
+typedef struct soren_registry soren_registry;
+typedef struct soren_loaded soren_loaded;
+
+/* copy_dir: where the library copies are made (a folder only this user
+ * can write); trust: as soren_plugin_open. */
+soren_registry *soren_registry_new(const char *copy_dir);
+/* Closes every plugin; no job may hold one. */
+void soren_registry_free(soren_registry *r);
+
+/* Loads the plugin of manifest path as the current one of its name,
+ * retiring the one before. */
+soren_status soren_registry_load(soren_registry *r, const char *manifest_path,
+                                 soren_trust trust, soren_error *err);
+/* Retires the current plugin called name. */
+soren_status soren_registry_unload(soren_registry *r, const char *name, soren_error *err);
+
+/* The current plugin of manifest path for a job (loaded where it must
+ * be), which the job gives back with soren_registry_release. */
+soren_status soren_registry_acquire(soren_registry *r, const char *manifest_path,
+                                    soren_trust trust, soren_loaded **out, soren_error *err);
+void soren_registry_release(soren_registry *r, soren_loaded *l);
+
+const soren_plugin *soren_loaded_plugin(const soren_loaded *l);
+/* A set of SOREN_MAX_STAGES GPU sessions no other job is using (all NULL
+ * the first time), or NULL where memory ran out; give it back with
+ * soren_loaded_give_sessions once the run ended. */
+soren_gpu_session **soren_loaded_take_sessions(soren_registry *r, soren_loaded *l);
+void soren_loaded_give_sessions(soren_registry *r, soren_loaded *l, soren_gpu_session **set);
+
+/* One line a current plugin on f: name, version, manifest, jobs running. */
+void soren_registry_print(soren_registry *r, FILE *f);
+
+#endif /* SOREN_HOST_REGISTRY_H */
