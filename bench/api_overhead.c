@@ -1,6 +1,6 @@
 /*
  * api_overhead.c - what running a job again costs beyond its kernels
- * (issue 6: at most 50 us): k-means through the library over points already
+ * (the target: at most 50 us): k-means through the library over points already
  * in device memory, one step a run, the program feeding each step's sums
  * back as the next step's centroids.  For each timed run, the wall time of
  * soren_job_run against the time the GPU spent in the run's kernels, copies

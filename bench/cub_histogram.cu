@@ -1,6 +1,6 @@
 /*
  * cub_histogram.cu - the RGB histogram written directly against CUB, not
- * through Soren: the baseline of issue 7 for Soren's histogram job.
+ * through Soren: the baseline that Soren's histogram job is measured against.
  *
  *   cub-histogram INPUT OUTPUT [--runs N]
  *

@@ -1,6 +1,6 @@
 /*
  * cub_wordcount.cu - wordcount written directly against CUB, not through
- * Soren: the baseline of issue 7 that Soren's wordcount is measured against.
+ * Soren: the baseline that Soren's wordcount is measured against.
  *
  *   cub-wordcount INPUT OUTPUT [--runs N]
  *

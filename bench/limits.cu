@@ -1,6 +1,6 @@
 /*
  * limits.cu - the hardware limits the benchmark report divides by, measured
- * in the same run as the jobs (issue 7).
+ * in the same run as the jobs (make bench).
  *
  *   bench-limits [--json]
  *

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""report.py - the benchmark report of issue 7 from one results file.
+"""report.py - the benchmark report of `make bench` from one results file.
 
     report.py RESULTS.json OUTDIR     writes OUTDIR/STEM.md, STEM-fig3-speedup.png
                                       and STEM-fig4-phases.png (STEM: RESULTS's name
@@ -47,7 +47,7 @@ NA = "n/a"
 # phases, so they have no upload phase to set against the bus.
 PARAM_INPUT_APPS = {"matmul", "simscore"}
 
-# The targets of issue 7: (label, how it is measured, threshold, unit).
+# The targets the report checks: (label, how it is measured, threshold, unit).
 TARGET_ROWS = [
     ("wordcount: auto >= 10x sort", "device time of sort / device time of auto, largest size", 10.0, "x"),
     ("wordcount: auto >= 2x the CUB baseline", "device time of cub / device time of auto, largest size", 2.0, "x"),

@@ -1,6 +1,6 @@
 /*
  * staging.cu - how fast a file in the page cache reaches the device, by each
- * way of getting it there (issue 8: the ceiling of chunked input).
+ * way of getting it there (the ceiling of chunked input).
  *
  *   bench-staging FILE [--threads LIST] [--chunk SIZE] [--json]
  *

@@ -167,7 +167,7 @@ def markdown(doc):
             f"{r['accuracy_gap_points']:.2f} | {r['libsvm_train_s']:.2f} | "
             f"{r['soren_train_s']:.2f} | {r['train_speedup']:.2f}x | {r['libsvm_predict_s']:.2f} | "
             f"{r['soren_predict_s']:.2f} | {r['predict_speedup']:.2f}x |")
-    lines += ["", "Issue 6's checks: the number of support vectors within 1% of LibSVM's, the test "
+    lines += ["", "The checks: the number of support vectors within 1% of LibSVM's, the test "
               "accuracy within 0.5 points."]
     return "\n".join(lines) + "\n"
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# api-example.sh - README.md's library API example (between "<!-- api
+# api-example.sh - docs/library.md's library API example (between "<!-- api
 # example begin" and "<!-- api example end -->"), built against the build
 # tree and run on generated points: its centroids must equal those of
 # `soren-host run kmeans --iterate` on the same points (TAP).
@@ -14,14 +14,14 @@ echo "1..3"
 awk '/^<!-- api example begin/ { on = 1; next }
      /^<!-- api example end -->/ { on = 0 }
      on && /^```/ { next }
-     on { print }' "$srcdir/README.md" > "$tmp/kmeans-api.c"
-# Warnings are errors: the README's program is the one users copy.
+     on { print }' "$srcdir/docs/library.md" > "$tmp/kmeans-api.c"
+# Warnings are errors: the manual's program is the one users copy.
 if $cc ${SOREN_CFLAGS:-} -std=c11 -Wall -Wextra -Werror -I"$srcdir/sdk" -o "$tmp/kmeans-api" \
         "$tmp/kmeans-api.c" -L"$builddir/.libs" -lsoren -Wl,-rpath,"$builddir/.libs" \
         > "$tmp/cc.log" 2>&1; then
-    echo "ok 1 - the README's kmeans-api.c builds with -Wall -Wextra -Werror"
+    echo "ok 1 - docs/library.md's kmeans-api.c builds with -Wall -Wextra -Werror"
 else
-    echo "not ok 1 - the README's kmeans-api.c builds"; sed 's/^/# /' "$tmp/cc.log"
+    echo "not ok 1 - docs/library.md's kmeans-api.c builds"; sed 's/^/# /' "$tmp/cc.log"
     echo "not ok 2 - # SKIP not built"; echo "not ok 3 - # SKIP not built"; exit 1
 fi
 

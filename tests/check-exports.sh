@@ -1,7 +1,7 @@
 #!/bin/sh
 # check-exports.sh BUILDDIR - libsoren exports only soren_x (never soren__x)
-# and every plugin exports exactly soren_plugin_v1 (STYLE.md: export only the
-# API).  Prints TAP.
+# and every plugin exports exactly soren_plugin_v1: a plugin or a program can
+# reach only the API (docs/design.md, "The plugin ABI").  Prints TAP.
 b=${1:-$SOREN_BUILDDIR}
 fail=0
 n=0

@@ -6,11 +6,19 @@
 #     in --help;
 #   - every command of --help is in the man page and the completion;
 #   - the completion completes commands, options, option values and the
-#     plugin names that `soren-host list` prints.
+#     plugin names that `soren-host list` prints;
+#   - docs/using.md's options table lists exactly --help's long options, and
+#     every option a soren-host command of a shell block in README.md or
+#     docs/*.md gives is one of them;
+#   - every plugin in a ```c block of README.md or docs/*.md compiles (host
+#     code, -Wall -Wextra -Werror) against the SDK, and every manifest in a
+#     ```json block passes `soren-host info`.
 set -u
 srcdir=${SOREN_SRCDIR:-.}
 host=${SOREN_BUILDDIR:-.}/soren-host
 man=$srcdir/share/soren-host.1
+using=$srcdir/docs/using.md
+cc=${SOREN_CC:-cc}
 completion=$srcdir/share/bash-completion/soren-host
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/soren-docs-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -28,7 +36,7 @@ sed 's/\\-/-/g' "$man" | grep -o -- '--[a-z][a-z-]*' | sort -u > "$tmp/man-optio
 sed -n "/local options='/,/'/p" "$completion" | grep -o -- '--[a-z][a-z-]*' | sort -u \
     > "$tmp/completion-options"
 
-echo "1..9"
+echo "1..13"
 
 # 1. The man page renders without a warning.
 if command -v groff > /dev/null 2>&1; then
@@ -86,7 +94,63 @@ done
 if [ -n "$commands" ] && [ -z "$absent" ]; then ok "every command of --help ($(echo $commands)) is documented and completed"
 else not_ok "every command of --help is documented and completed" "absent:$absent" "commands: $commands"; fi
 
-# 8, 9. The completion itself, in bash.
+# 8, 9. docs/using.md's options table and --help list the same long options.
+sed -n 's/^| `\(-[^|]*\)|.*/\1/p' "$using" | grep -o -- '--[a-z][a-z-]*' | sort -u > "$tmp/using-options"
+missing=$(comm -23 "$tmp/help-options" "$tmp/using-options" | tr '\n' ' ')
+extra=$(comm -13 "$tmp/help-options" "$tmp/using-options" | tr '\n' ' ')
+if [ -s "$tmp/using-options" ] && [ -z "$missing" ] && [ -z "$extra" ]; then
+    ok "docs/using.md's options table lists exactly the long options of --help"
+else
+    not_ok "docs/using.md's options table lists exactly the long options of --help" \
+        "not in docs/using.md: $missing" "not in --help: $extra"
+fi
+# The options of every soren-host command in the docs' shell blocks (the
+# words after "soren-host" on its line: mpirun's own options come before).
+for f in "$srcdir/README.md" "$srcdir"/docs/*.md; do
+    awk '/^```sh$/ { on = 1; next } /^```/ { on = 0 } on' "$f"
+done | sed -n 's/.*soren-host\( .*\)/\1/p' | grep -o -- ' --[a-z][a-z-]*' | tr -d ' ' |
+    sort -u > "$tmp/doc-options"
+unknown=$(comm -23 "$tmp/doc-options" "$tmp/help-options" | tr '\n' ' ')
+if [ -s "$tmp/doc-options" ] && [ -z "$unknown" ]; then
+    ok "every option of the docs' soren-host commands is one --help shows ($(wc -l < "$tmp/doc-options") options)"
+else
+    not_ok "every option of the docs' soren-host commands is one --help shows" "unknown: $unknown"
+fi
+
+# 10, 11. The docs' plugins compile, and their manifests are valid.
+mkdir "$tmp/blocks" || exit 1
+for f in "$srcdir/README.md" "$srcdir"/docs/*.md; do
+    awk -v dir="$tmp/blocks" -v name="$(basename "$f" .md)" '
+        /^```(c|json)$/ { kind = substr($0, 4); i++; out = dir "/" name "-" i "." kind; next }
+        /^```/ { if (out) close(out); out = ""; next }
+        out { print > out }' "$f"
+done
+plugins=0 bad=
+for c in "$tmp"/blocks/*.c; do
+    [ -f "$c" ] && grep -q 'SOREN_PLUGIN(' "$c" || continue
+    plugins=$((plugins + 1))
+    $cc -std=c11 -Wall -Wextra -Werror -fsyntax-only -x c -I"$srcdir/sdk" "$c" \
+        > "$tmp/cc.log" 2>&1 || bad="$bad $(basename "$c"): $(head -3 "$tmp/cc.log" | tr '\n' ' ')"
+done
+if [ "$plugins" -gt 0 ] && [ -z "$bad" ]; then
+    ok "the docs' $plugins plugin code blocks compile with -Wall -Wextra -Werror"
+else
+    not_ok "the docs' plugin code blocks compile with -Wall -Wextra -Werror" "found $plugins;$bad"
+fi
+manifests=0 bad=
+for j in "$tmp"/blocks/*.json; do
+    [ -f "$j" ] && grep -q '"manifest_version"' "$j" || continue
+    manifests=$((manifests + 1))
+    "$host" info "$j" > /dev/null 2> "$tmp/info.err" ||
+        bad="$bad $(basename "$j"): $(cat "$tmp/info.err")"
+done
+if [ "$manifests" -gt 0 ] && [ -z "$bad" ]; then
+    ok "the docs' $manifests manifests pass soren-host info"
+else
+    not_ok "the docs' manifests pass soren-host info" "found $manifests;$bad"
+fi
+
+# 12, 13. The completion itself, in bash.
 if ! command -v bash > /dev/null 2>&1; then
     skip "bash completes soren-host's commands, options and values" "bash is not installed"
     skip "bash completes plugin names from soren-host list" "bash is not installed"

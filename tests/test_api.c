@@ -383,9 +383,9 @@ static long long gpu_waits(soren_job *job)
 
 /* K-means through the API, the program holding the centroids and feeding
  * each run's sums back as the next run's parameter: 1M points of 3
- * dimensions, k = 24 (the sizes issue 6 names), until no centroid moves
- * (at most 30 runs); every centroid equals a plain C loop's to 1e-4 (they
- * are exact here: the points are on soren-gen's grid). */
+ * dimensions, k = 24 (the sizes bench/api-overhead measures), until no
+ * centroid moves (at most 30 runs); every centroid equals a plain C loop's
+ * to 1e-4 (they are exact here: the points are on soren-gen's grid). */
 Test(api, kmeans_through_the_api_equals_a_c_loop, .timeout = 600)
 {
     const size_t n = 1000000, dims = 3, k = 24, stride = dims + 1;

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tutorial.sh - README.md's "Write your first plugin", run as a user would
+# tutorial.sh - README.md's "Your first plugin in five minutes", run as a user would
 # run it, against the build installed into a temporary folder (TAP).
 #
 # The tutorial lies between "<!-- tutorial begin" and "<!-- tutorial end -->".

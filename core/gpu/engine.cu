@@ -466,12 +466,12 @@ enum { MARKS = 9 }; /* upload, split, monitor, map, merge, reduce, order, downlo
 
 /* Host inputs go up through pinned pieces of STAGING_PIECE bytes, copied
  * into by up to COPY_THREADS_MAX threads, two pieces each (stage_up):
- * 64 MiB pinned in all, which takes 24 to 34 ms to pin; larger pieces
- * copied no faster and took longer to pin (device runs 2 and 3 of session
- * 8).  Registering the mapped file with the driver instead
- * (cudaHostRegister) pins every page of it, at 28 to 38 GB/s (16 to 18
- * with the copies, bench-staging), and hung, the host thread spinning with
- * the GPU idle, on a file rewritten in place just before the run. */
+ * 64 MiB pinned in all.  Larger pieces copy no faster and take longer to
+ * pin.  Registering the mapped file with the driver instead
+ * (cudaHostRegister) would pin every page of it, slower than the staging
+ * threads copy (bench-staging measures both), and can hang, the host
+ * thread spinning with the GPU idle, on a file rewritten in place just
+ * before the run. */
 enum { STAGING_PIECE = 2 << 20, COPY_THREADS_MAX = 16 };
 
 /* A device block of a session's pool (see dev_alloc). */
@@ -783,8 +783,8 @@ bool groups_pairs(const soren_stage_spec *s)
 }
 
 /* The host waits for the device: for the stream's work so far, or for
- * mark i.  explain's "waits" counts them, a re-run's overhead being mostly
- * waits (issue 6). */
+ * mark i.  explain's "waits" counts them: a re-run's overhead beyond its
+ * kernels is mostly waits. */
 soren_status wait_stream(gpu_run *r)
 {
     r->x->waits++;
@@ -2566,8 +2566,8 @@ soren_status result_after_map(gpu_run *r, soren_result *out)
 static_assert(COUNTER_COUNT * 8 + SMALL_KEYS * 16 <= READBACK_BYTES,
               "a re-run in one wait comes back through the readback buffer");
 
-/* Whether this run waits for the GPU once (issue 6's overhead: waits are
- * most of a re-run's time): a later run of a table variant that folds
+/* Whether this run waits for the GPU once (waits are most of a re-run's
+ * overhead beyond its kernels): a later run of a table variant that folds
  * values (hash, block, dense) into typed keys, with no reduce function,
  * whose run before had at most SMALL_KEYS keys.  Its last map launch goes
  * unread, and one block does the rest (result_in_one_wait). */

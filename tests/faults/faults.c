@@ -24,9 +24,9 @@
  *   cuda-copy   cudaMemcpy, cudaMemcpyAsync: cudaErrorUnknown.
  *   pread       pread, pread64 (EIO) alone: the GPU engine's staging reads a
  *               mapped input's file this way.  The CUDA libraries' own
- *               start makes about 11 calls of it too (device run 5 of
- *               session 11), but none of the hundreds of opens and reads
- *               that file would fail inside them.
+ *               start makes about 11 calls of it too, but none of the
+ *               hundreds of opens and reads that file would fail inside
+ *               them.
  *
  * Only calls made while main runs count, and none inside dlopen (see
  * there): the C library's start-up, the loader's and the libraries'

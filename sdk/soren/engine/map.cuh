@@ -51,13 +51,12 @@ enum { EMIT_RECORD = 0, EMIT_PAIRS, EMIT_KEY_BYTES, EMIT_STAGE, EMIT_SKIP, EMIT_
 
 /* How far a key probes the per-block table before it goes to the global
  * table.  block's table holds every key it can: a key that finds no room
- * within BLOCK_PROBES goes to the global table on every emit (2 probes
- * made a 1000-word vocabulary's map 6% slower).  hash's table is a cache
- * of the keys a block met first, which the rest of a large key set miss,
- * and each probe of a miss is a dependent read of shared memory on a
- * diverged path: a key is cached at its home entry or not at all.
- * wordcount's map over 8 GiB of Zipf text took 227 ms with 8 probes, 164
- * with 3, 148 with 2 and 98 with 1 (device run 8 of session 11). */
+ * within BLOCK_PROBES goes to the global table on every emit, so fewer
+ * probes slow a small key set down.  hash's table is a cache of the keys a
+ * block met first, which the rest of a large key set miss, and each probe
+ * of a miss is a dependent read of shared memory on a diverged path: a key
+ * is cached at its home entry or not at all.  bench/results/h100/
+ * per-block-tables.md has the figures for each probe count. */
 enum { BLOCK_PROBES = 8, CACHE_PROBES = 1 };
 
 constexpr unsigned long long TAG_MASK = 0xffffffff00000000ull;
@@ -217,10 +216,10 @@ __device__ inline int64_t fill_slot(const soren_gpu_map_args *a, uint64_t i,
  * -1 when the table or the key space is full (status says which).  A new
  * key's empty slot is reserved first (its tag, PENDING_REF) and counted,
  * then the key is stored: a thread that brings the same key meanwhile waits
- * for the ref.  Counting claims before the reservation let a thousand
- * blocks that met the same few new keys at once count each of them a
- * thousand times, and the table looked full (device run 3 of session 7).
- * No new key is reserved once slots_used is at slot_limit. */
+ * for the ref.  Reserving before counting counts each new key once: were
+ * claims counted before the reservation, a thousand blocks that meet the
+ * same few new keys at once would count each of them a thousand times, and
+ * the table would look full.  No new key is reserved once slots_used is at slot_limit. */
 __device__ inline int64_t hash_slot(const soren_gpu_map_args *a, const uint8_t *k, uint32_t n,
                                     uint64_t h)
 {
