@@ -172,7 +172,7 @@ soren_status soren_registry_unload(soren_registry *r, const char *name, soren_er
         retire(r, l, &closing);
     pthread_mutex_unlock(&r->lock);
     if (!l)
-        return soren_error_set(err, SOREN_EUSAGE, "no plugin called %s is loaded "
+        return soren_error_set(err, SOREN_EPLUGIN, "no plugin called %s is loaded "
                                "(soren-host ps lists those that are)", name);
     if (closing)
         close_loaded(closing);

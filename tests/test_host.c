@@ -1,0 +1,413 @@
+/* The resident host (soren-host serve) as its users meet it: the life
+ * cycle, runs through it equal to runs in the process, many clients at
+ * once, clients and hosts that die mid-job, stale and unsafe sockets, and
+ * other users.  Runs on the CPU engine; the GPU host runs the same suite.
+ * Test plugins are built here from C with the compiler (cc or $CC), a
+ * second apiece, so a rebuilt plugin can be tried. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+static char *dir;
+static char sock[4096], plugins[4096];
+
+/* A C plugin NAME whose map emits each line with the value VALUE, after
+ * sleeping a tenth of a second where SLOW, and dereferencing NULL on a line
+ * that starts with "crash" where CRASH. */
+static const char plugin_source[] =
+    "#include <soren/soren.h>\n"
+    "#include <string.h>\n"
+    "#include <unistd.h>\n"
+    "static void m(soren_emitter *e, const soren_record *r, const soren_params *p)\n"
+    "{\n"
+    "    (void)p;\n"
+    "    uint32_t v = VALUE;\n"
+    "    if (SLOW) usleep(100000);\n"
+    "    if (CRASH && r->size >= 5 && memcmp(r->data, \"crash\", 5) == 0)\n"
+    "        *(volatile int *)0 = 1;\n"
+    "    soren_emit(e, r->data, (uint32_t)r->size, &v);\n"
+    "}\n"
+    "SOREN_PLUGIN(NAME, SOREN_STAGE(.map = m, .combine = SOREN_SUM_U32))\n";
+
+static const char manifest_text[] =
+    "{\n  \"manifest_version\": 1,\n  \"name\": \"%s\",\n  \"version\": \"%s\",\n"
+    "  \"summary\": \"A line counter for the resident host's tests\",\n"
+    "  \"library\": \"%s.so\",\n  \"input\": { \"format\": \"lines\" },\n"
+    "  \"key\": { \"type\": \"string\", \"max_size\": 4096 },\n"
+    "  \"value\": { \"type\": \"u32\" },\n  \"combine\": \"sum\",\n"
+    "  \"output\": { \"order\": \"key\" }\n}\n";
+
+/* Builds plugin name into the plugin folder: a new library file each time,
+ * as a linker makes one. */
+static void build_plugin(const char *name, const char *version, int value, int slow, int crash)
+{
+    char path[8192], text[1024];
+    snprintf(path, sizeof path, "%s/%s.json", plugins, name);
+    snprintf(text, sizeof text, manifest_text, name, version, name);
+    tu_write(path, text, strlen(text));
+    snprintf(path, sizeof path, "%s/%s.c", dir, name);
+    tu_write(path, plugin_source, sizeof plugin_source - 1);
+    const char *cc = getenv("SOREN_CC") && *getenv("SOREN_CC") ? getenv("SOREN_CC") : "cc";
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err,
+                     "cd '%s' && sh '%s/build-aux/embed-manifest' '%s/%s.json' >%s-m.c && "
+                     "%s -shared -fPIC -I'%s/sdk' -DNAME=%s -DVALUE=%d -DSLOW=%d -DCRASH=%d "
+                     "-o %s.tmp.so %s.c %s-m.c && mv %s.tmp.so '%s/%s.so'",
+                     dir, tu_srcdir(), plugins, name, name, cc, tu_srcdir(), name, value, slow,
+                     crash, name, name, name, name, plugins, name);
+    cr_assert_eq(rc, 0, "building plugin %s: %s", name, err);
+    free(err);
+}
+
+static void setup(void)
+{
+    dir = tu_mkdtemp();
+    snprintf(sock, sizeof sock, "%s/run/host.sock", dir);
+    snprintf(plugins, sizeof plugins, "%s/plugins", dir);
+    cr_assert_eq(mkdir(plugins, 0700), 0);
+    build_plugin("lines", "1.0.0", 1, 0, 0);
+    tu_write(strcat(strcpy((char[4200]){0}, dir), "/in.txt"), "b\na\nb\ncrash?\nb\n", 15);
+}
+
+/* Runs soren-host with the test's socket and plugin folder. */
+static int host(char **out, char **err, const char *args)
+{
+    return tu_runf(out, err, "cd '%s' && '%s' --socket '%s' -P '%s' -P '%s/stage/plugins' %s",
+                   dir, tu_host(), sock, plugins, tu_builddir(), args);
+}
+
+static void stop_host(void)
+{
+    host(NULL, NULL, "stop >/dev/null 2>&1");
+    /* stop returns once the request is taken; the socket goes with the host */
+    for (int i = 0; i < 100 && access(sock, F_OK) == 0; i++)
+        usleep(50000);
+}
+
+static void teardown(void)
+{
+    stop_host();
+    tu_rmtree(dir);
+    free(dir);
+}
+
+TestSuite(host, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Starts a host in the background; returns its pid. */
+static long start_host(const char *options)
+{
+    char *out = NULL, *err = NULL, args[512];
+    snprintf(args, sizeof args, "%s serve --detach", options);
+    int rc = host(&out, &err, args);
+    cr_assert_eq(rc, 0, "serve: %s%s", out, err);
+    const char *pid = strstr(out, "(pid ");
+    cr_assert(pid, "serve said: %s", out);
+    long n = atol(pid + 5);
+    free(out);
+    free(err);
+    return n;
+}
+
+/* Runs args and checks the exit code and what standard output (0) or
+ * error (otherwise) contains. */
+static char *expect(int code, const char *fragment, const char *args)
+{
+    char *out = NULL, *err = NULL;
+    int rc = host(&out, &err, args);
+    cr_expect_eq(rc, code, "%s: exit %d, expected %d\nstdout: %s\nstderr: %s", args, rc, code,
+                 out, err);
+    if (fragment)
+        cr_expect(strstr(code ? err : out, fragment), "%s: \"%s\" lacks \"%s\"", args,
+                  code ? err : out, fragment);
+    free(err);
+    return out;
+}
+
+static void expect_same_as_local(const char *args)
+{
+    char through[600], local[600];
+    snprintf(through, sizeof through, "-v run %s", args);
+    snprintf(local, sizeof local, "run --local %s", args);
+    char *out = NULL, *err = NULL;
+    int rc = host(&out, &err, through);
+    cr_expect_eq(rc, 0, "%s: %s", through, err);
+    cr_expect(strstr(err, "in the host at"), "%s did not go through the host: %s", through, err);
+    char *want = expect(0, NULL, local);
+    cr_expect_str_eq(out, want, "%s through the host differs from a local run", args);
+    free(out);
+    free(err);
+    free(want);
+}
+
+Test(host, life_cycle)
+{
+    free(expect(1, "no host is running", "ps"));
+    free(expect(1, "no host is running", "load lines"));
+    start_host("");
+    free(expect(0, "(none)", "ps"));
+    free(expect(0, "loaded", "load lines"));
+    char *ps = expect(0, "lines ", "ps");
+    cr_expect(strstr(ps, "1.0.0"), "ps: %s", ps);
+    free(ps);
+    expect_same_as_local("lines in.txt");
+    expect_same_as_local("lines --format json in.txt");
+    expect_same_as_local("wordcount --top 2 in.txt");
+    char *out = expect(0, NULL, "run lines in.txt");
+    cr_expect_str_eq(out, "a\t1\nb\t3\ncrash?\t1\n");
+    free(out);
+
+    /* A rebuilt library at the same path runs as the new code, both when
+     * a run finds it changed and when it is loaded again. */
+    build_plugin("lines", "2.0.0", 7, 0, 0);
+    out = expect(0, NULL, "run lines in.txt");
+    cr_expect_str_eq(out, "a\t7\nb\t21\ncrash?\t7\n");
+    free(out);
+    build_plugin("lines", "3.0.0", 100, 0, 0);
+    free(expect(0, NULL, "load lines"));
+    ps = expect(0, "3.0.0", "ps");
+    free(ps);
+    out = expect(0, NULL, "run lines in.txt");
+    cr_expect_str_eq(out, "a\t100\nb\t300\ncrash?\t100\n");
+    free(out);
+
+    free(expect(0, NULL, "unload lines"));
+    ps = expect(0, NULL, "ps");
+    cr_expect(!strstr(ps, "lines "), "unloaded, yet listed: %s", ps);
+    free(ps);
+    free(expect(1, "no plugin called lines is loaded", "unload lines"));
+    /* Errors of a job fail the job alone, in a run's own words. */
+    free(expect(1, "cannot read input missing.txt", "run lines missing.txt"));
+    free(expect(2, "takes no parameters", "run wordcount --param nope=1 in.txt"));
+    free(expect(0, NULL, "ps"));
+    /* The output appears only when the run succeeds. */
+    free(expect(0, NULL, "run lines -o out.tsv in.txt"));
+    char path[4300];
+    snprintf(path, sizeof path, "%s/out.tsv", dir);
+    char *text = tu_read(path, NULL);
+    cr_expect_str_eq(text, "a\t100\nb\t300\ncrash?\t100\n");
+    free(text);
+    free(expect(0, NULL, "stop"));
+    stop_host();
+    free(expect(1, "no host is running", "ps"));
+}
+
+Test(host, standard_input_and_fallback)
+{
+    /* No host: the run happens here, and --verbose says why. */
+    char *out = NULL, *err = NULL;
+    int rc = host(&out, &err, "-v run lines in.txt");
+    cr_expect_eq(rc, 0);
+    cr_expect(strstr(err, "running here"), "%s", err);
+    cr_expect_str_eq(out, "a\t1\nb\t3\ncrash?\t1\n");
+    free(out);
+    free(err);
+    start_host("");
+    rc = host(&out, &err, "-v run lines < in.txt");
+    cr_expect_eq(rc, 0, "%s", err);
+    cr_expect(strstr(err, "in the host at"), "%s", err);
+    cr_expect_str_eq(out, "a\t1\nb\t3\ncrash?\t1\n");
+    free(out);
+    free(err);
+}
+
+Test(host, many_clients_at_once)
+{
+    start_host("--jobs 3");
+    /* 8 clients, 25 jobs each, of 4 kinds, every output kept */
+    static const char *const kinds[] = {
+        "lines in.txt", "wordcount in.txt", "wordcount --format jsonl --order value_desc in.txt",
+        "lines --top 1 --order value_desc in.txt"};
+    char script[20000];
+    snprintf(script, sizeof script,
+             "for c in 1 2 3 4 5 6 7 8; do (for j in $(seq 1 25); do k=$((j %% 4)); "
+             "case $k in 0) a='%s';; 1) a='%s';; 2) a='%s';; 3) a='%s';; esac; "
+             "'%s' --socket '%s' -P '%s' -P '%s/stage/plugins' run $a > out.$c.$j.$k "
+             "2>err.$c.$j || echo fail $c $j; done) & done; wait",
+             kinds[0], kinds[1], kinds[2], kinds[3], tu_host(), sock, plugins, tu_builddir());
+    char *out = NULL, *err = NULL;
+    int rc = tu_runf(&out, &err, "cd '%s' && %s", dir, script);
+    cr_assert_eq(rc, 0);
+    cr_expect_str_eq(out, "", "failed jobs: %s", out);
+    free(out);
+    free(err);
+    for (int k = 0; k < 4; k++) {
+        char args[256];
+        snprintf(args, sizeof args, "run --local %s", kinds[k]);
+        char *want = expect(0, NULL, args);
+        for (int c = 1; c <= 8; c++)
+            for (int j = 1; j <= 25; j++) {
+                if (j % 4 != k)
+                    continue;
+                char path[4400];
+                snprintf(path, sizeof path, "%s/out.%d.%d.%d", dir, c, j, k);
+                char *got = tu_read(path, NULL);
+                cr_expect_str_eq(got, want, "client %d job %d (%s)", c, j, kinds[k]);
+                free(got);
+            }
+        free(want);
+    }
+    char *ps = expect(0, "200 done", "ps");
+    free(ps);
+}
+
+/* Starts `run ARGS` through the host in the background; returns its pid. */
+static pid_t start_client(const char *args)
+{
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        char cmd[20000];
+        snprintf(cmd, sizeof cmd, "cd '%s' && exec '%s' --socket '%s' -P '%s' run %s "
+                 ">client.out 2>client.err", dir, tu_host(), sock, plugins, args);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static char *client_err(void)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/client.err", dir);
+    return tu_read(path, NULL);
+}
+
+static int exists_in_dir(const char *name)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+Test(host, client_that_dies_mid_job)
+{
+    build_plugin("slow", "1.0.0", 1, 1, 0);
+    start_host("--jobs 1");
+    pid_t client = start_client("slow -o out.tsv in.txt");
+    usleep(300000);
+    kill(client, SIGKILL);
+    wait_status(client);
+    /* the host goes on: the next job, queued behind the dead one, runs */
+    char *out = expect(0, NULL, "run lines in.txt");
+    cr_expect_str_eq(out, "a\t1\nb\t3\ncrash?\t1\n");
+    free(out);
+    cr_expect(!exists_in_dir("out.tsv"));
+
+    /* Ctrl-C on the client: exit 130, no output, the host goes on */
+    client = start_client("slow -o out.tsv in.txt");
+    usleep(300000);
+    kill(client, SIGINT);
+    cr_expect_eq(wait_status(client), 130);
+    cr_expect(!exists_in_dir("out.tsv"));
+    free(expect(0, "jobs:", "ps"));
+}
+
+Test(host, host_that_dies_mid_job)
+{
+    build_plugin("slow", "1.0.0", 1, 1, 0);
+    long pid = start_host("");
+    pid_t client = start_client("slow -o out.tsv in.txt");
+    usleep(300000);
+    kill((pid_t)pid, SIGKILL);
+    cr_expect_eq(wait_status(client), 1);
+    char *err = client_err();
+    cr_expect(strstr(err, "stopped while running job slow"), "%s", err);
+    free(err);
+    cr_expect(!exists_in_dir("out.tsv"));
+
+    /* Its socket is stale: a run goes on here, and a new host replaces it. */
+    free(expect(0, NULL, "run lines in.txt"));
+    start_host("");
+    free(expect(0, "(none)", "ps"));
+}
+
+Test(host, plugin_that_crashes_in_the_host)
+{
+    build_plugin("crashes", "1.0.0", 1, 0, 1);
+    start_host("");
+    char *out = NULL, *err = NULL;
+    int rc = host(&out, &err, "run crashes -o out.tsv in.txt");
+    cr_expect_eq(rc, 1);
+    cr_expect(strstr(err, "stopped while running job crashes"), "%s", err);
+    cr_expect(strstr(err, "crashes.json"), "the message names the plugin: %s", err);
+    cr_expect(!exists_in_dir("out.tsv"));
+    free(out);
+    free(err);
+}
+
+Test(host, unsafe_socket_refused)
+{
+    start_host("");
+    stop_host();
+    char run[4300];
+    snprintf(run, sizeof run, "%s/run", dir);
+    /* a folder others can enter */
+    cr_assert_eq(chmod(run, 0755), 0);
+    free(expect(1, "chmod 700", "serve"));
+    char *out = NULL, *err = NULL;
+    int rc = host(&out, &err, "run lines in.txt");
+    cr_expect_eq(rc, 0, "a run goes on here: %s", err);
+    free(out);
+    free(err);
+    cr_assert_eq(chmod(run, 0700), 0);
+    /* a socket others could connect to */
+    start_host("");
+    cr_assert_eq(chmod(sock, 0666), 0);
+    rc = host(&out, &err, "run lines in.txt");
+    cr_expect_eq(rc, 0);
+    cr_expect(strstr(err, "not 0600"), "%s", err);
+    free(out);
+    free(err);
+    free(expect(1, "not 0600", "ps"));
+    cr_assert_eq(chmod(sock, 0600), 0);
+    /* a file where the socket should be is never removed */
+    stop_host();
+    tu_write(sock, "x", 1);
+    free(expect(1, "is not a socket", "serve"));
+    unlink(sock);
+}
+
+Test(host, other_users_refused)
+{
+    if (geteuid() != 0 || system("command -v setpriv >/dev/null 2>&1") != 0)
+        cr_skip_test("needs root and setpriv (util-linux) to act as another user");
+    start_host("");
+    /* The folder is 0700 and the user's: another cannot reach the socket,
+     * and given a path to it, is refused. */
+    char *out = NULL, *err = NULL;
+    int rc = tu_runf(&out, &err, "setpriv --reuid=65534 --regid=65534 --clear-groups '%s' "
+                     "--socket '%s' ps", tu_host(), sock);
+    cr_expect_eq(rc, 1, "%s%s", out, err);
+    free(out);
+    free(err);
+    /* A host's own check: even through an open folder, the host refuses a
+     * peer of another user, and the client refuses a socket not its own. */
+    char run[4300];
+    snprintf(run, sizeof run, "%s/run", dir);
+    cr_assert_eq(chmod(dir, 0711), 0);
+    cr_assert_eq(chmod(run, 0711), 0);
+    cr_assert_eq(chmod(sock, 0666), 0);
+    rc = tu_runf(&out, &err, "setpriv --reuid=65534 --regid=65534 --clear-groups '%s' "
+                 "--socket '%s' ps", tu_host(), sock);
+    cr_expect_eq(rc, 1, "%s%s", out, err);
+    cr_expect(strstr(err, "belongs to user 0"), "%s", err);
+    free(out);
+    free(err);
+    chmod(sock, 0600);
+    chmod(run, 0700);
+    chmod(dir, 0700);
+}
