@@ -63,7 +63,8 @@ static int await_reply(int fd, FILE *stream, int *stopped)
     return code;
 }
 
-/* Connects to the host; -1 where none answers (said with --verbose), or
+/* Connects to the host; -1 where none answers (a stale socket is said
+ * with --verbose; no socket at all is the usual case, and says nothing), or
  * where the socket is not safe to use (always said). */
 static int reach_host(const soren__cli_args *c, char *path, size_t size)
 {
@@ -76,8 +77,8 @@ static int reach_host(const soren__cli_args *c, char *path, size_t size)
     int fd = soren_channel_connect(path, &err);
     if (fd == -1)
         fprintf(stderr, "soren-host: not using the host: %s; running here\n", err.text);
-    else if (fd < 0 && c->run.verbose)
-        fprintf(stderr, "soren-host: %s; running here\n", err.text);
+    else if (fd < 0 && c->run.verbose && access(path, F_OK) == 0)
+        fprintf(stderr, "soren-host: %s (a stale socket); running here\n", err.text);
     return fd < 0 ? -1 : fd;
 }
 
