@@ -22,8 +22,9 @@ static char *dir;
 static char sock[4096], plugins[4096];
 
 /* A C plugin NAME whose map emits each line with the value VALUE, after
- * sleeping a tenth of a second where SLOW, and dereferencing NULL on a line
- * that starts with "crash" where CRASH. */
+ * sleeping a tenth of a second on a line that starts with "slow" where
+ * SLOW, and dereferencing NULL on one that starts with "crash" where
+ * CRASH. */
 static const char plugin_source[] =
     "#include <soren/soren.h>\n"
     "#include <string.h>\n"
@@ -32,7 +33,8 @@ static const char plugin_source[] =
     "{\n"
     "    (void)p;\n"
     "    uint32_t v = VALUE;\n"
-    "    if (SLOW) usleep(100000);\n"
+    "    if (SLOW && r->size >= 4 && memcmp(r->data, \"slow\", 4) == 0)\n"
+    "        usleep(100000);\n"
     "    if (CRASH && r->size >= 5 && memcmp(r->data, \"crash\", 5) == 0)\n"
     "        *(volatile int *)0 = 1;\n"
     "    soren_emit(e, r->data, (uint32_t)r->size, &v);\n"
@@ -296,34 +298,75 @@ static int exists_in_dir(const char *name)
     return access(path, F_OK) == 0;
 }
 
+/* slow.txt: 8 MiB whose every MiB holds 40 lines that take the slow
+ * plugin a tenth of a second each, so a run of it takes over 15 s. */
+static void write_slow_input(void)
+{
+    size_t size = 8u << 20;
+    char *text = malloc(size);
+    cr_assert(text);
+    for (size_t at = 0; at < size; at += 64) {
+        int slow = (at / 64) % 409 == 0;
+        memset(text + at, 'x', 63);
+        if (slow)
+            memcpy(text + at, "slow", 4);
+        text[at + 63] = '\n';
+    }
+    char path[4300];
+    snprintf(path, sizeof path, "%s/slow.txt", dir);
+    tu_write(path, text, size);
+    free(text);
+}
+
+/* Waits up to seconds for ps to say no job runs; 1 if it did. */
+static int host_goes_idle(int seconds)
+{
+    for (int i = 0; i < seconds * 10; i++) {
+        char *out = NULL;
+        host(&out, NULL, "ps");
+        int idle = out && strstr(out, "0 running, 0 queued");
+        free(out);
+        if (idle)
+            return 1;
+        usleep(100000);
+    }
+    return 0;
+}
+
 Test(host, client_that_dies_mid_job)
 {
     build_plugin("slow", "1.0.0", 1, 1, 0);
+    write_slow_input();
     start_host("--jobs 1");
-    pid_t client = start_client("slow -o out.tsv in.txt");
-    usleep(300000);
+    /* The running job is cancelled after its chunk: the host is idle
+     * long before the job's 15 s. */
+    pid_t client = start_client("slow --sample 0 -o out.tsv slow.txt");
+    usleep(500000);
     kill(client, SIGKILL);
     wait_status(client);
-    /* the host goes on: the next job, queued behind the dead one, runs */
+    cr_expect(host_goes_idle(8), "the dead client's job went on running");
+    /* the host goes on */
     char *out = expect(0, NULL, "run lines in.txt");
     cr_expect_str_eq(out, "a\t1\nb\t3\ncrash?\t1\n");
     free(out);
     cr_expect(!exists_in_dir("out.tsv"));
 
-    /* Ctrl-C on the client: exit 130, no output, the host goes on */
-    client = start_client("slow -o out.tsv in.txt");
-    usleep(300000);
+    /* Ctrl-C on the client: exit 130, no output, the job cancelled */
+    client = start_client("slow --sample 0 -o out.tsv slow.txt");
+    usleep(500000);
     kill(client, SIGINT);
     cr_expect_eq(wait_status(client), 130);
     cr_expect(!exists_in_dir("out.tsv"));
+    cr_expect(host_goes_idle(8), "the interrupted client's job went on running");
     free(expect(0, "jobs:", "ps"));
 }
 
 Test(host, host_that_dies_mid_job)
 {
     build_plugin("slow", "1.0.0", 1, 1, 0);
+    write_slow_input();
     long pid = start_host("");
-    pid_t client = start_client("slow -o out.tsv in.txt");
+    pid_t client = start_client("slow --sample 0 -o out.tsv slow.txt");
     usleep(300000);
     kill((pid_t)pid, SIGKILL);
     cr_expect_eq(wait_status(client), 1);

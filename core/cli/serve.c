@@ -8,7 +8,8 @@
  *
  *  - each connection has a thread, which reads the request, queues a run
  *    and waits for it, watching the connection: a client that goes away
- *    takes its queued job with it, and a running one's result is dropped;
+ *    takes its queued job with it, and a running one is cancelled (it
+ *    stops after the chunk it is mapping);
  *  - the queue is first come, first served, and --jobs workers take from
  *    it, so a large job holds one worker while small ones pass through the
  *    others;
@@ -58,6 +59,7 @@ typedef struct job {
     soren_loaded *loaded;
     /* set by the worker, read by the connection's thread under the lock */
     int started, done, gone;
+    soren_progress *progress;    /* while it runs: how it is cancelled */
     soren_error err;
     pthread_cond_t finished;
 } job;
@@ -116,8 +118,16 @@ static void run_job(host *h, job *j)
     o.progress = soren_progress_new(said, draw, &j->err);
     soren_gpu_session **sessions = soren_loaded_take_sessions(h->registry, j->loaded);
     o.gpu_sessions = sessions;
+    pthread_mutex_lock(&h->lock);
+    j->progress = o.progress;
+    if (j->gone)
+        soren_progress_cancel(o.progress);
+    pthread_mutex_unlock(&h->lock);
     if (o.progress)
         soren_run(soren_loaded_plugin(j->loaded), &o, &j->err);
+    pthread_mutex_lock(&h->lock);
+    j->progress = NULL;
+    pthread_mutex_unlock(&h->lock);
     soren_progress_free(o.progress);
     fclose(said);
     soren_loaded_give_sessions(h->registry, j->loaded, sessions);
@@ -258,6 +268,7 @@ static void serve_run(host *h, int fd, job *j)
         if (j->done || j->gone || !client_gone(fd))
             continue;
         j->gone = 1;
+        soren_progress_cancel(j->progress); /* a running job stops at its next chunk */
         if (!j->started) { /* still queued: it leaves with its client */
             for (job **p = &h->head; *p; p = &(*p)->next)
                 if (*p == j) {

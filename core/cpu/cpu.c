@@ -882,6 +882,10 @@ static void *map_main(void *arg)
         if (w->failed)
             break;
         soren_progress_add(g->progress, end - begin);
+        if (soren_progress_check(g->progress, spec->job_name, &w->err) != SOREN_OK) {
+            worker_fail(w);
+            break;
+        }
     }
     if (!w->failed && g->mode != MODE_LIST)
         group_by_partition(w);

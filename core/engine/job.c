@@ -539,6 +539,9 @@ static soren_status run_stage(const soren_stage_spec *spec, size_t index, soren_
                               soren_error *err)
 {
     soren_result_init(res, spec);
+    soren_status cancelled = soren_progress_check(o->progress, spec->job_name, err);
+    if (cancelled != SOREN_OK)
+        return cancelled;
     x->job = spec->job_name;
     soren_gpu_session **session = o->gpu_sessions ? &o->gpu_sessions[index] : NULL;
     if (where == SOREN_DEVICE_GPU && index == 0 && o->device == SOREN_DEVICE_BOTH)

@@ -27,8 +27,10 @@ struct soren_progress {
     double phase_start;   /* seconds on the monotonic clock */
     double last_frame;    /* when the last frame was drawn; < 0: never */
     size_t width;         /* characters of the line now shown; 0: none */
-    /* Outside the lock: the engines' threads add to it after every chunk. */
+    /* Outside the lock: the engines' threads add to it after every chunk,
+     * and read cancelled there. */
     atomic_uint_fast64_t done;
+    atomic_int cancelled;
 };
 
 static double now_seconds(void)
@@ -172,6 +174,7 @@ soren_progress *soren_progress_new(FILE *stream, int draw, soren_error *err)
     p->stream = stream;
     p->last_frame = -1;
     atomic_init(&p->done, 0);
+    atomic_init(&p->cancelled, 0);
     /* The waits are deadlines on the monotonic clock, as now_seconds. */
     pthread_condattr_t attr;
     int rc = pthread_condattr_init(&attr);
@@ -235,6 +238,19 @@ void soren_progress_say(soren_progress *p, const char *fmt, ...)
     fflush(p->stream);
     pthread_mutex_unlock(&p->lock);
     va_end(ap);
+}
+
+void soren_progress_cancel(soren_progress *p)
+{
+    if (p)
+        atomic_store(&p->cancelled, 1);
+}
+
+soren_status soren_progress_check(soren_progress *p, const char *job, soren_error *err)
+{
+    if (!p || !atomic_load_explicit(&p->cancelled, memory_order_relaxed))
+        return SOREN_OK;
+    return soren_error_set(err, SOREN_EJOB, "%s: the run was cancelled", job);
 }
 
 FILE *soren_progress_stream(const soren_progress *p)

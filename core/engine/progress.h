@@ -47,6 +47,12 @@ void soren_progress_add(soren_progress *p, uint64_t bytes);
 void soren_progress_say(soren_progress *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Asks the run to stop (safe from any thread): the engines look after each
+ * chunk, and soren_progress_check then fails the run with SOREN_EJOB.  The
+ * resident host cancels the job of a client that went away. */
+void soren_progress_cancel(soren_progress *p);
+soren_status soren_progress_check(soren_progress *p, const char *job, soren_error *err);
+
 /* Where p's messages go: its stream, or standard error when p is NULL. */
 FILE *soren_progress_stream(const soren_progress *p);
 

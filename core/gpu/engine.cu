@@ -1134,6 +1134,8 @@ soren_status upload_finish(gpu_run *r, uploader *u)
     if (upload_faulted(&u->fault))
         return upload_failed(r, u->in, &u->fault, __LINE__);
     soren_progress_add(r->opt->progress, u->in->size);
+    if (soren_progress_check(r->opt->progress, r->spec->job_name, r->err) != SOREN_OK)
+        return r->err->code;
     CUDA_TRY(r, cudaStreamWaitEvent(r->stream, r->uploaded[u->b], 0));
     r->cur_input = buffer_of(r, u->b);
     r->cur_base = u->in->base;
