@@ -1,6 +1,7 @@
 /* Discovery and loading: every way a plugin can be wrong gets its own clear
  * error, and a broken manifest never stops a listing. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,11 +137,19 @@ Test(loader, stale_embedded_manifest)
     cr_assert(asprintf(&orig, "%s/plugins/wordcount/wordcount.json", tu_srcdir()) > 0);
     size_t n = 0;
     char *text = tu_read(orig, &n);
-    /* The same JSON with one more space: valid, but not what was built. */
+    /* The same JSON laid out otherwise says the same: it loads. */
     char *edited = NULL;
     cr_assert(asprintf(&edited, " %s", text) > 0);
     write_text("wordcount.json", edited);
+    char *json = path_in("wordcount.json");
+    soren_plugin_close(open_ok(json));
+    /* One value changed is not what was built. */
+    char *count = strstr(edited, "\"Count ");
+    cr_assert_not_null(count);
+    count[1] = 'c';
+    write_text("wordcount.json", edited);
     expect_error("wordcount", SOREN_EPLUGIN, "differs from", "rebuild the plugin");
+    free(json);
     free(orig);
     free(text);
     free(edited);
@@ -186,38 +195,54 @@ Test(loader, symlink_leaving_the_folder)
     free(outside);
 }
 
+/* The library's digest, as sha256sum gives it. */
+static void digest_of(const char *path, char hex[65])
+{
+    int fd = open(path, O_RDONLY);
+    cr_assert_geq(fd, 0, "%s", path);
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_sha256_fd(fd, path, hex, &err), SOREN_OK, "%s", err.text);
+    close(fd);
+    char *out = NULL;
+    if (tu_runf(&out, NULL, "sha256sum '%s' 2>/dev/null", path) == 0)
+        cr_expect(strncmp(out, hex, 64) == 0, "sha256sum says %.64s, Soren %s", out, hex);
+    free(out);
+}
+
+/* The side-car pins the library built from it: the pin is the one member
+ * the embedded copy cannot have, so a right pin loads and a wrong one is
+ * refused, naming both digests. */
 Test(loader, sha256_checked)
 {
     copy_lib("stage/plugins/wordcount.so", "wordcount.so");
-    char *lib = path_in("wordcount.so");
+    char *lib = path_in("wordcount.so"), *json = path_in("wordcount.json");
     char hex[65];
-    soren_error err;
-    soren_error_clear(&err);
-    cr_assert_eq(soren_sha256_file(lib, hex, &err), SOREN_OK);
+    digest_of(lib, hex);
 
     char *src = NULL;
     cr_assert(asprintf(&src, "%s/plugins/wordcount/wordcount.json", tu_srcdir()) > 0);
     char *text = tu_read(src, NULL);
-    /* Only the side-car changes, so the embedded copy differs too: the
-     * digest is checked first, before anything is loaded. */
-    char *wrong = strdup(text);
-    char *brace = strrchr(wrong, '}');
-    cr_assert_not_null(brace);
-    *brace = '\0';
-    char *with_digest = NULL;
-    cr_assert(asprintf(&with_digest, "%s, \"sha256\": \"%064d\"}\n", wrong, 0) > 0);
-    write_text("wordcount.json", with_digest);
-    expect_error("wordcount", SOREN_EPLUGIN, "SHA-256 of", "reinstall the plugin");
+    char *open_brace = strchr(text, '{');
+    cr_assert_not_null(open_brace);
+    char *pinned = NULL;
+    cr_assert(asprintf(&pinned, "{\"sha256\": \"%s\",%s", hex, open_brace + 1) > 0);
+    write_text("wordcount.json", pinned);
+    soren_plugin_close(open_ok(json));
 
-    /* The right digest passes the check and fails later, on the embedded copy. */
-    free(with_digest);
-    cr_assert(asprintf(&with_digest, "%s, \"sha256\": \"%s\"}\n", wrong, hex) > 0);
-    write_text("wordcount.json", with_digest);
-    expect_error("wordcount", SOREN_EPLUGIN, "differs from", NULL);
-    free(with_digest);
-    free(wrong);
+    char wrong[65];
+    memset(wrong, '0', 64);
+    wrong[64] = '\0';
+    memcpy(pinned + strlen("{\"sha256\": \""), wrong, 64);
+    write_text("wordcount.json", pinned);
+    char want[256];
+    snprintf(want, sizeof want, "$.sha256 expects %s but the SHA-256 of %s is %s", wrong, lib,
+             hex);
+    expect_error("wordcount", SOREN_EPLUGIN, want, "reinstall the plugin");
+    free(pinned);
     free(text);
     free(src);
+    free(json);
     free(lib);
 }
 
