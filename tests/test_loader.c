@@ -413,3 +413,250 @@ Test(loader, soren_host_refuses_until_allowed)
     free(json);
     free(input);
 }
+
+/* embed-manifest leaves the sha256 member out, first or last in the
+ * object: pinning a side-car after the build leaves the embedded copy, and
+ * so the library and its digest, as they were. */
+Test(loader, embed_manifest_leaves_the_pin_out)
+{
+    char *src = NULL;
+    cr_assert(asprintf(&src, "%s/plugins/wordcount/wordcount.json", tu_srcdir()) > 0);
+    char *text = tu_read(src, NULL);
+    char *open_brace = strchr(text, '{'), *close_brace = strrchr(text, '}');
+    cr_assert(open_brace && close_brace);
+    const char *pin = "\"sha256\": \"" "0123456789abcdef0123456789abcdef"
+                      "0123456789abcdef0123456789abcdef\"";
+    char *first = NULL, *last = NULL;
+    cr_assert(asprintf(&first, "{\n  %s,%s", pin, open_brace + 1) > 0);
+    *close_brace = '\0';
+    cr_assert(asprintf(&last, "%s, %s\n}\n", text, pin) > 0);
+    *close_brace = '}';
+    const char *names[] = {"plain", "first", "last"};
+    const char *texts[] = {text, first, last};
+    char *embedded[3];
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(tu_runf(NULL, NULL, "mkdir -p '%s/%s'", dir, names[i]), 0);
+        char *json = NULL;
+        cr_assert(asprintf(&json, "%s/%s/wordcount.json", dir, names[i]) > 0);
+        tu_write(json, texts[i], strlen(texts[i]));
+        cr_assert_eq(tu_runf(&embedded[i], NULL, "sh '%s/build-aux/embed-manifest' '%s'",
+                             tu_srcdir(), json), 0);
+        free(json);
+    }
+    cr_expect_str_eq(embedded[1], embedded[0], "a pin first in the object is left out");
+    cr_expect_str_eq(embedded[2], embedded[0], "a pin last in the object is left out");
+    for (int i = 0; i < 3; i++)
+        free(embedded[i]);
+    free(first);
+    free(last);
+    free(text);
+    free(src);
+}
+
+/* 1 if this test runs as root, which may give files to another user
+ * (nobody, 65534); else 0, the test skipped, saying why. */
+static int can_act_for_others(void)
+{
+    if (geteuid() != 0) {
+        cr_skip_test("needs root, to give a folder to another user");
+        return 0;
+    }
+    return 1;
+}
+
+/* Opens json, expecting a refusal whose text holds fragment, and a load
+ * with the override. */
+static void expect_refused(const char *json, const char *fragment)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    cr_expect_eq(soren_plugin_open(json, SOREN_TRUST_CHECK, &p, &err), SOREN_EPLUGIN,
+                 "%s was loaded", json);
+    cr_expect(strstr(err.text, fragment) != NULL, "\"%s\" lacks \"%s\"", err.text, fragment);
+    cr_expect(strstr(err.text, "--allow-insecure-plugin-dirs") != NULL, "%s", err.text);
+    soren_plugin_close(p);
+    p = NULL;
+    soren_error_clear(&err);
+    cr_expect_eq(soren_plugin_open(json, SOREN_TRUST_ANY, &p, &err), SOREN_OK,
+                 "the override loads it: %s", err.text);
+    soren_plugin_close(p);
+}
+
+/* dir/REL made a plugin folder holding wordcount; returns its manifest. */
+static char *plugin_folder(const char *rel)
+{
+    cr_assert_eq(tu_runf(NULL, NULL, "mkdir -p '%s/%s' && cp '%s/stage/plugins/wordcount.so' "
+                         "'%s/stage/plugins/wordcount.json' '%s/%s/'", dir, rel, tu_builddir(),
+                         tu_builddir(), dir, rel), 0);
+    char *json = NULL;
+    cr_assert(asprintf(&json, "%s/%s/wordcount.json", dir, rel) > 0);
+    return json;
+}
+
+/* A folder, manifest or library owned by another user is refused: that
+ * user could replace the code, mode 0755 or not. */
+Test(loader, refuses_plugin_files_of_another_user)
+{
+    if (!can_act_for_others())
+        return;
+    char *json = plugin_folder("theirs"), *folder = path_in("theirs");
+    char *lib = path_in("theirs/wordcount.so");
+    const char *paths[] = {folder, json, lib};
+    const char *whats[] = {"its folder", "its manifest", "its library"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(chown(paths[i], 65534, 65534), 0);
+        char want[4200];
+        snprintf(want, sizeof want, "%s %s is owned by user ", whats[i], paths[i]);
+        expect_refused(json, want);
+        cr_assert_eq(chown(paths[i], 0, 0), 0);
+    }
+    soren_plugin_close(open_ok(json));
+    free(json);
+    free(folder);
+    free(lib);
+}
+
+/* A 0755 plugin folder inside a world-writable folder is refused, naming
+ * the folder above it: anyone could rename the plugin folder away and put
+ * their own in its place.  Under a sticky folder owned by root, where no
+ * one can rename another's folder, the plugin loads. */
+Test(loader, checks_every_folder_above_the_plugin)
+{
+    char *json = plugin_folder("open/plugins"), *open = path_in("open");
+    cr_assert_eq(chmod(open, 0777), 0);
+    char want[4200];
+    snprintf(want, sizeof want, "the enclosing folder %s has mode 0777", open);
+    expect_refused(json, want);
+    cr_assert_eq(chmod(open, 01777), 0);
+    if (geteuid() == 0) {
+        soren_plugin_close(open_ok(json));
+    } else {
+        /* sticky but not root's: refused like any other */
+        snprintf(want, sizeof want, "the enclosing folder %s has mode 1777", open);
+        expect_refused(json, want);
+    }
+    cr_assert_eq(chmod(open, 0755), 0);
+    free(json);
+    free(open);
+}
+
+/* The attack itself: in a world-writable folder, another user swaps root's
+ * plugin folder for their own; root's soren-host refuses to run it. */
+Test(loader, soren_host_refuses_a_folder_planted_by_another_user)
+{
+    if (!can_act_for_others())
+        return;
+    if (tu_runf(NULL, NULL, "setpriv --version") != 0) {
+        cr_skip_test("needs setpriv (util-linux), to act as another user");
+        return;
+    }
+    char *json = plugin_folder("parent/plugins"), *parent = path_in("parent");
+    char *input = path_in("x.txt");
+    tu_write(input, "a\n", 2);
+    cr_assert_eq(chmod(dir, 0755), 0);
+    cr_assert_eq(chmod(parent, 0777), 0);
+    cr_assert_eq(tu_runf(NULL, NULL, "cd '%s' && setpriv --reuid=65534 --regid=65534 "
+                         "--clear-groups sh -c 'mv plugins p.old && mkdir plugins && "
+                         "cp p.old/wordcount.so p.old/wordcount.json plugins/'", parent), 0);
+    char *out = NULL, *err = NULL;
+    int rc = tu_runf(&out, &err, "'%s' run wordcount -P '%s/plugins' --device cpu '%s'",
+                     tu_host(), parent, input);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
+    char want[4200];
+    snprintf(want, sizeof want, "its manifest %s/plugins/wordcount.json is owned by user ",
+             parent);
+    cr_expect(strstr(err, want) != NULL, "\"%s\" lacks \"%s\"", err, want);
+    cr_expect_str_eq(out, "");
+    cr_assert_eq(chmod(parent, 0755), 0);
+    cr_assert_eq(chmod(dir, 0700), 0);
+    free(out);
+    free(err);
+    free(json);
+    free(parent);
+    free(input);
+}
+
+/* wordcount.json that says it is evil: refused by name and listed as
+ * BROKEN, so that the name wordcount means no plugin here, the same to
+ * list and to run. */
+Test(search, a_manifest_is_named_by_its_file)
+{
+    char *json = copy_wordcount();
+    char *text = tu_read(json, NULL);
+    char *name = strstr(text, "\"wordcount\"");
+    cr_assert_not_null(name);
+    memcpy(name, "\"evilcount\"", strlen("\"evilcount\""));
+    tu_write(json, text, strlen(text));
+    char want[4200];
+    snprintf(want, sizeof want, "%s: $.name is \"evilcount\" but the file is wordcount.json",
+             json);
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    cr_expect_eq(soren_plugin_open(json, SOREN_TRUST_ANY, &p, &err), SOREN_EMANIFEST);
+    cr_expect(strstr(err.text, want) != NULL, "\"%s\" lacks \"%s\"", err.text, want);
+    soren_plugin_close(p);
+
+    const char *extra[] = {dir};
+    soren_search_path sp;
+    cr_assert_eq(soren_search_path_init(&sp, extra, 1, &err), SOREN_OK);
+    listing l = {0};
+    cr_assert_eq(soren_plugin_list(&sp, SOREN_TRUST_CHECK, count_entry, &l, &err), SOREN_OK);
+    cr_expect_eq(l.broken, 1);
+    cr_expect(strstr(l.broken_text, want) != NULL, "%s", l.broken_text);
+    cr_expect_eq(l.shadowed, 1, "the staged wordcount is shadowed by the broken one");
+    soren_search_path_destroy(&sp);
+
+    char *out = NULL, *errtext = NULL;
+    int rc = tu_runf(&out, &errtext, "'%s' list -v -P '%s'", tu_host(), dir);
+    cr_expect_eq(rc, 0, "%s", errtext);
+    cr_expect(strstr(out, "wordcount        BROKEN   ") != NULL, "%s", out);
+    char shadow[4200];
+    snprintf(shadow, sizeof shadow, "shadowed by %s\n", json);
+    cr_expect(strstr(out, shadow) != NULL, "\"%s\" lacks \"%s\"", out, shadow);
+    free(out);
+    free(errtext);
+    rc = tu_runf(&out, &errtext, "'%s' run wordcount -P '%s' --device cpu /dev/null", tu_host(),
+                 dir);
+    cr_expect_eq(rc, 1);
+    cr_expect(strstr(errtext, want) != NULL, "\"%s\" lacks \"%s\"", errtext, want);
+    free(out);
+    free(errtext);
+    free(text);
+    free(json);
+}
+
+/* A FIFO and a 1 GB sparse file among the manifests are listed as BROKEN
+ * at once, with their reasons; the listing goes on. */
+Test(search, a_listing_reads_no_stalling_or_huge_manifest)
+{
+    write_manifest("zeta", "zeta.so", "");
+    char *fifo = path_in("stall.json"), *huge = path_in("huge.json");
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    tu_write(huge, "", 0);
+    cr_assert_eq(truncate(huge, 1L << 30), 0);
+    const char *extra[] = {dir};
+    soren_search_path sp;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_search_path_init(&sp, extra, 1, &err), SOREN_OK);
+    listing l = {0};
+    cr_assert_eq(soren_plugin_list(&sp, SOREN_TRUST_CHECK, count_entry, &l, &err), SOREN_OK);
+    cr_expect_eq(l.broken, 2);
+    cr_expect_geq(l.good, 2, "zeta and the staged plugins are still listed");
+    soren_search_path_destroy(&sp);
+    char *out = NULL, *errtext = NULL;
+    int rc = tu_runf(&out, &errtext, "timeout 20 '%s' list -P '%s'", tu_host(), dir);
+    cr_expect_eq(rc, 0, "%s", errtext);
+    char want[4200];
+    snprintf(want, sizeof want, "huge             BROKEN   %s is 1073741824 bytes, over the "
+             "1048576 bytes a manifest may have", huge);
+    cr_expect(strstr(out, want) != NULL, "\"%s\" lacks \"%s\"", out, want);
+    snprintf(want, sizeof want, "stall            BROKEN   %s is not a regular file", fifo);
+    cr_expect(strstr(out, want) != NULL, "\"%s\" lacks \"%s\"", out, want);
+    free(out);
+    free(errtext);
+    free(fifo);
+    free(huge);
+}
