@@ -1,6 +1,7 @@
 /* Discovery and loading: every way a plugin can be wrong gets its own clear
  * error, and a broken manifest never stops a listing. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -659,4 +660,32 @@ Test(search, a_listing_reads_no_stalling_or_huge_manifest)
     free(errtext);
     free(fifo);
     free(huge);
+}
+
+/* The library is loaded through the descriptor it was checked on, held
+ * open (never as a standard stream) while it is loaded; a descriptor
+ * number used by a library loaded before, and resident still, never
+ * brings that library back in place of another. */
+Test(loader, loads_each_library_through_its_checked_descriptor)
+{
+    const char *names[] = {"wordcount", "grep", "histogram", "wordcount"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *json = NULL;
+        cr_assert(asprintf(&json, "%s/stage/plugins/%s.json", tu_builddir(), names[i]) > 0);
+        soren_plugin *p = open_ok(json);
+        cr_expect_str_eq(p->table->name, names[i]);
+        cr_expect_gt(p->library_fd, 2);
+        char link[64], target[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", p->library_fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        cr_assert_gt(n, 0);
+        target[n] = '\0';
+        cr_expect_str_eq(target, p->library_path);
+        /* Resident after its close, as a library with unique symbols is,
+         * under the name of a descriptor the next open is likely to get. */
+        cr_assert_not_null(dlopen(link, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE), "%s",
+                           dlerror());
+        soren_plugin_close(p);
+        free(json);
+    }
 }
