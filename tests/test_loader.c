@@ -256,6 +256,26 @@ static char *copy_wordcount(void)
     return path_in("wordcount.json");
 }
 
+/* Opens json, expecting a refusal whose text holds fragment and the fix
+ * (a command), and a load with the override. */
+static void expect_refused(const char *json, const char *fragment, const char *fix)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    cr_expect_eq(soren_plugin_open(json, SOREN_TRUST_CHECK, &p, &err), SOREN_EPLUGIN,
+                 "%s was loaded", json);
+    cr_expect(strstr(err.text, fragment) != NULL, "\"%s\" lacks \"%s\"", err.text, fragment);
+    cr_expect(strstr(err.text, fix) && strstr(err.text, "--allow-insecure-plugin-dirs"),
+              "the message gives the fix and the override: %s", err.text);
+    soren_plugin_close(p);
+    p = NULL;
+    soren_error_clear(&err);
+    cr_expect_eq(soren_plugin_open(json, SOREN_TRUST_ANY, &p, &err), SOREN_OK,
+                 "the override loads it: %s", err.text);
+    soren_plugin_close(p);
+}
+
 /* A folder, manifest or library that others than its owner can write to is
  * refused, naming the path, its mode and the fix; the override loads it. */
 Test(loader, refuses_plugin_files_others_can_write)
@@ -269,23 +289,10 @@ Test(loader, refuses_plugin_files_others_can_write)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cr_assert_eq(chmod(cases[i].path, cases[i].bad), 0);
-        soren_error err;
-        soren_error_clear(&err);
-        soren_plugin *p = NULL;
-        cr_expect_eq(soren_plugin_open(json, SOREN_TRUST_CHECK, &p, &err), SOREN_EPLUGIN,
-                     "%s %o was accepted", cases[i].what, (unsigned)cases[i].bad);
         char want[4096];
         snprintf(want, sizeof want, "its %s %s has mode %04o", cases[i].what, cases[i].path,
                  (unsigned)cases[i].bad);
-        cr_expect(strstr(err.text, want) != NULL, "\"%s\" lacks \"%s\"", err.text, want);
-        cr_expect(strstr(err.text, "chmod go-w") && strstr(err.text, "--allow-insecure-plugin-dirs"),
-                  "the message gives the fix and the override: %s", err.text);
-        soren_plugin_close(p);
-        p = NULL;
-        soren_error_clear(&err);
-        cr_expect_eq(soren_plugin_open(json, SOREN_TRUST_ANY, &p, &err), SOREN_OK,
-                     "the override loads it: %s", err.text);
-        soren_plugin_close(p);
+        expect_refused(json, want, "chmod go-w");
         cr_assert_eq(chmod(cases[i].path, cases[i].good), 0);
     }
     soren_plugin *p = open_ok(json);
@@ -348,26 +355,33 @@ static void count_entry(void *ctx, const soren_plugin_entry *e)
     }
 }
 
+/* The listing of the plugin path with the temp folder first. */
+static listing list_with_dir(soren_trust trust)
+{
+    const char *extra[] = {dir};
+    soren_search_path sp;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_search_path_init(&sp, extra, 1, &err), SOREN_OK, "%s", err.text);
+    listing l = {0};
+    cr_assert_eq(soren_plugin_list(&sp, trust, count_entry, &l, &err), SOREN_OK, "%s", err.text);
+    soren_search_path_destroy(&sp);
+    return l;
+}
+
 Test(search, broken_manifest_does_not_stop_the_listing)
 {
     write_text("a_broken.json", "{\"manifest_version\": 1, \"name\": 7}\n");
     write_manifest("zeta", "zeta.so", "");
     write_manifest("wordcount", "wordcount.so", ""); /* shadows the staged one */
     write_text("notes.txt", "not a manifest\n");
-    const char *extra[] = {dir};
-    soren_search_path sp;
-    soren_error err;
-    soren_error_clear(&err);
-    cr_assert_eq(soren_search_path_init(&sp, extra, 1, &err), SOREN_OK);
-    listing l = {0};
-    cr_assert_eq(soren_plugin_list(&sp, SOREN_TRUST_CHECK, count_entry, &l, &err), SOREN_OK);
+    listing l = list_with_dir(SOREN_TRUST_CHECK);
     cr_expect_eq(l.broken, 1);
     cr_expect(strstr(l.broken_text, "a_broken.json") != NULL, "%s", l.broken_text);
     cr_expect(strstr(l.broken_text, "$.name") != NULL, "%s", l.broken_text);
     /* zeta, wordcount (ours), then the staged histogram and grep at least. */
     cr_expect_geq(l.good, 4);
     cr_expect_eq(l.shadowed, 1, "the staged wordcount is shadowed by ours");
-    soren_search_path_destroy(&sp);
 }
 
 Test(search, an_untrusted_plugin_is_listed_as_refused)
@@ -375,21 +389,13 @@ Test(search, an_untrusted_plugin_is_listed_as_refused)
     char *json = copy_wordcount();
     cr_assert_eq(chmod(json, 0666), 0);
     write_manifest("zeta", "zeta.so", "");
-    const char *extra[] = {dir};
-    soren_search_path sp;
-    soren_error err;
-    soren_error_clear(&err);
-    cr_assert_eq(soren_search_path_init(&sp, extra, 1, &err), SOREN_OK);
-    listing l = {0};
-    cr_assert_eq(soren_plugin_list(&sp, SOREN_TRUST_CHECK, count_entry, &l, &err), SOREN_OK);
+    listing l = list_with_dir(SOREN_TRUST_CHECK);
     cr_expect_eq(l.broken, 1);
     cr_expect(strstr(l.broken_text, "its manifest") && strstr(l.broken_text, "mode 0666"), "%s",
               l.broken_text);
     cr_expect_geq(l.good, 2, "zeta and the staged plugins are still listed");
-    listing any = {0};
-    cr_assert_eq(soren_plugin_list(&sp, SOREN_TRUST_ANY, count_entry, &any, &err), SOREN_OK);
+    listing any = list_with_dir(SOREN_TRUST_ANY);
     cr_expect_eq(any.broken, 0, "%s", any.broken_text);
-    soren_search_path_destroy(&sp);
     free(json);
 }
 
@@ -465,25 +471,6 @@ static int can_act_for_others(void)
     return 1;
 }
 
-/* Opens json, expecting a refusal whose text holds fragment, and a load
- * with the override. */
-static void expect_refused(const char *json, const char *fragment)
-{
-    soren_error err;
-    soren_error_clear(&err);
-    soren_plugin *p = NULL;
-    cr_expect_eq(soren_plugin_open(json, SOREN_TRUST_CHECK, &p, &err), SOREN_EPLUGIN,
-                 "%s was loaded", json);
-    cr_expect(strstr(err.text, fragment) != NULL, "\"%s\" lacks \"%s\"", err.text, fragment);
-    cr_expect(strstr(err.text, "--allow-insecure-plugin-dirs") != NULL, "%s", err.text);
-    soren_plugin_close(p);
-    p = NULL;
-    soren_error_clear(&err);
-    cr_expect_eq(soren_plugin_open(json, SOREN_TRUST_ANY, &p, &err), SOREN_OK,
-                 "the override loads it: %s", err.text);
-    soren_plugin_close(p);
-}
-
 /* dir/REL made a plugin folder holding wordcount; returns its manifest. */
 static char *plugin_folder(const char *rel)
 {
@@ -509,7 +496,7 @@ Test(loader, refuses_plugin_files_of_another_user)
         cr_assert_eq(chown(paths[i], 65534, 65534), 0);
         char want[4200];
         snprintf(want, sizeof want, "%s %s is owned by user ", whats[i], paths[i]);
-        expect_refused(json, want);
+        expect_refused(json, want, "`chown root ");
         cr_assert_eq(chown(paths[i], 0, 0), 0);
     }
     soren_plugin_close(open_ok(json));
@@ -528,14 +515,14 @@ Test(loader, checks_every_folder_above_the_plugin)
     cr_assert_eq(chmod(open, 0777), 0);
     char want[4200];
     snprintf(want, sizeof want, "the enclosing folder %s has mode 0777", open);
-    expect_refused(json, want);
+    expect_refused(json, want, "chmod go-w");
     cr_assert_eq(chmod(open, 01777), 0);
     if (geteuid() == 0) {
         soren_plugin_close(open_ok(json));
     } else {
         /* sticky but not root's: refused like any other */
         snprintf(want, sizeof want, "the enclosing folder %s has mode 1777", open);
-        expect_refused(json, want);
+        expect_refused(json, want, "chmod go-w");
     }
     cr_assert_eq(chmod(open, 0755), 0);
     free(json);
@@ -599,15 +586,10 @@ Test(search, a_manifest_is_named_by_its_file)
     cr_expect(strstr(err.text, want) != NULL, "\"%s\" lacks \"%s\"", err.text, want);
     soren_plugin_close(p);
 
-    const char *extra[] = {dir};
-    soren_search_path sp;
-    cr_assert_eq(soren_search_path_init(&sp, extra, 1, &err), SOREN_OK);
-    listing l = {0};
-    cr_assert_eq(soren_plugin_list(&sp, SOREN_TRUST_CHECK, count_entry, &l, &err), SOREN_OK);
+    listing l = list_with_dir(SOREN_TRUST_CHECK);
     cr_expect_eq(l.broken, 1);
     cr_expect(strstr(l.broken_text, want) != NULL, "%s", l.broken_text);
     cr_expect_eq(l.shadowed, 1, "the staged wordcount is shadowed by the broken one");
-    soren_search_path_destroy(&sp);
 
     char *out = NULL, *errtext = NULL;
     int rc = tu_runf(&out, &errtext, "'%s' list -v -P '%s'", tu_host(), dir);
@@ -637,16 +619,9 @@ Test(search, a_listing_reads_no_stalling_or_huge_manifest)
     cr_assert_eq(mkfifo(fifo, 0644), 0);
     tu_write(huge, "", 0);
     cr_assert_eq(truncate(huge, 1L << 30), 0);
-    const char *extra[] = {dir};
-    soren_search_path sp;
-    soren_error err;
-    soren_error_clear(&err);
-    cr_assert_eq(soren_search_path_init(&sp, extra, 1, &err), SOREN_OK);
-    listing l = {0};
-    cr_assert_eq(soren_plugin_list(&sp, SOREN_TRUST_CHECK, count_entry, &l, &err), SOREN_OK);
+    listing l = list_with_dir(SOREN_TRUST_CHECK);
     cr_expect_eq(l.broken, 2);
     cr_expect_geq(l.good, 2, "zeta and the staged plugins are still listed");
-    soren_search_path_destroy(&sp);
     char *out = NULL, *errtext = NULL;
     int rc = tu_runf(&out, &errtext, "timeout 20 '%s' list -P '%s'", tu_host(), dir);
     cr_expect_eq(rc, 0, "%s", errtext);
