@@ -4,7 +4,9 @@
 # `soren-host new NAME` writes does; `make` then turns NAME.cu and NAME.json
 # into NAME.so the way Soren builds its own plugins:
 #   - NAME.json is embedded into NAME.so (embed-manifest), so that soren-host
-#     can tell a library from a stale manifest beside it;
+#     can tell a library from a stale manifest beside it; its "sha256" member
+#     is left out, so that NAME.json can pin the digest of the NAME.so built
+#     from it (sha256sum NAME.so) without a rebuild;
 #   - nvcc compiles for the GPU architectures Soren was built for (plus PTX of
 #     the newest, for later GPUs) and links the shared CUDA runtime, the one
 #     soren-host uses: one runtime per process, so device memory and streams
@@ -43,8 +45,12 @@ PLUGINDIR ?= $(or $(XDG_DATA_HOME),$(HOME)/.local/share)/soren/plugins
 
 all: $(NAME).so
 
+# Replaced only when it changes: the embedded copy leaves out the sha256 pin,
+# so pinning NAME.json after a build does not rebuild NAME.so (and change
+# the digest just pinned).
 $(NAME)-manifest.c: $(NAME).json
-	sh '$(EMBED_MANIFEST)' $(NAME).json > $@.tmp && mv $@.tmp $@
+	sh '$(EMBED_MANIFEST)' $(NAME).json > $@.tmp && \
+	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 $(NAME).so: $(NAME).cu $(NAME)-manifest.c
 	$(NVCC) -std=c++17 -O3 $(CUDA_ARCH_FLAGS) $(SOREN_CFLAGS) $(NVCCFLAGS) \

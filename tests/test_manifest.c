@@ -435,8 +435,8 @@ Test(manifest, folder_is_not_a_file)
     free(dir);
 }
 
-/* text must be byte-equal to the file (it is compared with the copy embedded
- * in the plugin), whatever its line endings and trailing bytes. */
+/* text holds the file's bytes as they are, whatever its line endings and
+ * trailing bytes. */
 static const char odd_bytes[] =
     "{\"manifest_version\":1,\r\n\"name\":\"wc\",\"version\":\"1.0.0\",\t\"summary\":\"S\","
     "\"library\":\"wc.so\",\"input\":{\"format\":\"lines\"},\"key\":{\"type\":\"string\"},"

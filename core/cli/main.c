@@ -43,7 +43,10 @@ static void print_entry(void *ctx, const soren_plugin_entry *e)
 {
     int verbose = *(const int *)ctx;
     if (!e->m) {
-        printf("%-16s %-8s %s\n", "?", "BROKEN", e->error->text);
+        /* the name the file would be run by: NAME of NAME.json */
+        const char *slash = strrchr(e->manifest_path, '/');
+        const char *file = slash ? slash + 1 : e->manifest_path;
+        printf("%-16.*s %-8s %s\n", (int)(strlen(file) - 5), file, "BROKEN", e->error->text);
         return;
     }
     if (e->shadowed_by) {
@@ -168,7 +171,7 @@ static int cmd_info(cli *c, const soren_search_path *sp)
     soren_error err;
     soren_error_clear(&err);
     soren_manifest *m = NULL;
-    if (soren_manifest_load(path, &m, &err) != SOREN_OK) {
+    if (soren_plugin_manifest_load(path, c->trust, &m, &err) != SOREN_OK) {
         free(path);
         return report(&err);
     }

@@ -122,15 +122,8 @@ static soren_status check_segments(const char *path, int fd, const Elf64_Ehdr *h
     return SOREN_OK;
 }
 
-soren_status soren__elf_check(const char *path, soren_error *err)
+soren_status soren__elf_check(int fd, const char *path, soren_error *err)
 {
-    /* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        return soren_error_errno(err, e == ENOMEM ? SOREN_ENOMEM : SOREN_EPLUGIN, e,
-                                 "cannot read %s", path);
-    }
     struct stat st;
     Elf64_Ehdr h;
     soren_status rc = SOREN_OK;
@@ -150,6 +143,5 @@ soren_status soren__elf_check(const char *path, soren_error *err)
         if (rc == SOREN_OK)
             rc = check_segments(path, fd, &h, (uint64_t)st.st_size, err);
     }
-    close(fd);
     return rc;
 }

@@ -16,8 +16,8 @@
 
 #include "../error.h"
 
-/* SOREN_OK if path looks loadable; else SOREN_EPLUGIN (SOREN_ENOMEM,
- * SOREN_EIO when it cannot be read) naming path. */
-soren_status soren__elf_check(const char *path, soren_error *err);
+/* SOREN_OK if the file open on fd (found at path) looks loadable; else
+ * SOREN_EPLUGIN (SOREN_EIO when it cannot be read) naming path. */
+soren_status soren__elf_check(int fd, const char *path, soren_error *err);
 
 #endif /* SOREN_ELFCHECK_H */

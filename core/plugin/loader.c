@@ -1,6 +1,7 @@
 #include "loader.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -49,24 +50,26 @@ static soren_status resolve_library(const soren_manifest *m, char **out, soren_e
     return rc;
 }
 
-static soren_status verify_digest(const soren_manifest *m, const char *lib, soren_error *err)
+static soren_status verify_digest(const soren_manifest *m, int fd, const char *lib,
+                                  soren_error *err)
 {
     if (!m->sha256)
         return SOREN_OK;
     char hex[65];
-    soren_status rc = soren_sha256_file(lib, hex, err);
+    soren_status rc = soren_sha256_fd(fd, lib, hex, err);
     if (rc != SOREN_OK)
         return rc;
     if (strcmp(hex, m->sha256) != 0)
         return soren_error_set(err, SOREN_EPLUGIN,
-                               "%s: SHA-256 of %s is %s but $.sha256 says %s; the library was "
-                               "changed or replaced: reinstall the plugin", m->path, lib, hex,
-                               m->sha256);
+                               "%s: $.sha256 expects %s but the SHA-256 of %s is %s; the library "
+                               "was changed or replaced: reinstall the plugin, or pin the new "
+                               "library's digest if you built it", m->path, m->sha256, lib, hex);
     return SOREN_OK;
 }
 
-/* The embedded copy must equal the side-car: a plugin rebuilt without its new
- * manifest (or the reverse) is caught here, not by a wrong result. */
+/* The embedded copy must say what the side-car says, its sha256 pin aside
+ * (soren_manifest_matches): a plugin rebuilt without its new manifest (or
+ * the reverse) is caught here, not by a wrong result. */
 static soren_status check_embedded(const soren_plugin *p, soren_error *err)
 {
     const char *text = p->table->manifest;
@@ -78,8 +81,7 @@ static soren_status check_embedded(const soren_plugin *p, soren_error *err)
                                "%s: the library has no embedded manifest between the SOREN "
                                "MANIFEST markers: rebuild it with build-aux/embed-manifest",
                                p->library_path);
-    size_t size = (size_t)(end - body);
-    if (size != p->manifest->text_size || memcmp(body, p->manifest->text, size) != 0)
+    if (!soren_manifest_matches(p->manifest, body, (size_t)(end - body)))
         return soren_error_set(err, SOREN_EPLUGIN,
                                "%s: the manifest embedded in %s differs from %s (a stale pair): "
                                "rebuild the plugin, or install NAME.so and NAME.json together",
@@ -196,12 +198,48 @@ static soren_status check_table(const soren_plugin *p, soren_error *err)
     return SOREN_OK;
 }
 
-/* A copy of the library at lib, made in folder dir under a name never used
- * before in this process, in *copy (malloc'd).  Loading the copy, never the
- * path, is what makes a rebuilt library load as the new code: the dynamic
- * loader hands back a library already loaded under the same name or file,
- * and one that holds unique symbols is never unloaded. */
-static soren_status copy_library(const char *lib, const char *dir, char **copy,
+/* The name a manifest is found by is its file's name less ".json"; a
+ * manifest whose $.name says otherwise would make one name mean two plugins
+ * (the one found and the one listed), so it is refused. */
+static soren_status check_file_name(const soren_manifest *m, soren_error *err)
+{
+    const char *slash = strrchr(m->path, '/');
+    const char *file = slash ? slash + 1 : m->path;
+    size_t n = strlen(file), k = strlen(m->name);
+    if (n == k + 5 && strncmp(file, m->name, k) == 0 && strcmp(file + k, ".json") == 0)
+        return SOREN_OK;
+    return soren_error_set(err, SOREN_EMANIFEST,
+                           "%s: $.name is \"%s\" but the file is %s: a plugin is found by its "
+                           "file's name, so the two must agree: rename the file %s.json or set "
+                           "$.name to the file's name", m->path, m->name, file, m->name);
+}
+
+soren_status soren_plugin_manifest_load(const char *path, soren_trust trust,
+                                        soren_manifest **out, soren_error *err)
+{
+    int fd;
+    *out = NULL;
+    soren_status rc = soren_manifest_open(path, &fd, err);
+    if (rc != SOREN_OK)
+        return rc;
+    rc = soren_trust_file(fd, path, "manifest", trust, err);
+    if (rc == SOREN_OK)
+        rc = soren_manifest_read(fd, path, out, err);
+    close(fd);
+    if (rc == SOREN_OK && (rc = check_file_name(*out, err)) != SOREN_OK) {
+        soren_manifest_free(*out);
+        *out = NULL;
+    }
+    return rc;
+}
+
+/* A copy of the library open on fd (lib names it), made in folder dir
+ * under a name never used before in this process, in *copy (malloc'd).
+ * Loading the copy, never the library, is what makes a rebuilt library
+ * load as the new code while the old one is loaded: the dynamic loader
+ * hands back a library already loaded under the same name or file, and
+ * one that holds unique symbols is never unloaded. */
+static soren_status copy_library(int fd, const char *lib, const char *dir, char **copy,
                                  soren_error *err)
 {
     static atomic_uint_fast64_t copies;
@@ -213,35 +251,129 @@ static soren_status copy_library(const char *lib, const char *dir, char **copy,
     if (!*copy)
         return soren_error_set(err, SOREN_ENOMEM, "out of memory");
     snprintf(*copy, size, "%s/%ld-%llu-%s", dir, (long)getpid(), (unsigned long long)n, base);
-    int in = open(lib, O_RDONLY | O_CLOEXEC);
-    int to = in < 0 ? -1 : open(*copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+    int to = open(*copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
     soren_status rc = SOREN_OK;
-    if (in < 0 || to < 0) {
+    if (to < 0) {
         rc = soren_error_errno(err, SOREN_EPLUGIN, errno, "cannot copy %s to %s to load it",
                                lib, *copy);
     } else {
         char buf[1 << 16];
+        off_t at = 0;
         ssize_t got;
-        while ((got = read(in, buf, sizeof buf)) > 0 || (got < 0 && errno == EINTR))
-            if (got > 0 && write(to, buf, (size_t)got) != got) {
+        while ((got = pread(fd, buf, sizeof buf, at)) > 0 || (got < 0 && errno == EINTR)) {
+            if (got < 0)
+                continue;
+            if (write(to, buf, (size_t)got) != got) {
                 got = -1;
                 break;
             }
+            at += got;
+        }
         if (got < 0)
             rc = soren_error_errno(err, SOREN_EPLUGIN, errno ? errno : EIO,
                                    "cannot copy %s to %s to load it", lib, *copy);
+        if (close(to) != 0 && rc == SOREN_OK)
+            rc = soren_error_errno(err, SOREN_EPLUGIN, errno,
+                                   "cannot copy %s to %s to load it", lib, *copy);
     }
-    if (in >= 0)
-        close(in);
-    if (to >= 0 && close(to) != 0 && rc == SOREN_OK)
-        rc = soren_error_errno(err, SOREN_EPLUGIN, errno, "cannot copy %s to %s to load it",
-                               lib, *copy);
     if (rc != SOREN_OK) {
         if (to >= 0)
             unlink(*copy);
         free(*copy);
         *copy = NULL;
     }
+    return rc;
+}
+
+/* dlopen of the file open on fd, by its name /proc/self/fd/N.  glibc takes
+ * an object already loaded under the same name for the one asked for, and a
+ * library that dlclose leaves resident (one with unique symbols) keeps the
+ * name of a descriptor since closed and reused; so a name that an object
+ * other than this file holds is passed over for a duplicate descriptor of
+ * another number.  *held is the descriptor the library was loaded through,
+ * to keep open while it is; -1 when it is loaded by path, where /proc is not
+ * mounted.  NULL (dlerror set) if it fails. */
+static void *dlopen_fd(int fd, const char *path, int *held)
+{
+    *held = -1;
+    for (int tries = 0, f = fd; tries < 16; tries++) {
+        char name[64];
+        snprintf(name, sizeof name, "/proc/self/fd/%d", f);
+        if (f == fd && access(name, R_OK) != 0)
+            return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        void *resident = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+        struct link_map *lm = NULL;
+        int taken = resident && dlinfo(resident, RTLD_DI_LINKMAP, &lm) == 0 && lm &&
+                    strcmp(lm->l_name, name) == 0;
+        if (resident)
+            dlclose(resident);
+        if (!taken) {
+            void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+            if (h)
+                *held = f;
+            else if (f != fd)
+                close(f);
+            return h;
+        }
+        int next = fcntl(fd, F_DUPFD_CLOEXEC, f + 1);
+        if (f != fd)
+            close(f);
+        if (next < 0)
+            break;
+        f = next;
+    }
+    /* Every name tried is taken: the path it is. */
+    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
+/* Opens the library at its resolved path, checks it (trust, ELF headers,
+ * digest) on that descriptor and loads the same file through it: the file
+ * checked is the file loaded, even if the path is changed meanwhile.  The
+ * descriptor stays open while the library is loaded, so that its name
+ * (/proc/self/fd/N, which tools such as debuggers read) names it.  Where
+ * /proc is not mounted, the library is loaded by its path. */
+static soren_status load_library(soren_plugin *p, soren_trust trust, const char *copy_dir,
+                                 soren_error *err)
+{
+    const char *lib = p->library_path;
+    /* O_NONBLOCK: a FIFO is refused by the ELF check, not waited on. */
+    int fd = open(lib, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    /* Kept open, it must not take the place of a closed standard stream,
+     * which a run would then read or write. */
+    if (fd >= 0 && fd <= STDERR_FILENO) {
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+        close(fd);
+        fd = high;
+    }
+    if (fd < 0) {
+        int e = errno;
+        return soren_error_errno(err, e == ENOMEM ? SOREN_ENOMEM : SOREN_EPLUGIN, e,
+                                 "cannot read %s", lib);
+    }
+    soren_status rc = soren_trust_file(fd, lib, "library", trust, err);
+    if (rc == SOREN_OK)
+        rc = soren__elf_check(fd, lib, err);
+    if (rc == SOREN_OK)
+        rc = verify_digest(p->manifest, fd, lib, err);
+    char *copy = NULL;
+    if (rc == SOREN_OK && copy_dir)
+        rc = copy_library(fd, lib, copy_dir, &copy, err);
+    if (rc == SOREN_OK) {
+        dlerror();
+        p->handle = copy ? dlopen(copy, RTLD_NOW | RTLD_LOCAL)
+                         : dlopen_fd(fd, lib, &p->library_fd);
+        if (!p->handle) {
+            const char *why = dlerror();
+            rc = soren_error_set(err, SOREN_EPLUGIN, "cannot load %s: %s", lib,
+                                 why ? why : "unknown dlopen error");
+        }
+    }
+    /* Loaded, the copy needs no name: the mapping holds it. */
+    if (copy)
+        unlink(copy);
+    free(copy);
+    if (p->library_fd != fd)
+        close(fd);
     return rc;
 }
 
@@ -258,33 +390,12 @@ soren_status soren_plugin_open_copy(const char *manifest_path, soren_trust trust
     soren_plugin *p = calloc(1, sizeof *p);
     if (!p)
         return soren_error_set(err, SOREN_ENOMEM, "out of memory");
-    soren_status rc = soren_manifest_load(manifest_path, &p->manifest, err);
+    p->library_fd = -1;
+    soren_status rc = soren_plugin_manifest_load(manifest_path, trust, &p->manifest, err);
     if (rc == SOREN_OK)
         rc = resolve_library(p->manifest, &p->library_path, err);
     if (rc == SOREN_OK)
-        rc = soren_trust_plugin(manifest_path, p->library_path, trust, err);
-    /* The ELF check first: it refuses a FIFO, which the digest would wait
-     * on. */
-    if (rc == SOREN_OK)
-        rc = soren__elf_check(p->library_path, err);
-    if (rc == SOREN_OK)
-        rc = verify_digest(p->manifest, p->library_path, err);
-    char *copy = NULL;
-    if (rc == SOREN_OK && copy_dir)
-        rc = copy_library(p->library_path, copy_dir, &copy, err);
-    if (rc == SOREN_OK) {
-        dlerror();
-        p->handle = dlopen(copy ? copy : p->library_path, RTLD_NOW | RTLD_LOCAL);
-        if (!p->handle) {
-            const char *why = dlerror();
-            rc = soren_error_set(err, SOREN_EPLUGIN, "cannot load %s: %s", p->library_path,
-                                 why ? why : "unknown dlopen error");
-        }
-    }
-    /* Loaded, the copy needs no name: the mapping holds it. */
-    if (copy)
-        unlink(copy);
-    free(copy);
+        rc = load_library(p, trust, copy_dir, err);
     if (rc == SOREN_OK) {
         dlerror();
         p->table = dlsym(p->handle, SOREN_PLUGIN_SYMBOL);
@@ -314,6 +425,8 @@ void soren_plugin_close(soren_plugin *p)
         return;
     if (p->handle)
         dlclose(p->handle);
+    if (p->library_fd >= 0)
+        close(p->library_fd);
     free(p->library_path);
     soren_manifest_free(p->manifest);
     free(p);

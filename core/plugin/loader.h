@@ -2,15 +2,21 @@
  * loader.h - loading a plugin and checking that it agrees with its manifest.
  *
  * soren_plugin_open(NAME.json):
- *   1. reads and validates the manifest;
+ *   1. opens the manifest (a regular file of at most SOREN_MANIFEST_MAX_SIZE
+ *      bytes), refuses it unless it and its folders are trusted (trust.h),
+ *      reads and validates it, and refuses a $.name that is not the file's
+ *      name less ".json";
  *   2. resolves the library inside the manifest's folder (symlinks resolved:
- *      a library that ends up outside the folder is refused), and refuses a
- *      folder, manifest or library that others can write to (trust.h);
- *   3. verifies the library's SHA-256 when the manifest gives one;
- *   4. dlopen(RTLD_NOW | RTLD_LOCAL), copying dlerror() at once;
+ *      a library that ends up outside the folder is refused);
+ *   3. opens the library and, on that descriptor, refuses it unless it and
+ *      its folders are trusted, checks its ELF headers and its SHA-256 when
+ *      the manifest pins one ($.sha256);
+ *   4. dlopen(RTLD_NOW | RTLD_LOCAL) of that same descriptor
+ *      (/proc/self/fd/N), copying dlerror() at once;
  *   5. finds soren_plugin_v1 and checks the ABI major version and the table
  *      size;
- *   6. checks the embedded manifest equals the side-car byte for byte;
+ *   6. checks the embedded manifest says what the side-car says, the
+ *      side-car's $.sha256 aside (soren_manifest_matches);
  *   7. checks the name, stages, key and value types, combine and reduce
  *      against the manifest.
  * Each failure is its own SOREN_EPLUGIN (or SOREN_EMANIFEST) error naming
@@ -28,8 +34,14 @@ typedef struct soren_plugin {
     soren_manifest *manifest;
     char *library_path; /* resolved, absolute */
     void *handle;       /* dlopen handle */
+    int library_fd;     /* the descriptor the library was loaded through, or -1 */
     const soren_plugin_table *table;
 } soren_plugin;
+
+/* Step 1 alone, for what reads a plugin's manifest without loading it
+ * (list, info): *out owns the manifest on success. */
+soren_status soren_plugin_manifest_load(const char *path, soren_trust trust,
+                                        soren_manifest **out, soren_error *err);
 
 soren_status soren_plugin_open(const char *manifest_path, soren_trust trust, soren_plugin **out,
                                soren_error *err);

@@ -1064,67 +1064,87 @@ static char *dir_of(const char *path)
     return dir;
 }
 
-static soren_status read_file(const char *path, char **out, size_t *out_size, soren_error *err)
+soren_status soren_manifest_open(const char *path, int *fd, soren_error *err)
 {
-    struct stat st;
+    *fd = -1;
     /* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
+    int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (f < 0)
         return soren_error_errno(err, SOREN_EIO, errno, "cannot read %s", path);
-    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-        /* read() on a folder fails too, but later and less clearly */
-        int e = errno;
-        if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
-            e = EISDIR;
-        close(fd);
-        return soren_error_errno(err, SOREN_EIO, e, "cannot read %s", path);
-    }
+    struct stat st;
+    soren_status rc = SOREN_OK;
+    if (fstat(f, &st) != 0)
+        rc = soren_error_errno(err, SOREN_EIO, errno, "cannot read %s", path);
+    else if (S_ISDIR(st.st_mode)) /* read() fails too, but later and less clearly */
+        rc = soren_error_errno(err, SOREN_EIO, EISDIR, "cannot read %s", path);
     /* A device such as /dev/zero would be read until memory runs out. */
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return soren_error_set(err, SOREN_EIO, "%s is not a regular file (a FIFO, socket or "
-                               "device): a manifest is a file, NAME.json", path);
+    else if (!S_ISREG(st.st_mode))
+        rc = soren_error_set(err, SOREN_EIO, "%s is not a regular file (a FIFO, socket or "
+                             "device): a manifest is a file, NAME.json", path);
+    else if ((uintmax_t)st.st_size > SOREN_MANIFEST_MAX_SIZE)
+        rc = soren_error_set(err, SOREN_EMANIFEST, "%s is %ju bytes, over the %u bytes a "
+                             "manifest may have: it is not a manifest, or a damaged one",
+                             path, (uintmax_t)st.st_size, (unsigned)SOREN_MANIFEST_MAX_SIZE);
+    if (rc != SOREN_OK) {
+        close(f);
+        return rc;
     }
-    /* st_size is a hint only (the file may change while we read). */
-    size_t cap = st.st_size > 0 ? (size_t)st.st_size + 1 : 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        close(fd);
+    *fd = f;
+    return SOREN_OK;
+}
+
+/* Reads fd to its end, at most SOREN_MANIFEST_MAX_SIZE bytes: st_size was
+ * checked when it was opened, but the file may grow while it is read. */
+static soren_status read_text(int fd, const char *path, char **out, size_t *out_size,
+                              soren_error *err)
+{
+    size_t cap = SOREN_MANIFEST_MAX_SIZE + 1, n = 0;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size >= 0 && (uintmax_t)st.st_size < cap)
+        cap = (size_t)st.st_size + 1;
+    char *buf = malloc(cap + 1);
+    if (!buf)
         return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading the manifest", path);
-    }
     for (;;) {
-        if (n + 1 == cap) {
-            char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+        if (n == cap) {
+            if (cap > SOREN_MANIFEST_MAX_SIZE)
+                break;
+            size_t grown = cap * 2 > SOREN_MANIFEST_MAX_SIZE + 1 ? SOREN_MANIFEST_MAX_SIZE + 1
+                                                                 : cap * 2;
+            char *bigger = realloc(buf, grown + 1);
             if (!bigger) {
                 free(buf);
-                close(fd);
-                return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading the manifest",
-                                       path);
+                return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading the "
+                                       "manifest", path);
             }
             buf = bigger;
-            cap *= 2;
+            cap = grown;
         }
-        ssize_t got = read(fd, buf + n, cap - n - 1);
+        ssize_t got = read(fd, buf + n, cap - n);
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0) {
             int e = errno;
             free(buf);
-            close(fd);
             return soren_error_errno(err, SOREN_EIO, e, "cannot read %s", path);
         }
         if (got == 0)
             break;
         n += (size_t)got;
     }
-    close(fd);
+    if (n > SOREN_MANIFEST_MAX_SIZE) {
+        free(buf);
+        return soren_error_set(err, SOREN_EMANIFEST, "%s grew past the %u bytes a manifest may "
+                               "have while it was read", path, (unsigned)SOREN_MANIFEST_MAX_SIZE);
+    }
     buf[n] = '\0';
     *out = buf;
     *out_size = n;
     return SOREN_OK;
 }
 
-soren_status soren_manifest_load(const char *path, soren_manifest **out, soren_error *err)
+soren_status soren_manifest_read(int fd, const char *path, soren_manifest **out,
+                                 soren_error *err)
 {
     soren_status st;
     *out = NULL;
@@ -1133,7 +1153,7 @@ soren_status soren_manifest_load(const char *path, soren_manifest **out, soren_e
         soren_manifest_free(m);
         return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading the manifest", path);
     }
-    st = read_file(path, &m->text, &m->text_size, err);
+    st = read_text(fd, path, &m->text, &m->text_size, err);
     if (st == SOREN_OK)
         st = manifest_parse_text(m, path, err);
     if (st != SOREN_OK) {
@@ -1142,6 +1162,18 @@ soren_status soren_manifest_load(const char *path, soren_manifest **out, soren_e
     }
     *out = m;
     return SOREN_OK;
+}
+
+soren_status soren_manifest_load(const char *path, soren_manifest **out, soren_error *err)
+{
+    int fd;
+    *out = NULL;
+    soren_status st = soren_manifest_open(path, &fd, err);
+    if (st == SOREN_OK) {
+        st = soren_manifest_read(fd, path, out, err);
+        close(fd);
+    }
+    return st;
 }
 
 soren_status soren_manifest_parse(const char *text, size_t size, const char *source,
@@ -1170,6 +1202,26 @@ soren_status soren_manifest_parse(const char *text, size_t size, const char *sou
     }
     *out = m;
     return SOREN_OK;
+}
+
+/* text as JSON, less its top-level "sha256" member; NULL if it is not
+ * JSON (or memory ran out). */
+static json_t *unpinned(const char *text, size_t size)
+{
+    json_error_t jerr;
+    json_t *v = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
+    if (v && json_is_object(v))
+        json_object_del(v, "sha256");
+    return v;
+}
+
+int soren_manifest_matches(const soren_manifest *m, const char *text, size_t size)
+{
+    json_t *mine = unpinned(m->text, m->text_size), *theirs = unpinned(text, size);
+    int same = mine && theirs && json_equal(mine, theirs);
+    json_decref(mine);
+    json_decref(theirs);
+    return same;
 }
 
 static void count_from_destroy(soren_count_from *cf)

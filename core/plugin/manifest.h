@@ -139,6 +139,21 @@ typedef struct soren_manifest {
     char *iterate_param;
 } soren_manifest;
 
+/* The most bytes a manifest file may hold; a larger one is refused before
+ * it is read (real manifests are a few kB). */
+#define SOREN_MANIFEST_MAX_SIZE (1u << 20)
+
+/* Opens the manifest at path for reading (*fd, close it): without waiting
+ * on a FIFO, and refusing a folder, anything that is not a regular file,
+ * and a file over SOREN_MANIFEST_MAX_SIZE bytes (SOREN_EMANIFEST), with
+ * path, the size and the cap in the message. */
+soren_status soren_manifest_open(const char *path, int *fd, soren_error *err);
+
+/* Reads and validates the manifest open on fd (from soren_manifest_open),
+ * found at path, as soren_manifest_load does. */
+soren_status soren_manifest_read(int fd, const char *path, soren_manifest **out,
+                                 soren_error *err);
+
 /* Reads and validates the manifest at path.  On success *out owns a new
  * manifest (free with soren_manifest_free); on failure *out is NULL and err
  * says why (SOREN_EMANIFEST, or SOREN_EIO when the file cannot be read). */
@@ -150,6 +165,12 @@ soren_status soren_manifest_parse(const char *text, size_t size, const char *sou
                                   soren_manifest **out, soren_error *err);
 
 void soren_manifest_free(soren_manifest *m);
+
+/* 1 if text (the copy of a manifest embedded in a library) is the same JSON
+ * value as m's file, each less its top-level "sha256" member, else 0.  The
+ * pin is left out because a library cannot embed its own digest: the
+ * side-car gains it after the library is built. */
+int soren_manifest_matches(const soren_manifest *m, const char *text, size_t size);
 
 /* Size in bytes of a value of type t (0 for STRING and NONE). */
 size_t soren_type_size(soren_type t);

@@ -19,6 +19,10 @@ static soren_status push_dir(soren_search_path *sp, const char *dir, size_t len,
 {
     if (len == 0)
         return SOREN_OK; /* "a::b" or a trailing ':' names no folder */
+    /* A folder named twice is searched once, where it first comes. */
+    for (size_t i = 0; i < sp->count; i++)
+        if (strlen(sp->dirs[i]) == len && strncmp(sp->dirs[i], dir, len) == 0)
+            return SOREN_OK;
     char **grown = realloc(sp->dirs, (sp->count + 1) * sizeof *grown);
     if (!grown)
         return soren_error_set(err, SOREN_ENOMEM, "out of memory building the plugin path");
@@ -171,32 +175,48 @@ static soren_status list_manifests(const char *dir, char ***names, size_t *count
     return rc;
 }
 
-/* Names listed so far, to tell which later manifest is shadowed. */
-typedef struct seen_name {
-    char *name;
-    char *path;
-} seen_name;
-
-/* The trust check of a listed plugin, on its library as the manifest names
- * it (listing resolves nothing). */
-static soren_status refuse_untrusted(const char *path, const soren_manifest *m,
-                                     soren_trust trust, soren_error *err)
+/* The trust check of a listed plugin's library, as the manifest names it
+ * (listing resolves nothing); the manifest was checked when it was read. */
+static soren_status refuse_untrusted(const soren_manifest *m, soren_trust trust,
+                                     soren_error *err)
 {
     char *library = NULL;
     if (asprintf(&library, "%s/%s", m->dir, m->library) < 0)
         return soren_error_set(err, SOREN_ENOMEM, "out of memory");
-    soren_status rc = soren_trust_plugin(path, library, trust, err);
+    soren_status rc = soren_trust_path(library, "library", trust, err);
     free(library);
     return rc;
+}
+
+/* The listing of the manifest at path: *m as the loader reads it (NULL,
+ * why saying why, when it is broken or refused), and *shadowed_by, the
+ * manifest that soren_plugin_resolve finds for its name when that is
+ * another (malloc'd, else NULL): list, info, check and run find a name the
+ * same way. */
+static void list_one(const soren_search_path *sp, const char *path, soren_trust trust,
+                     soren_manifest **m, char **shadowed_by, soren_error *why)
+{
+    *shadowed_by = NULL;
+    if (soren_plugin_manifest_load(path, trust, m, why) != SOREN_OK)
+        return;
+    char *found = NULL;
+    soren_status rc = refuse_untrusted(*m, trust, why);
+    if (rc == SOREN_OK)
+        rc = soren_plugin_resolve(sp, (*m)->name, &found, why);
+    if (rc != SOREN_OK) {
+        soren_manifest_free(*m);
+        *m = NULL;
+    } else if (strcmp(found, path) != 0) {
+        *shadowed_by = found;
+        found = NULL;
+    }
+    free(found);
 }
 
 soren_status soren_plugin_list(const soren_search_path *sp, soren_trust trust,
                                soren_plugin_visit_fn *visit, void *ctx, soren_error *err)
 {
-    seen_name *seen = NULL;
-    size_t seen_count = 0;
     soren_status rc = SOREN_OK;
-
     for (size_t i = 0; i < sp->count && rc == SOREN_OK; i++) {
         char **names = NULL;
         size_t count = 0;
@@ -208,44 +228,22 @@ soren_status soren_plugin_list(const soren_search_path *sp, soren_trust trust,
                 break;
             }
             soren_manifest *m = NULL;
+            char *shadowed_by = NULL;
             soren_error why;
             soren_error_clear(&why);
-            if (soren_manifest_load(path, &m, &why) == SOREN_OK &&
-                refuse_untrusted(path, m, trust, &why) != SOREN_OK) {
-                soren_manifest_free(m);
-                m = NULL;
-            }
-            soren_plugin_entry entry = {path, m, &why, NULL};
-            if (m) {
-                for (size_t k = 0; k < seen_count; k++)
-                    if (strcmp(seen[k].name, m->name) == 0)
-                        entry.shadowed_by = seen[k].path;
-            }
-            visit(ctx, &entry);
-            if (m && !entry.shadowed_by) {
-                seen_name *grown = realloc(seen, (seen_count + 1) * sizeof *grown);
-                char *name = strdup(m->name);
-                if (grown)
-                    seen = grown;
-                if (!grown || !name) {
-                    free(name);
-                    rc = soren_error_set(err, SOREN_ENOMEM, "out of memory listing plugins");
-                } else {
-                    seen[seen_count++] = (seen_name){name, path};
-                    path = NULL;
-                }
-            }
-            free(path);
+            list_one(sp, path, trust, &m, &shadowed_by, &why);
+            if (why.code == SOREN_ENOMEM)
+                rc = soren_error_set(err, SOREN_ENOMEM, "%s", why.text);
+            soren_plugin_entry entry = {path, m, &why, shadowed_by};
+            if (rc == SOREN_OK)
+                visit(ctx, &entry);
+            free(shadowed_by);
             soren_manifest_free(m);
+            free(path);
         }
         for (size_t j = 0; j < count; j++)
             free(names[j]);
         free(names);
     }
-    for (size_t k = 0; k < seen_count; k++) {
-        free(seen[k].name);
-        free(seen[k].path);
-    }
-    free(seen);
     return rc;
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "../error.h"
+#include "loader.h"
 #include "manifest.h"
 #include "trust.h"
 
@@ -28,13 +29,20 @@ soren_status soren_search_path_init(soren_search_path *sp, const char *const *ex
                                     size_t extra_count, soren_error *err);
 void soren_search_path_destroy(soren_search_path *sp);
 
-/* Resolves a job's name or path to its manifest's path (malloc'd). */
+/* Resolves a job's name or path to its manifest's path (malloc'd): the one
+ * way a name is found, for every command.  A name is NAME.json in the first
+ * folder of the path that has one; a file there that cannot be opened is
+ * an error, never passed over for a later folder.  A path is taken as it
+ * is, NAME.so standing for the NAME.json beside it.  The manifest is not
+ * read: soren_plugin_manifest_load and soren_plugin_open (loader.h) do. */
 soren_status soren_plugin_resolve(const soren_search_path *sp, const char *job,
                                   char **manifest_path, soren_error *err);
 
-/* One entry of a listing: m is NULL when the manifest is broken, and then
- * error says why.  shadowed_by names the manifest of the same name found
- * earlier in the path, or is NULL. */
+/* One entry of a listing: m is NULL when the manifest is broken or
+ * refused (read as soren_plugin_manifest_load reads it, and the library's
+ * trust checked by path), and then error says why.  shadowed_by names the
+ * manifest that soren_plugin_resolve finds for m's name when that is
+ * another one, earlier in the path, or is NULL. */
 typedef struct soren_plugin_entry {
     const char *manifest_path;
     const soren_manifest *m;

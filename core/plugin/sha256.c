@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct sha256_ctx {
     uint32_t h[8];
@@ -107,21 +108,24 @@ void soren_sha256(const void *data, size_t size, uint8_t digest[32])
     sha256_final(&c, digest);
 }
 
-soren_status soren_sha256_file(const char *path, char hex[65], soren_error *err)
+soren_status soren_sha256_fd(int fd, const char *path, char hex[65], soren_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return soren_error_errno(err, SOREN_EPLUGIN, errno, "cannot read %s", path);
     sha256_ctx c;
     sha256_init(&c);
     uint8_t buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        sha256_update(&c, buf, n);
-    int failed = ferror(f);
-    fclose(f);
-    if (failed)
-        return soren_error_set(err, SOREN_EPLUGIN, "read error on %s", path);
+    off_t at = 0;
+    for (;;) {
+        /* pread: from the start whatever the descriptor's offset */
+        ssize_t n = pread(fd, buf, sizeof buf, at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return soren_error_errno(err, SOREN_EPLUGIN, errno, "cannot read %s", path);
+        if (n == 0)
+            break;
+        sha256_update(&c, buf, (size_t)n);
+        at += n;
+    }
     uint8_t digest[32];
     sha256_final(&c, digest);
     for (int i = 0; i < 32; i++)

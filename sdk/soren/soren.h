@@ -45,7 +45,8 @@
 #define SOREN_PLUGIN_SYMBOL "soren_plugin_v1"
 
 /* Markers around the manifest copy embedded in every plugin (see
- * build-aux/embed-manifest); the text between them is byte-equal to NAME.json. */
+ * build-aux/embed-manifest); the text between them is NAME.json less its
+ * "sha256" member, which the library's own digest cannot be part of. */
 #define SOREN_MANIFEST_BEGIN "\n--- SOREN MANIFEST BEGIN ---\n"
 #define SOREN_MANIFEST_END "\n--- SOREN MANIFEST END ---\n"
 
