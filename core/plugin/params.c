@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../number.h"
 #include "regex.h"
 
 static const char *param_type_name(soren_param_type t)
@@ -74,6 +75,19 @@ static soren_status read_value_file(const char *job, const char *name, const cha
     return SOREN_OK;
 }
 
+/* The width of a number parameter's native value (0: not a number). */
+static size_t number_width(soren_param_type t)
+{
+    switch (t) {
+    case SOREN_PARAM_U32:
+    case SOREN_PARAM_F32: return 4;
+    case SOREN_PARAM_U64:
+    case SOREN_PARAM_I64:
+    case SOREN_PARAM_F64: return 8;
+    default: return 0;
+    }
+}
+
 /* Converts text to the parameter's native representation in a new block. */
 static soren_status convert(const char *job, const soren_manifest_param *mp, const char *text,
                             size_t text_size, void **out, uint64_t *size, soren_error *err)
@@ -102,55 +116,18 @@ static soren_status convert(const char *job, const soren_manifest_param *mp, con
         return SOREN_OK;
     }
 
-    union {
-        uint32_t u32;
-        uint64_t u64;
-        int64_t i64;
-        float f32;
-        double f64;
-    } v;
-    char *end = NULL;
-    errno = 0;
-    int ok = text_size > 0 && strlen(text) == text_size;
-    size_t width = 0;
-    switch (mp->type) {
-    case SOREN_PARAM_U32:
-    case SOREN_PARAM_U64: {
-        ok = ok && text[0] != '-';
-        unsigned long long x = strtoull(text, &end, 0);
-        ok = ok && !errno && *end == '\0' &&
-             (mp->type == SOREN_PARAM_U64 || x <= UINT32_MAX);
-        if (mp->type == SOREN_PARAM_U32) {
-            v.u32 = (uint32_t)x;
-            width = 4;
-        } else {
-            v.u64 = x;
-            width = 8;
-        }
-        break;
-    }
-    case SOREN_PARAM_I64:
-        v.i64 = strtoll(text, &end, 0);
-        ok = ok && !errno && *end == '\0';
-        width = 8;
-        break;
-    case SOREN_PARAM_F32:
-        v.f32 = strtof(text, &end);
-        ok = ok && !errno && *end == '\0';
-        width = 4;
-        break;
-    case SOREN_PARAM_F64:
-        v.f64 = strtod(text, &end);
-        ok = ok && !errno && *end == '\0';
-        width = 8;
-        break;
-    default:
-        ok = 0;
-    }
-    if (!ok)
-        return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s: \"%.*s\" is not a valid %s",
-                               job, mp->name, (int)(text_size > 64 ? 64 : text_size), text,
-                               param_type_name(mp->type));
+    soren_number_type t = mp->type == SOREN_PARAM_U32   ? SOREN_NUMBER_U32
+                        : mp->type == SOREN_PARAM_U64   ? SOREN_NUMBER_U64
+                        : mp->type == SOREN_PARAM_I64   ? SOREN_NUMBER_I64
+                        : mp->type == SOREN_PARAM_F32   ? SOREN_NUMBER_F32
+                                                        : SOREN_NUMBER_F64;
+    size_t width = number_width(mp->type);
+    soren_number v;
+    char why[160] = "a number cannot contain a NUL byte";
+    if (strlen(text) != text_size || soren_number_parse(text, t, 0, &v, why, sizeof why) != 0)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s: \"%.*s\" is not a valid "
+                               "%s: %s", job, mp->name, (int)(text_size > 64 ? 64 : text_size),
+                               text, param_type_name(mp->type), why);
     void *block = malloc(width);
     if (!block)
         return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", job);
@@ -173,19 +150,6 @@ static soren_status unknown_param(const soren_manifest *m, const char *name, siz
                                m->name, (int)name_len, name);
     return soren_error_set(err, SOREN_EUSAGE, "%s has no parameter \"%.*s\" (it takes: %s)",
                            m->name, (int)name_len, name, known);
-}
-
-/* The width of a number parameter's native value (0: not a number). */
-static size_t number_width(soren_param_type t)
-{
-    switch (t) {
-    case SOREN_PARAM_U32:
-    case SOREN_PARAM_F32: return 4;
-    case SOREN_PARAM_U64:
-    case SOREN_PARAM_I64:
-    case SOREN_PARAM_F64: return 8;
-    default: return 0;
-    }
 }
 
 /* Raw bytes as parameter mp's value, checked: a number's exact width, any

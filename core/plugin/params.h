@@ -4,8 +4,9 @@
  * The manifest declares the parameters (name, type, required, default);
  * the user gives `name=value` or `name=@file` (the file's bytes become the
  * value).  Values are converted once to what map sees (soren_params): strings
- * as bytes, numbers in native layout, regex parameters compiled to a
- * soren_dfa.  A parameter neither given nor defaulted is absent (size 0).
+ * as bytes, numbers (decimal only, read by soren_number_parse: number.h) in
+ * native layout, regex parameters compiled to a soren_dfa.  A parameter
+ * neither given nor defaulted is absent (size 0).
  */
 #ifndef SOREN_PARAMS_H
 #define SOREN_PARAMS_H

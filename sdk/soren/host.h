@@ -88,9 +88,11 @@ soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_jo
 /* Frees the job and everything it holds.  NULL is fine. */
 void soren_job_free(soren_job *job);
 
-/* Sets parameter name from text, as `--param name=text` does (a number in
- * decimal or 0x hex, a pattern, a string; "@FILE" takes FILE's bytes).
- * The text is checked at once. */
+/* Sets parameter name from text, as `--param name=text` does: a pattern, a
+ * string, or a number in decimal (digits, a minus sign for i64, a point and
+ * an exponent for f32 and f64: 10, -3, 1.5e-3; no leading zeros, spaces, 0x,
+ * inf or nan; a value past the type's range is refused); "@FILE" takes
+ * FILE's bytes.  The text is checked at once. */
 soren_status soren_job_param(soren_job *job, const char *name, const char *text,
                              soren_error *err);
 /* Sets parameter name to size bytes as map sees them: a string's bytes, a
