@@ -12,6 +12,7 @@
 #define SOREN_PARAMS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../error.h"
 #include "manifest.h"
@@ -22,6 +23,10 @@ typedef struct soren_param_set {
                                           the bytes a soren_param_value gave */
     void *owned[SOREN_MAX_PARAMS];     /* values converted from text */
 } soren_param_set;
+
+/* The most bytes a parameter file (name=@file) may hold.  The file must be
+ * a regular one: pipes, FIFOs and devices are refused, not read. */
+#define SOREN_PARAM_FILE_MAX ((uint64_t)256 << 20)
 
 /* Builds the parameters of manifest m from assignments ("name=value" or
  * "name=@file").  Unknown names, a missing required parameter, a malformed

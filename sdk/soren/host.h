@@ -91,8 +91,9 @@ void soren_job_free(soren_job *job);
 /* Sets parameter name from text, as `--param name=text` does: a pattern, a
  * string, or a number in decimal (digits, a minus sign for i64, a point and
  * an exponent for f32 and f64: 10, -3, 1.5e-3; no leading zeros, spaces, 0x,
- * inf or nan; a value past the type's range is refused); "@FILE" takes
- * FILE's bytes.  The text is checked at once. */
+ * inf or nan; a value past the type's range is refused); "@FILE" takes the
+ * bytes of FILE, a regular file of at most 256 MiB (a pipe, FIFO or device
+ * is refused).  The text is checked at once. */
 soren_status soren_job_param(soren_job *job, const char *name, const char *text,
                              soren_error *err);
 /* Sets parameter name to size bytes as map sees them: a string's bytes, a
