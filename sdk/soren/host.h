@@ -26,8 +26,14 @@
  *
  * Build with `pkg-config --cflags --libs soren`.  Every call returns a
  * soren_status and fills the caller's soren_error on failure (soren/error.h);
- * nothing is printed.  A job is used by one thread at a time; separate jobs
- * may run in separate threads.
+ * nothing is printed.  err may be NULL: the status still tells failure from
+ * success, only the words are lost.  Every other pointer argument must be
+ * valid unless its call says NULL is fine: a NULL one is refused with
+ * SOREN_EUSAGE and a message naming the call and the argument (the calls
+ * that return no status do nothing with a NULL, soren_job_explain returns
+ * NULL; the inline soren_pairs_key and soren_pairs_value check nothing).
+ * A job is used by one thread at a time; separate jobs may
+ * run in separate threads.
  */
 #ifndef SOREN_HOST_H
 #define SOREN_HOST_H
@@ -97,8 +103,8 @@ void soren_job_free(soren_job *job);
 soren_status soren_job_param(soren_job *job, const char *name, const char *text,
                              soren_error *err);
 /* Sets parameter name to size bytes as map sees them: a string's bytes, a
- * number in native layout (its exact width).  Copied; a regex parameter
- * takes text only. */
+ * number in native layout (its exact width); data NULL gives no bytes.
+ * Copied; a regex parameter takes text only. */
 soren_status soren_job_param_bytes(soren_job *job, const char *name, const void *data,
                                    size_t size, soren_error *err);
 
@@ -160,15 +166,15 @@ static inline const void *soren_pairs_value(const soren_pairs *p, uint64_t i)
 }
 
 /* Writes the last run's pairs to path ("-": standard output) in format
- * "tsv", "csv", "json" or "jsonl", as soren-host does; a failed write leaves
- * no file. */
+ * "tsv", "csv", "json" or "jsonl" (NULL: "tsv"), as soren-host does; a
+ * failed write leaves no file. */
 soren_status soren_job_write(soren_job *job, const char *path, const char *format,
                              soren_error *err);
 
 /* The last run's report as one line of JSON (soren-host --explain's, see
  * share/explain.schema.json): the metrics, the variant and why, the sizes,
  * every overflow, the phase times in milliseconds.  Owned by the job; NULL
- * before the first successful run. */
+ * before the first successful run, and for a NULL job. */
 const char *soren_job_explain(soren_job *job);
 
 #ifdef __cplusplus
