@@ -1384,8 +1384,8 @@ Test(engine, tsv_and_json_text)
                      "{\"key\": \"a\\\\b\\u0009c\\u000ad\\u000de\", \"value\": 1},\n"
                      "{\"key\": \"q\\\"uote\\u0001\x7f\", \"value\": 2},\n"
                      "{\"key\": \"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\", \"value\": 3},\n"
-                     "{\"key\": \"\\u00ff\\u00c3(\\u00e2\\u0082\\u00ed\\u00a0\\u0080\\u00c0"
-                     "\\u00af\\u00f4\\u0090\\u0080\\u0080\", \"value\": 4},\n"
+                     "{\"key\": \"\\udcff\\udcc3(\\udce2\\udc82\\udced\\udca0\\udc80\\udcc0"
+                     "\\udcaf\\udcf4\\udc90\\udc80\\udc80\", \"value\": 4},\n"
                      "{\"key\": \"\", \"value\": 5}\n"
                      "]\n");
     free(json);
@@ -1479,7 +1479,7 @@ Test(engine, csv_and_jsonl_text)
                             "{\"key\": \"say \\\"hi\\\"\", \"value\": 3}\n"
                             "{\"key\": \"cr\\u000dlf\\u000a\", \"value\": 4}\n"
                             "{\"key\": \"tab\\u0009back\\\\slash\", \"value\": 5}\n"
-                            "{\"key\": \"\\u00ff\\u00fe\xc3\xa9\", \"value\": 6}\n"
+                            "{\"key\": \"\\udcff\\udcfe\xc3\xa9\", \"value\": 6}\n"
                             "{\"key\": \"\", \"value\": 7}\n"
                             "{\"key\": \"\\\"\", \"value\": 8}\n");
     free(jsonl);
@@ -1512,6 +1512,70 @@ Test(engine, csv_and_jsonl_text)
                             "-9223372036854775808}\n");
     free(csv);
     free(jsonl);
+    soren_result_destroy(&r);
+}
+
+/* In JSON a byte outside valid UTF-8 is \udcXX, a lone low surrogate that
+ * valid text never writes: the Latin-1 key "to Bj\xf6rn" and the UTF-8
+ * "to Björn" stay apart, and Python's surrogateescape gives back every
+ * key's bytes from json and jsonl alike (every byte from 1 to 255 alone,
+ * and broken sequences among valid ones). */
+Test(engine, json_keys_keep_their_bytes)
+{
+    soren_stage_spec spec = wc_spec();
+    soren_result r;
+    soren_result_init(&r, &spec);
+    append_str(&r, "to Bj\xf6rn", 1);
+    append_str(&r, "to Bj\xc3\xb6rn", 2);
+    char *jsonl = render(&r, SOREN_FORMAT_JSONL);
+    cr_assert_str_eq(jsonl, "{\"key\": \"to Bj\\udcf6rn\", \"value\": 1}\n"
+                            "{\"key\": \"to Bj\xc3\xb6rn\", \"value\": 2}\n");
+    free(jsonl);
+    for (int c = 1; c < 256; c++) {
+        char key[2] = {(char)c, '\0'};
+        append_str(&r, key, (uint32_t)c);
+    }
+    append_str(&r, "\xe2\x82\xac\xe2\x82(\xf0\x9f\x98\x80\xed\xa0\x80\xc0\xaf\xf4\x90\x80\x80", 0);
+    append_str(&r, "\xc3", 0);
+
+    if (tu_runf(NULL, NULL, "command -v python3 >/dev/null") != 0)
+        cr_skip_test("python3 is not installed: the round trip through Python is not checked");
+    /* Each key's bytes in hex, one a line, as Python reads them back. */
+    char *want = NULL;
+    size_t want_size = 0;
+    FILE *f = open_memstream(&want, &want_size);
+    cr_assert_not_null(f);
+    for (uint64_t i = 0; i < r.count; i++) {
+        for (uint64_t b = r.key_offset[i]; b < r.key_offset[i + 1]; b++)
+            fprintf(f, "%02x", r.key_bytes[b]);
+        fputc('\n', f);
+    }
+    fclose(f);
+    static const char *const script =
+        "import json, sys\n"
+        "text = open(sys.argv[1], encoding='utf-8').read()\n"
+        "pairs = json.loads(text) if sys.argv[2] == 'json' else "
+        "[json.loads(line) for line in text.splitlines()]\n"
+        "for p in pairs:\n"
+        "    print(p['key'].encode('utf-8', 'surrogateescape').hex())\n";
+    char script_path[4096];
+    snprintf(script_path, sizeof script_path, "%s/keys.py", dir);
+    tu_write(script_path, script, strlen(script));
+    const soren_format formats[] = {SOREN_FORMAT_JSON, SOREN_FORMAT_JSONL};
+    for (int i = 0; i < 2; i++) {
+        const char *name = i ? "jsonl" : "json";
+        char *text = render(&r, formats[i]), path[4096];
+        snprintf(path, sizeof path, "%s/keys.%s", dir, name);
+        tu_write(path, text, strlen(text));
+        free(text);
+        char *out = NULL, *err = NULL;
+        int rc = tu_runf(&out, &err, "python3 '%s' '%s' %s", script_path, path, name);
+        cr_expect_eq(rc, 0, "%s: python3 failed: %s", name, err);
+        cr_expect_str_eq(out, want, "%s: the keys Python reads back differ", name);
+        free(out);
+        free(err);
+    }
+    free(want);
     soren_result_destroy(&r);
 }
 

@@ -452,8 +452,12 @@ static void w_json_string(writer *w, const uint8_t *s, uint64_t n)
             i += len;
             continue;
         }
-        /* A control character, or a byte outside any valid UTF-8 sequence. */
-        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        /* A control character is \u00XX.  A byte outside any valid UTF-8
+         * sequence (always 0x80 or more) is the lone low surrogate \udcXX,
+         * which no valid text produces: Python's surrogateescape reads it
+         * back as the byte, and no two keys write the same string. */
+        char esc[6] = {'\\', 'u', c < 0x20 ? '0' : 'd', c < 0x20 ? '0' : 'c', hex[c >> 4],
+                       hex[c & 15]};
         w_bytes(w, esc, sizeof esc);
         i++;
     }
