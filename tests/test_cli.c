@@ -2,6 +2,7 @@
  * 2 usage error), messages that say what to do, and no partial output. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,6 +289,28 @@ Test(cli, multistage_and_index_jobs_run_under_auto)
     write_in_dir("a", "\0\0\0\x40", 4); /* 2.0f */
     expect_run(0, "0\t4\n", "run matmul --param a=@a --param b=@a --param rows=1 "
                "--param inner=1 --param cols=1 --device auto");
+}
+
+/* inf - inf is a NaN with its sign bit set on x86: written nan, as every
+ * NaN is, in every format. */
+Test(cli, a_negative_nan_is_written_nan)
+{
+    const float infs[2] = {INFINITY, INFINITY}, signs[2] = {1, -1};
+    write_in_dir("a", (const char *)infs, sizeof infs);
+    write_in_dir("b", (const char *)signs, sizeof signs);
+    const char *mm = "run matmul --device cpu --param a=@a --param b=@b --param rows=1 "
+                     "--param inner=2 --param cols=1";
+    static const char *const formats[][2] = {{"tsv", "0\tnan\n"},
+                                              {"csv", "0,nan\r\n"},
+                                              {"json", "[\n{\"key\": 0, \"value\": \"nan\"}\n]\n"},
+                                              {"jsonl", "{\"key\": 0, \"value\": \"nan\"}\n"}};
+    for (int i = 0; i < 4; i++) {
+        char *out = NULL;
+        cr_expect_eq(tu_runf(&out, NULL, "cd '%s' && '%s' %s --format %s", dir, tu_host(), mm,
+                             formats[i][0]), 0);
+        cr_expect_str_eq(out, formats[i][1], "--format %s", formats[i][0]);
+        free(out);
+    }
 }
 
 Test(cli, index_jobs_count_their_tasks)

@@ -1264,7 +1264,8 @@ Test(engine, float_and_integer_keys_order)
     soren_error err;
     cr_assert_eq(soren_result_order(&r, SOREN_ORDER_KEY, 0, &err), SOREN_OK);
     char *text = render(&r, SOREN_FORMAT_TSV);
-    cr_assert_str_eq(text, "-nan\t-5\n-inf\t-3\n-2.25\t-7\n-0\t-1\n0\t-2\n"
+    /* -NaN (value -5) orders first and NaN (-4) last; both are written nan. */
+    cr_assert_str_eq(text, "nan\t-5\n-inf\t-3\n-2.25\t-7\n-0\t-1\n0\t-2\n"
                            "1e-310\t-8\n1.5\t0\ninf\t-6\nnan\t-4\n");
     free(text);
     cr_assert_lt(soren_key_compare(SOREN_TYPE_I64, (const uint8_t *)&(int64_t){-1}, 8,
@@ -1445,6 +1446,57 @@ Test(engine, floats_round_trip)
     text = render(&r, SOREN_FORMAT_JSON);
     cr_assert_str_eq(text, "[\n{\"key\": \"inf\", \"value\": \"nan\"}\n]\n");
     free(text);
+    soren_result_destroy(&r);
+}
+
+/* Every NaN is written nan ("nan" in JSON), whatever its sign bit and
+ * payload: x86 makes inf - inf a NaN with the sign bit set, which %g
+ * writes "-nan", and a GPU may make the other. */
+Test(engine, every_nan_is_nan)
+{
+    static const uint32_t f32_bits[] = {0xffc00000u, 0x7fc00000u, 0x7f800001u, 0xff800001u};
+    static const uint64_t f64_bits[] = {0xfff8000000000000u, 0x7ff8000000000000u,
+                                        0x7ff0000000000001u, 0xfff0000000000001u};
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_LINES, SOREN_TYPE_F32,
+                                      SOREN_TYPE_F64, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    soren_result r;
+    soren_result_init(&r, &spec);
+    for (int i = 0; i < 4; i++) {
+        float k;
+        double v;
+        memcpy(&k, &f32_bits[i], 4);
+        memcpy(&v, &f64_bits[i], 8);
+        cr_assert(isnan(k) && isnan(v));
+        cr_assert_eq(soren_result_append(&r, &k, 4, &v, NULL), SOREN_OK);
+    }
+    float neg_inf = -INFINITY;
+    double pos_inf = INFINITY;
+    cr_assert_eq(soren_result_append(&r, &neg_inf, 4, &pos_inf, NULL), SOREN_OK);
+    static const struct {
+        soren_format format;
+        const char *line, *last;
+    } want[] = {
+        {SOREN_FORMAT_TSV, "nan\tnan\n", "-inf\tinf\n"},
+        {SOREN_FORMAT_CSV, "nan,nan\r\n", "-inf,inf\r\n"},
+        {SOREN_FORMAT_JSONL, "{\"key\": \"nan\", \"value\": \"nan\"}\n",
+         "{\"key\": \"-inf\", \"value\": \"inf\"}\n"},
+    };
+    for (size_t f = 0; f < sizeof want / sizeof want[0]; f++) {
+        char expected[512] = "";
+        for (int i = 0; i < 4; i++)
+            strcat(expected, want[f].line);
+        strcat(expected, want[f].last);
+        char *text = render(&r, want[f].format);
+        cr_expect_str_eq(text, expected, "format %d", (int)want[f].format);
+        free(text);
+    }
+    char *json = render(&r, SOREN_FORMAT_JSON);
+    cr_expect_str_eq(json, "[\n{\"key\": \"nan\", \"value\": \"nan\"},\n"
+                           "{\"key\": \"nan\", \"value\": \"nan\"},\n"
+                           "{\"key\": \"nan\", \"value\": \"nan\"},\n"
+                           "{\"key\": \"nan\", \"value\": \"nan\"},\n"
+                           "{\"key\": \"-inf\", \"value\": \"inf\"}\n]\n");
+    free(json);
     soren_result_destroy(&r);
 }
 

@@ -295,8 +295,11 @@ static int format_float(char *buf, size_t size, double v, int is_f32)
     return n;
 }
 
-/* Writes a number of type t.  Non-finite floats are written as %g spells
- * them (inf, -inf, nan); in JSON, which has no such numbers, as strings. */
+/* Writes a number of type t.  Non-finite floats are written inf, -inf and
+ * nan; in JSON, which has no such numbers, as strings.  Every NaN is "nan",
+ * whatever its sign bit and payload: which NaN an operation yields differs
+ * between CPUs and GPUs (x86's inf - inf has its sign bit set, and %g
+ * would write "-nan"), so one spelling keeps their outputs the same. */
 static void w_number(writer *w, soren_type t, const void *p, int json)
 {
     char tmp[64];
@@ -335,10 +338,10 @@ static void w_number(writer *w, soren_type t, const void *p, int json)
             w_bytes(w, tmp, (size_t)format_float(tmp, sizeof tmp, v, is_f32));
             return;
         }
-        int k = snprintf(tmp, sizeof tmp, "%g", v);
+        const char *name = isnan(v) ? "nan" : v < 0 ? "-inf" : "inf";
         if (json)
             w_byte(w, '"');
-        w_bytes(w, tmp, (size_t)k);
+        w_str(w, name);
         if (json)
             w_byte(w, '"');
         return;

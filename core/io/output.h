@@ -21,7 +21,9 @@
  *
  * Every format writes integers in decimal, exactly, and floats with the
  * fewest significant digits that read back (strtof, strtod) to the same
- * bits, so "0.1" and not "0.100000001".  CPU and GPU runs share this writer.
+ * bits, so "0.1" and not "0.100000001"; infinities as inf and -inf, and
+ * every NaN, whatever its sign bit and payload, as nan.  CPU and GPU runs
+ * share this writer.
  *
  * soren_output_open writes to a temporary file DEST.XXXXXX beside the
  * destination and soren_output_commit renames it into place, so a failed run
