@@ -1,7 +1,7 @@
 /*
  * number.h - numbers as users write them: parameters (--param rows=10,
- * soren_job_param) and soren-host's numeric options read through this one
- * parser, so every number means the same thing everywhere.
+ * soren_job_param) and the numeric options of soren-host and soren-gen read
+ * through this one parser, so every number means the same thing everywhere.
  *
  * Accepted, and nothing else:
  *   unsigned (u32, u64)  decimal digits: 0, 10, 4294967295
