@@ -32,8 +32,8 @@
  * SOREN_EUSAGE and a message naming the call and the argument (the calls
  * that return no status do nothing with a NULL, soren_job_explain returns
  * NULL; the inline soren_pairs_key and soren_pairs_value check nothing).
- * A job is used by one thread at a time; separate jobs may
- * run in separate threads.
+ * A job is used by one thread at a time; separate jobs may run in separate
+ * threads.
  */
 #ifndef SOREN_HOST_H
 #define SOREN_HOST_H
