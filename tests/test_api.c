@@ -331,6 +331,77 @@ Test(api, index_job_with_number_bytes)
     soren_close(p);
 }
 
+/* Expects the call (which passes E as its soren_error) to refuse a NULL
+ * argument with SOREN_EUSAGE and a message holding needle; then the same
+ * call with a NULL soren_error, which must fail the same way and not crash. */
+#define REFUSED(needle, ...)                                                               \
+    do {                                                                                   \
+        soren_error e_;                                                                    \
+        soren_error_clear(&e_);                                                            \
+        soren_error *E = &e_;                                                              \
+        soren_status st_ = __VA_ARGS__;                                                    \
+        cr_expect_eq(st_, SOREN_EUSAGE, "%s: status %d (%s)", #__VA_ARGS__, (int)st_,      \
+                     e_.text);                                                             \
+        cr_expect(strstr(e_.text, needle) != NULL, "%s: \"%s\" not in \"%s\"",             \
+                  #__VA_ARGS__, needle, e_.text);                                          \
+        E = NULL;                                                                          \
+        st_ = __VA_ARGS__;                                                                 \
+        cr_expect_eq(st_, SOREN_EUSAGE, "%s with a NULL soren_error: status %d",           \
+                     #__VA_ARGS__, (int)st_);                                              \
+    } while (0)
+
+/* Every call of soren/host.h with each of its pointer arguments NULL:
+ * refused with a message naming the call and the argument, or (for the
+ * calls that return nothing to check) harmless. */
+Test(api, null_arguments_are_refused)
+{
+    soren_plugin *p = open_plugin("wordcount");
+    soren_job *job = new_job(p, NULL);
+    soren_plugin *no_plugin = (soren_plugin *)1;
+    soren_job *no_job = (soren_job *)1;
+    soren_pairs pairs;
+    REFUSED("soren_open: no plugin name or path given", soren_open(NULL, &no_plugin, E));
+    cr_expect_null(no_plugin);
+    REFUSED("soren_open: out is NULL", soren_open("wordcount", NULL, E));
+    REFUSED("soren_job_new: no plugin", soren_job_new(NULL, NULL, &no_job, E));
+    cr_expect_null(no_job);
+    REFUSED("soren_job_new: out is NULL", soren_job_new(p, NULL, NULL, E));
+    REFUSED("soren_job_param: job is NULL", soren_job_param(NULL, "x", "1", E));
+    REFUSED("soren_job_param: name is NULL", soren_job_param(job, NULL, "1", E));
+    REFUSED("soren_job_param: text is NULL", soren_job_param(job, "x", NULL, E));
+    REFUSED("soren_job_param_bytes: job is NULL", soren_job_param_bytes(NULL, "x", "1", 1, E));
+    REFUSED("soren_job_param_bytes: name is NULL", soren_job_param_bytes(job, NULL, "1", 1, E));
+    REFUSED("soren_job_input_file: job is NULL", soren_job_input_file(NULL, "in.txt", E));
+    REFUSED("no input path given", soren_job_input_file(job, NULL, E));
+    REFUSED("soren_job_input_memory: job is NULL", soren_job_input_memory(NULL, "a", 1, E));
+    REFUSED("an input of 1 bytes at NULL", soren_job_input_memory(job, NULL, 1, E));
+    REFUSED("soren_job_input_device: job is NULL", soren_job_input_device(NULL, NULL, 0, E));
+    REFUSED("a device input of 16 bytes at NULL", soren_job_input_device(job, NULL, 16, E));
+    REFUSED("soren_job_tasks: job is NULL", soren_job_tasks(NULL, 1, E));
+    REFUSED("soren_job_run: job is NULL", soren_job_run(NULL, E));
+    REFUSED("soren_job_result: job is NULL", soren_job_result(NULL, &pairs, E));
+    REFUSED("soren_job_result: out is NULL", soren_job_result(job, NULL, E));
+    REFUSED("soren_job_result_device: job is NULL", soren_job_result_device(NULL, &pairs, E));
+    REFUSED("soren_job_result_device: out is NULL", soren_job_result_device(job, NULL, E));
+    REFUSED("soren_job_write: job is NULL", soren_job_write(NULL, "out.tsv", "tsv", E));
+    REFUSED("soren_job_write: path is NULL", soren_job_write(job, NULL, "tsv", E));
+    cr_expect_null(soren_job_explain(NULL));
+    soren_job_options_init(NULL);
+    soren_job_clear_inputs(NULL);
+    soren_job_free(NULL);
+    soren_close(NULL);
+
+    /* A NULL soren_error on success and on failure alike. */
+    cr_expect_eq(soren_job_input_memory(job, "a b a\n", 6, NULL), SOREN_OK);
+    cr_expect_eq(soren_job_run(job, NULL), SOREN_OK);
+    cr_expect_eq(soren_job_result(job, &pairs, NULL), SOREN_OK);
+    cr_expect_eq(pairs.count, 2);
+    cr_expect_eq(soren_job_tasks(job, 3, NULL), SOREN_EUSAGE);
+    cr_expect_eq(soren_open("no-such-job", &no_plugin, NULL), SOREN_EPLUGIN);
+    soren_job_free(job);
+    soren_close(p);
+}
+
 /* The report after a run is one line of JSON that the schema accepts. */
 Test(api, explain_follows_the_schema)
 {

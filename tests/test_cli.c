@@ -2,12 +2,14 @@
  * 2 usage error), messages that say what to do, and no partial output. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "number.h"
 #include "testutil.h"
 #include <soren/soren.h>
 
@@ -144,6 +146,108 @@ Test(cli, parameter_errors_exit_2)
     expect_run(2, "cannot read", "run grep --param pattern=@no-such-file in.txt");
 }
 
+/* Every number a user writes, a parameter's or an option's, is decimal:
+ * what C's strtoul with base 0 would read as octal or hex, or after a
+ * space, is refused with the form accepted; a number past its type's range
+ * is refused with the range. */
+Test(cli, numbers_are_decimal_only)
+{
+    static const struct {
+        const char *text;
+        soren_number_type type;
+        unsigned flags;
+        const char *why; /* NULL: accepted */
+        double value;
+    } cases[] = {
+        {"0", SOREN_NUMBER_U32, 0, NULL, 0},
+        {"10", SOREN_NUMBER_U32, 0, NULL, 10},
+        {"4294967295", SOREN_NUMBER_U32, 0, NULL, 4294967295.0},
+        {"4294967296", SOREN_NUMBER_U32, 0, "a u32 is from 0 to 4294967295", 0},
+        {"010", SOREN_NUMBER_U32, 0, "without leading zeros, e.g. 10", 0},
+        {"00", SOREN_NUMBER_U64, 0, "without leading zeros, e.g. 0", 0},
+        {"0x4", SOREN_NUMBER_U32, 0, "write decimal digits", 0},
+        {" 4", SOREN_NUMBER_U32, 0, "write decimal digits", 0},
+        {"4 ", SOREN_NUMBER_U32, 0, "write decimal digits", 0},
+        {"+4", SOREN_NUMBER_U64, 0, "write decimal digits", 0},
+        {"-1", SOREN_NUMBER_U64, 0, "write decimal digits", 0},
+        {"", SOREN_NUMBER_U64, 0, "write decimal digits", 0},
+        {"18446744073709551615", SOREN_NUMBER_U64, 0, NULL, 18446744073709551615.0},
+        {"18446744073709551616", SOREN_NUMBER_U64, 0, "a u64 is from 0", 0},
+        {"64K", SOREN_NUMBER_U64, SOREN_NUMBER_SUFFIX, NULL, 65536},
+        {"2g", SOREN_NUMBER_U64, SOREN_NUMBER_SUFFIX, NULL, 2147483648.0},
+        {"64K", SOREN_NUMBER_U64, 0, "write decimal digits", 0},
+        {"1T", SOREN_NUMBER_U64, SOREN_NUMBER_SUFFIX, "followed by K, M or G", 0},
+        {"08M", SOREN_NUMBER_U64, SOREN_NUMBER_SUFFIX, "e.g. 8M", 0},
+        {"4G", SOREN_NUMBER_U32, SOREN_NUMBER_SUFFIX, "a u32 is from 0 to 4294967295", 0},
+        {"17179869184G", SOREN_NUMBER_U64, SOREN_NUMBER_SUFFIX, "a u64 is from 0", 0},
+        {"-10", SOREN_NUMBER_I64, 0, NULL, -10},
+        {"-0", SOREN_NUMBER_I64, 0, NULL, 0},
+        {"-010", SOREN_NUMBER_I64, 0, "e.g. -10", 0},
+        {"-9223372036854775808", SOREN_NUMBER_I64, 0, NULL, -9223372036854775808.0},
+        {"9223372036854775808", SOREN_NUMBER_I64, 0, "from -9223372036854775808 to", 0},
+        {"-9223372036854775809", SOREN_NUMBER_I64, 0, "from -9223372036854775808 to", 0},
+        {"--1", SOREN_NUMBER_I64, 0, "optional minus sign", 0},
+        {"0x10", SOREN_NUMBER_I64, 0, "optional minus sign", 0},
+        {"1.5", SOREN_NUMBER_F64, 0, NULL, 1.5},
+        {"-.5", SOREN_NUMBER_F64, 0, NULL, -0.5},
+        {"5.", SOREN_NUMBER_F64, 0, NULL, 5},
+        {"0.25", SOREN_NUMBER_F32, 0, NULL, 0.25},
+        {"2E-3", SOREN_NUMBER_F64, 0, NULL, 2e-3},
+        {"1e+3", SOREN_NUMBER_F64, 0, NULL, 1000},
+        {"1e-400", SOREN_NUMBER_F64, 0, NULL, 0},
+        {"01.5", SOREN_NUMBER_F64, 0, "e.g. 1.5", 0},
+        {"1e400", SOREN_NUMBER_F64, 0, "an f64 is at most 1.7976931348623157e+308", 0},
+        {"1e39", SOREN_NUMBER_F32, 0, "an f32 is at most 3.40282347e+38", 0},
+        {"0x1p4", SOREN_NUMBER_F64, 0, "no space, hex, inf or nan", 0},
+        {"inf", SOREN_NUMBER_F64, 0, "no space, hex, inf or nan", 0},
+        {"nan", SOREN_NUMBER_F32, 0, "no space, hex, inf or nan", 0},
+        {" 1.5", SOREN_NUMBER_F64, 0, "no space", 0},
+        {".", SOREN_NUMBER_F64, 0, "no space", 0},
+        {"1e", SOREN_NUMBER_F64, 0, "no space", 0},
+        {"1.5x", SOREN_NUMBER_F64, 0, "no space", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        soren_number n;
+        char why[160];
+        int rc = soren_number_parse(cases[i].text, cases[i].type, cases[i].flags, &n, why,
+                                    sizeof why);
+        if (cases[i].why) {
+            cr_expect_eq(rc, -1, "\"%s\" is refused", cases[i].text);
+            cr_expect(strstr(why, cases[i].why) != NULL, "\"%s\": \"%s\" lacks \"%s\"",
+                      cases[i].text, why, cases[i].why);
+            continue;
+        }
+        cr_expect_eq(rc, 0, "\"%s\": %s", cases[i].text, why);
+        double got = cases[i].type == SOREN_NUMBER_U32   ? (double)n.u32
+                   : cases[i].type == SOREN_NUMBER_U64   ? (double)n.u64
+                   : cases[i].type == SOREN_NUMBER_I64   ? (double)n.i64
+                   : cases[i].type == SOREN_NUMBER_F32   ? (double)n.f32
+                                                         : n.f64;
+        cr_expect(got == cases[i].value, "\"%s\" read as %.17g", cases[i].text, got);
+    }
+
+    /* Through soren-host: a parameter written in decimal means its number
+     * (10 x 10 matmul: 100 lines), and the options read numbers the same
+     * way. */
+    float ten[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    write_in_dir("a", (const char *)ten, sizeof ten);
+    char *out = NULL;
+    cr_expect_eq(tu_runf(&out, NULL, "cd '%s' && '%s' run matmul --param a=@a --param b=@a "
+                         "--param rows=10 --param inner=1 --param cols=10 | wc -l", dir,
+                         tu_host()), 0);
+    cr_expect_str_eq(out, "100\n");
+    free(out);
+    expect_run(2, "parameter rows: \"010\" is not a valid u32: write it without leading "
+               "zeros, e.g. 10", "run matmul --param a=@a --param b=@a --param rows=010 "
+               "--param inner=1 --param cols=10");
+    expect_run(2, "--top: expected a number of pairs from 1 up, got \"010\": write it "
+               "without leading zeros, e.g. 10", "run wordcount --top 010 x");
+    expect_run(2, "--threads: expected a number from 1 to 4096, got \"0x4\": write decimal "
+               "digits", "run wordcount --threads 0x4 x");
+    expect_run(2, "--sample: expected a fraction from 0 to 1 (0 turns monitoring off), got "
+               "\" 0.5\": write a decimal number", "run wordcount --sample ' 0.5' x");
+}
+
 Test(cli, job_errors_exit_1_and_leave_no_output)
 {
     write_in_dir("odd.rgb", "\x01\x02\x03\x04", 4);
@@ -185,6 +289,28 @@ Test(cli, multistage_and_index_jobs_run_under_auto)
     write_in_dir("a", "\0\0\0\x40", 4); /* 2.0f */
     expect_run(0, "0\t4\n", "run matmul --param a=@a --param b=@a --param rows=1 "
                "--param inner=1 --param cols=1 --device auto");
+}
+
+/* inf - inf is a NaN with its sign bit set on x86: written nan, as every
+ * NaN is, in every format. */
+Test(cli, a_negative_nan_is_written_nan)
+{
+    const float infs[2] = {INFINITY, INFINITY}, signs[2] = {1, -1};
+    write_in_dir("a", (const char *)infs, sizeof infs);
+    write_in_dir("b", (const char *)signs, sizeof signs);
+    const char *mm = "run matmul --device cpu --param a=@a --param b=@b --param rows=1 "
+                     "--param inner=2 --param cols=1";
+    static const char *const formats[][2] = {{"tsv", "0\tnan\n"},
+                                              {"csv", "0,nan\r\n"},
+                                              {"json", "[\n{\"key\": 0, \"value\": \"nan\"}\n]\n"},
+                                              {"jsonl", "{\"key\": 0, \"value\": \"nan\"}\n"}};
+    for (int i = 0; i < 4; i++) {
+        char *out = NULL;
+        cr_expect_eq(tu_runf(&out, NULL, "cd '%s' && '%s' %s --format %s", dir, tu_host(), mm,
+                             formats[i][0]), 0);
+        cr_expect_str_eq(out, formats[i][1], "--format %s", formats[i][0]);
+        free(out);
+    }
 }
 
 Test(cli, index_jobs_count_their_tasks)

@@ -446,6 +446,12 @@ Test(gen, usage_errors)
     expect_usage_error("text --size 1K --print-params", "--print-params does not apply to text");
     expect_usage_error("matrix --preset mnist", "mnist is a data set of the SVM paper, for svm");
     expect_usage_error("svm --preset soren-small", "svm expects adult");
+    /* Numbers are decimal, as soren-host reads them: no leading zero or
+     * space, no 0x. */
+    expect_usage_error("text --size 010K", "--size: expected a size such as 100M, got \"010K\"");
+    expect_usage_error("text --size ' 1K'", "--size: expected a size");
+    expect_usage_error("matrix --rows 0x4 --cols 2", "expected a positive count, got \"0x4\"");
+    expect_usage_error("text --size 1K --exponent ' 1'", "--exponent: expected a number");
 }
 
 Test(gen, help_names_every_kind_and_option)

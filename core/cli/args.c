@@ -1,7 +1,6 @@
 /* args.c - soren-host's options and command (see args.h). */
 #include "cli/args.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -12,6 +11,7 @@
 #include "config.h"
 #include "engine/result.h"
 #include "io/output.h"
+#include "number.h"
 #include <soren/soren.h>
 
 static const char usage_text[] =
@@ -143,65 +143,40 @@ int soren__cli_usage_error(const char *fmt, ...)
     return SOREN_EXIT_USAGE;
 }
 
-static int parse_threads(const char *text, unsigned *out)
+enum { WHY_SIZE = 160 };
+
+/* An option's count or size from min to max, read as every number is
+ * (number.h: decimal, no leading zeros; flags may allow K, M, G).  A text
+ * that is no such number leaves why saying what is wrong; one out of the
+ * option's range leaves it empty, as the option's message says the range. */
+static int parse_count(const char *text, unsigned flags, uint64_t min, uint64_t max,
+                       uint64_t *out, char *why)
 {
-    char *end = NULL;
-    unsigned long n = strtoul(text, &end, 10);
-    if (!*text || *end || text[0] == '-' || n < 1 || n > 4096)
+    soren_number n;
+    if (soren_number_parse(text, SOREN_NUMBER_U64, flags, &n, why, WHY_SIZE) != 0 ||
+        n.u64 < min || n.u64 > max)
         return 0;
-    *out = (unsigned)n;
+    *out = n.u64;
     return 1;
 }
 
-/* A positive count or size, with an optional K, M or G (powers of 1024). */
-static int parse_size(const char *text, uint64_t *out)
+/* A fraction from 0 to 1, as parse_count reads a count. */
+static int parse_fraction(const char *text, double *out, char *why)
 {
-    char *end = NULL;
-    if (!*text || text[0] == '-')
+    soren_number n;
+    if (soren_number_parse(text, SOREN_NUMBER_F64, 0, &n, why, WHY_SIZE) != 0 ||
+        !(n.f64 >= 0 && n.f64 <= 1))
         return 0;
-    errno = 0;
-    unsigned long long n = strtoull(text, &end, 10);
-    if (errno == ERANGE)
-        return 0;
-    unsigned shift = 0;
-    if (*end == 'K' || *end == 'k')
-        shift = 10;
-    else if (*end == 'M' || *end == 'm')
-        shift = 20;
-    else if (*end == 'G' || *end == 'g')
-        shift = 30;
-    if (shift)
-        end++;
-    if (*end || n == 0 || n > (UINT64_MAX >> shift))
-        return 0;
-    *out = (uint64_t)n << shift;
+    *out = n.f64;
     return 1;
 }
 
-/* A count from 0 up, digits only. */
-static int parse_count(const char *text, uint64_t *out)
+/* The usage error of option's value text: what the option expects, and
+ * what is wrong with the text where the number parser said. */
+static int bad_value(const char *option, const char *expected, const char *text, const char *why)
 {
-    char *end = NULL;
-    if (*text < '0' || *text > '9')
-        return 0;
-    errno = 0;
-    unsigned long long n = strtoull(text, &end, 10);
-    if (errno == ERANGE || *end)
-        return 0;
-    *out = n;
-    return 1;
-}
-
-/* A fraction from 0 to 1 (NaN and infinities are not). */
-static int parse_fraction(const char *text, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double x = strtod(text, &end);
-    if (end == text || *end || errno == ERANGE || !(x >= 0 && x <= 1))
-        return 0;
-    *out = x;
-    return 1;
+    return soren__cli_usage_error("%s: expected %s, got \"%s\"%s%s", option, expected, text,
+                                  *why ? ": " : "", why);
 }
 
 /* Not a usage error: nothing the user typed was wrong. */
@@ -264,6 +239,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
     c->progress = -1;
     opterr = 0;
     int opt;
+    char why[WHY_SIZE];
     while ((opt = getopt_long(argc, argv, ":o:p:t:f:P:vhV", options, NULL)) != -1) {
         switch (opt) {
         case 'o': c->run.output = optarg; break;
@@ -289,11 +265,13 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
                                    "sort, got \"%s\"", optarg);
             c->run.engine = optarg;
             break;
-        case 't':
-            if (!parse_threads(optarg, &c->run.threads))
-                return soren__cli_usage_error("--threads: expected a number from 1 to 4096, got \"%s\"",
-                                   optarg);
+        case 't': {
+            uint64_t n = 0;
+            if (!parse_count(optarg, 0, 1, 4096, &n, why))
+                return bad_value("--threads", "a number from 1 to 4096", optarg, why);
+            c->run.threads = (unsigned)n;
             break;
+        }
         case 'f':
             if (soren_format_parse(optarg, &c->run.format) != 0)
                 return soren__cli_usage_error("--format: expected one of %s, got \"%s\"",
@@ -308,19 +286,16 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
             break;
         }
         case OPT_TOP:
-            if (!parse_count(optarg, &c->run.top) || c->run.top == 0)
-                return soren__cli_usage_error("--top: expected a number of pairs from 1 up, got \"%s\"",
-                                   optarg);
+            if (!parse_count(optarg, 0, 1, UINT64_MAX, &c->run.top, why))
+                return bad_value("--top", "a number of pairs from 1 up", optarg, why);
             break;
         case OPT_TASKS:
-            if (!parse_count(optarg, &c->run.tasks) || c->run.tasks == 0)
-                return soren__cli_usage_error("--tasks: expected a number of tasks from 1 up, got \"%s\"",
-                                   optarg);
+            if (!parse_count(optarg, 0, 1, UINT64_MAX, &c->run.tasks, why))
+                return bad_value("--tasks", "a number of tasks from 1 up", optarg, why);
             break;
         case OPT_ITERATE:
-            if (!parse_count(optarg, &c->run.iterate) || c->run.iterate == 0)
-                return soren__cli_usage_error("--iterate: expected a number of runs from 1 up, "
-                                              "got \"%s\"", optarg);
+            if (!parse_count(optarg, 0, 1, UINT64_MAX, &c->run.iterate, why))
+                return bad_value("--iterate", "a number of runs from 1 up", optarg, why);
             break;
         case OPT_OUTPUT_PARTS: c->run.output_parts = 1; break;
         case OPT_LOCAL: c->local = 1; break;
@@ -349,36 +324,35 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
             uint64_t *dst = opt == OPT_TABLE_SLOTS ? &c->run.gpu.table_slots
                           : opt == OPT_KEY_BYTES   ? &c->run.gpu.key_bytes
                                                    : &c->run.gpu.pair_slots;
-            if (!parse_size(optarg, dst))
-                return soren__cli_usage_error("%s: expected a size such as 65536, 64K, 512M or 2G, "
-                                   "got \"%s\"", opt == OPT_TABLE_SLOTS ? "--table-slots"
-                                                  : opt == OPT_KEY_BYTES ? "--key-bytes"
-                                                                          : "--pair-slots",
-                                   optarg);
+            if (!parse_count(optarg, SOREN_NUMBER_SUFFIX, 1, UINT64_MAX, dst, why))
+                return bad_value(opt == OPT_TABLE_SLOTS ? "--table-slots"
+                                 : opt == OPT_KEY_BYTES ? "--key-bytes"
+                                                        : "--pair-slots",
+                                 "a size such as 65536, 64K, 512M or 2G", optarg, why);
             break;
         }
         case OPT_BLOCK_SLOTS: {
             uint64_t n = 0;
-            if (!parse_count(optarg, &n))
-                return soren__cli_usage_error("--block-slots: expected a count such as 256 (0: "
-                                              "no per-block tables), got \"%s\"", optarg);
+            if (!parse_count(optarg, 0, 0, UINT64_MAX, &n, why))
+                return bad_value("--block-slots", "a count such as 256 (0: no per-block tables)",
+                                 optarg, why);
             c->run.gpu.block_slots = n ? n : SOREN_GPU_NO_BLOCK_TABLE;
             break;
         }
         case OPT_DEVICE_MEMORY:
-            if (!parse_size(optarg, &c->run.device_memory))
-                return soren__cli_usage_error("--device-memory: expected a size such as 512M or "
-                                              "8G, got \"%s\"", optarg);
+            if (!parse_count(optarg, SOREN_NUMBER_SUFFIX, 1, UINT64_MAX, &c->run.device_memory,
+                             why))
+                return bad_value("--device-memory", "a size such as 512M or 8G", optarg, why);
             break;
         case OPT_SAMPLE:
-            if (!parse_fraction(optarg, &c->run.sample))
-                return soren__cli_usage_error("--sample: expected a fraction from 0 to 1 (0 turns "
-                                   "monitoring off), got \"%s\"", optarg);
+            if (!parse_fraction(optarg, &c->run.sample, why))
+                return bad_value("--sample", "a fraction from 0 to 1 (0 turns monitoring off)",
+                                 optarg, why);
             break;
         case OPT_SMALL_KEYS:
-            if (!parse_count(optarg, &c->run.small_keys))
-                return soren__cli_usage_error("--small-keys: expected a number of distinct keys such as "
-                                   "1000, got \"%s\"", optarg);
+            if (!parse_count(optarg, 0, 0, UINT64_MAX, &c->run.small_keys, why))
+                return bad_value("--small-keys", "a number of distinct keys such as 1000", optarg,
+                                 why);
             break;
         case OPT_EXPLAIN: c->run.explain = 1; break;
         case OPT_ALLOW_INSECURE: c->trust = SOREN_TRUST_ANY; break;

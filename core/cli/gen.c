@@ -35,6 +35,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "number.h"
 
 static const char usage_text[] =
     "Usage: soren-gen KIND [OPTIONS]\n"
@@ -212,25 +213,15 @@ static int usage_error(const char *what, const char *arg)
     return 2;
 }
 
+/* A count, or with sizes a size that may end in K, M or G, read as
+ * soren-host reads its numbers (number.h: decimal, no leading zeros). */
 static int parse_count(const char *text, uint64_t *out, int sizes)
 {
-    char *end = NULL;
-    errno = 0;
-    if (!*text || *text == '-')
+    soren_number n;
+    if (soren_number_parse(text, SOREN_NUMBER_U64, sizes ? SOREN_NUMBER_SUFFIX : 0, &n, NULL,
+                           0) != 0)
         return 0;
-    unsigned long long n = strtoull(text, &end, 10);
-    unsigned shift = 0;
-    if (sizes && (*end == 'K' || *end == 'k'))
-        shift = 10;
-    else if (sizes && (*end == 'M' || *end == 'm'))
-        shift = 20;
-    else if (sizes && (*end == 'G' || *end == 'g'))
-        shift = 30;
-    if (shift)
-        end++;
-    if (errno || *end || n > (UINT64_MAX >> shift))
-        return 0;
-    *out = (uint64_t)n << shift;
+    *out = n.u64;
     return 1;
 }
 
@@ -956,7 +947,7 @@ static int parse_options(int argc, char **argv, gen_options *o, const char **pre
         unsigned bit;
         uint64_t *dst;
         int zero_ok;
-        char *end = NULL;
+        soren_number number;
         if (counted_option(opt, o, &bit, &dst, &zero_ok)) {
             if (!parse_count(optarg, dst, 0) || (!zero_ok && *dst == 0))
                 return usage_error(zero_ok ? "expected a count, got \""
@@ -971,9 +962,10 @@ static int parse_options(int argc, char **argv, gen_options *o, const char **pre
             o->given |= O_SIZE;
             break;
         case 'e':
-            o->exponent = strtod(optarg, &end);
-            if (!*optarg || *end || !(o->exponent >= 0 && o->exponent <= 10))
+            if (soren_number_parse(optarg, SOREN_NUMBER_F64, 0, &number, NULL, 0) != 0 ||
+                !(number.f64 >= 0 && number.f64 <= 10))
                 return usage_error("--exponent: expected a number from 0 to 10, got \"", optarg);
+            o->exponent = number.f64;
             o->given |= O_EXPONENT;
             break;
         case 'D':

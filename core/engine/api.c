@@ -45,8 +45,23 @@ struct soren_job {
     char *explain; /* made from the outcome when first asked for */
 };
 
+/* A NULL pointer argument: a usage error naming the call and the argument,
+ * refused before anything is touched. */
+static soren_status null_argument(soren_error *err, const char *call, const char *argument)
+{
+    return soren_error_set(err, SOREN_EUSAGE, "%s: %s is NULL", call, argument);
+}
+
+/* Returns from the calling function when its pointer argument arg is NULL. */
+#define REFUSE_NULL(arg)                                                                   \
+    do {                                                                                   \
+        if (!(arg))                                                                        \
+            return null_argument(err, __func__, #arg);                                     \
+    } while (0)
+
 soren_status soren_open(const char *name_or_path, soren_plugin **out, soren_error *err)
 {
+    REFUSE_NULL(out);
     *out = NULL;
     if (!name_or_path || !*name_or_path)
         return soren_error_set(err, SOREN_EUSAGE, "soren_open: no plugin name or path given");
@@ -70,6 +85,8 @@ void soren_close(soren_plugin *p)
 
 void soren_job_options_init(soren_job_options *o)
 {
+    if (!o)
+        return;
     memset(o, 0, sizeof *o);
     o->device = SOREN_DEVICE_AUTO;
     o->engine = "auto";
@@ -95,6 +112,7 @@ static soren_status check_options(const soren_job_options *o, soren_error *err)
 soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_job **out,
                            soren_error *err)
 {
+    REFUSE_NULL(out);
     *out = NULL;
     if (!p)
         return soren_error_set(err, SOREN_EUSAGE, "soren_job_new: no plugin (soren_open first)");
@@ -158,8 +176,6 @@ static soren_status set_param(soren_job *job, const char *name, const soren_para
                               soren_error *err)
 {
     const soren_manifest *m = job->plugin->manifest;
-    if (!name)
-        return soren_error_set(err, SOREN_EUSAGE, "%s: no parameter name given", m->name);
     int j = soren_param_find(m, name, strlen(name), err);
     if (j < 0)
         return SOREN_EUSAGE;
@@ -186,9 +202,9 @@ static soren_status set_param(soren_job *job, const char *name, const soren_para
 soren_status soren_job_param(soren_job *job, const char *name, const char *text,
                              soren_error *err)
 {
-    if (!text)
-        return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s: no text given",
-                               job->plugin->manifest->name, name ? name : "(none)");
+    REFUSE_NULL(job);
+    REFUSE_NULL(name);
+    REFUSE_NULL(text);
     soren_param_value v = {.text = text};
     return set_param(job, name, &v, err);
 }
@@ -196,6 +212,8 @@ soren_status soren_job_param(soren_job *job, const char *name, const char *text,
 soren_status soren_job_param_bytes(soren_job *job, const char *name, const void *data,
                                    size_t size, soren_error *err)
 {
+    REFUSE_NULL(job);
+    REFUSE_NULL(name);
     /* Empty bytes are still bytes: a string parameter may be empty. */
     static const uint8_t none = 0;
     soren_param_value v = {.bytes = data ? data : &none, .size = data ? size : 0};
@@ -223,6 +241,7 @@ static soren_status add_input(soren_job *job, const api_input *in, soren_error *
 
 soren_status soren_job_input_file(soren_job *job, const char *path, soren_error *err)
 {
+    REFUSE_NULL(job);
     if (!path || !*path)
         return soren_error_set(err, SOREN_EUSAGE, "%s: no input path given",
                                job->plugin->manifest->name);
@@ -239,6 +258,7 @@ soren_status soren_job_input_file(soren_job *job, const char *path, soren_error 
 soren_status soren_job_input_memory(soren_job *job, const void *data, size_t size,
                                     soren_error *err)
 {
+    REFUSE_NULL(job);
     if (!data && size)
         return soren_error_set(err, SOREN_EUSAGE, "%s: an input of %zu bytes at NULL",
                                job->plugin->manifest->name, size);
@@ -249,6 +269,7 @@ soren_status soren_job_input_memory(soren_job *job, const void *data, size_t siz
 soren_status soren_job_input_device(soren_job *job, const void *data, size_t size,
                                     soren_error *err)
 {
+    REFUSE_NULL(job);
     const char *name = job->plugin->manifest->name;
     if (!data && size)
         return soren_error_set(err, SOREN_EUSAGE, "%s: a device input of %zu bytes at NULL",
@@ -266,6 +287,7 @@ soren_status soren_job_input_device(soren_job *job, const void *data, size_t siz
 
 soren_status soren_job_tasks(soren_job *job, uint64_t count, soren_error *err)
 {
+    REFUSE_NULL(job);
     const soren_manifest *m = job->plugin->manifest;
     if (m->input.format != SOREN_INPUT_INDEX)
         return soren_error_set(err, SOREN_EUSAGE, "%s reads %s, not index input: give it "
@@ -279,6 +301,8 @@ soren_status soren_job_tasks(soren_job *job, uint64_t count, soren_error *err)
 
 void soren_job_clear_inputs(soren_job *job)
 {
+    if (!job)
+        return;
     for (size_t i = 0; i < job->input_count; i++)
         free(job->inputs[i].path);
     job->input_count = 0;
@@ -299,6 +323,7 @@ static void run_options(soren_job *job, soren_run_options *o)
 
 soren_status soren_job_run(soren_job *job, soren_error *err)
 {
+    REFUSE_NULL(job);
     const soren_manifest *m = job->plugin->manifest;
     outcome_clear(job);
     soren_param_set params;
@@ -347,7 +372,9 @@ static soren_status need_result(const soren_job *job, const char *call, soren_er
 
 soren_status soren_job_result(soren_job *job, soren_pairs *out, soren_error *err)
 {
+    REFUSE_NULL(out);
     memset(out, 0, sizeof *out);
+    REFUSE_NULL(job);
     soren_status rc = need_result(job, "soren_job_result", err);
     if (rc != SOREN_OK)
         return rc;
@@ -364,7 +391,9 @@ soren_status soren_job_result(soren_job *job, soren_pairs *out, soren_error *err
 
 soren_status soren_job_result_device(soren_job *job, soren_pairs *out, soren_error *err)
 {
+    REFUSE_NULL(out);
     memset(out, 0, sizeof *out);
+    REFUSE_NULL(job);
     soren_status rc = need_result(job, "soren_job_result_device", err);
     if (rc != SOREN_OK)
         return rc;
@@ -390,6 +419,8 @@ soren_status soren_job_result_device(soren_job *job, soren_pairs *out, soren_err
 soren_status soren_job_write(soren_job *job, const char *path, const char *format,
                              soren_error *err)
 {
+    REFUSE_NULL(job);
+    REFUSE_NULL(path);
     soren_status rc = need_result(job, "soren_job_write", err);
     if (rc != SOREN_OK)
         return rc;
@@ -409,6 +440,8 @@ soren_status soren_job_write(soren_job *job, const char *path, const char *forma
 
 const char *soren_job_explain(soren_job *job)
 {
+    if (!job)
+        return NULL;
     if (!job->has_result || job->explain)
         return job->explain;
     char *text = NULL;

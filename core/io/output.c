@@ -313,8 +313,11 @@ static int format_float(char *buf, size_t size, double v, int is_f32)
     return n;
 }
 
-/* Writes a number of type t.  Non-finite floats are written as %g spells
- * them (inf, -inf, nan); in JSON, which has no such numbers, as strings. */
+/* Writes a number of type t.  Non-finite floats are written inf, -inf and
+ * nan; in JSON, which has no such numbers, as strings.  Every NaN is "nan",
+ * whatever its sign bit and payload: which NaN an operation yields differs
+ * between CPUs and GPUs (x86's inf - inf has its sign bit set, and %g
+ * would write "-nan"), so one spelling keeps their outputs the same. */
 static void w_number(writer *w, soren_type t, const void *p, int json)
 {
     char tmp[64];
@@ -353,10 +356,10 @@ static void w_number(writer *w, soren_type t, const void *p, int json)
             w_bytes(w, tmp, (size_t)format_float(tmp, sizeof tmp, v, is_f32));
             return;
         }
-        int k = snprintf(tmp, sizeof tmp, "%g", v);
+        const char *name = isnan(v) ? "nan" : v < 0 ? "-inf" : "inf";
         if (json)
             w_byte(w, '"');
-        w_bytes(w, tmp, (size_t)k);
+        w_str(w, name);
         if (json)
             w_byte(w, '"');
         return;
@@ -470,8 +473,12 @@ static void w_json_string(writer *w, const uint8_t *s, uint64_t n)
             i += len;
             continue;
         }
-        /* A control character, or a byte outside any valid UTF-8 sequence. */
-        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        /* A control character is \u00XX.  A byte outside any valid UTF-8
+         * sequence (always 0x80 or more) is the lone low surrogate \udcXX,
+         * which no valid text produces: Python's surrogateescape reads it
+         * back as the byte, and no two keys write the same string. */
+        char esc[6] = {'\\', 'u', c < 0x20 ? '0' : 'd', c < 0x20 ? '0' : 'c', hex[c >> 4],
+                       hex[c & 15]};
         w_bytes(w, esc, sizeof esc);
         i++;
     }

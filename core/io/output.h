@@ -8,17 +8,22 @@
  *        its quotes doubled; other bytes, UTF-8 or not, are written raw.
  * json:  one JSON array of {"key": K, "value": V} objects, one a line;
  *        string keys are JSON strings: ", \ and control characters
- *        escaped, valid UTF-8 written as is, and every other byte written
- *        \u00XX (the byte's value as a code point).  Every JSON parser
- *        accepts that, but it reads such a byte back as the character
- *        U+00XX, as it reads that character written in UTF-8: JSON keeps
- *        text keys exactly, tsv and csv keep any bytes.  Infinities and
- *        NaNs, which JSON cannot spell as numbers, are strings ("inf").
+ *        escaped, valid UTF-8 written as is, and every byte XX that is
+ *        not part of valid UTF-8 written \udcXX, a lone low surrogate,
+ *        as Python's surrogateescape error handler decodes it.  Valid text
+ *        never holds a surrogate, so two different keys never write the
+ *        same string, and the bytes come back exactly (Python:
+ *        json.loads(s).encode("utf-8", "surrogateescape")); a strict
+ *        parser may refuse a lone surrogate or replace it with U+FFFD.
+ *        Infinities and NaNs, which JSON cannot spell as numbers, are
+ *        strings ("inf", "-inf", "nan").
  * jsonl: the same objects, one a line, with no enclosing array (JSON Lines).
  *
  * Every format writes integers in decimal, exactly, and floats with the
  * fewest significant digits that read back (strtof, strtod) to the same
- * bits, so "0.1" and not "0.100000001".  CPU and GPU runs share this writer.
+ * bits, so "0.1" and not "0.100000001"; infinities as inf and -inf, and
+ * every NaN, whatever its sign bit and payload, as nan.  CPU and GPU runs
+ * share this writer.
  *
  * soren_output_open writes to a temporary file DEST.XXXXXX beside the
  * destination and soren_output_commit renames it into place, so a failed run

@@ -1,11 +1,15 @@
 #include "params.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "../number.h"
 #include "regex.h"
 
 static const char *param_type_name(soren_param_type t)
@@ -34,44 +38,90 @@ static soren_status open_error_code(int e)
     return SOREN_EIO;
 }
 
-/* Reads a whole file for "name=@file". */
+/* What a file that is not a regular one is, for the message refusing it. */
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a pipe or FIFO";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "a device";
+}
+
+/* Reads a whole file for "name=@file": a regular file of at most
+ * SOREN_PARAM_FILE_MAX bytes.  Anything else is refused before a byte is
+ * read: a FIFO or pipe could keep the run waiting for a writer, a device
+ * such as /dev/zero would be read until memory runs out. */
 static soren_status read_value_file(const char *job, const char *name, const char *path,
                                     char **out, size_t *size, soren_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* O_NONBLOCK: opening a FIFO with no writer returns at once, to be
+     * refused below, instead of waiting for one. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
         int e = errno;
         return soren_error_errno(err, open_error_code(e), e, "%s: --param %s=@%s: cannot read %s",
                                  job, name, path, path);
     }
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger;
-        cap *= 2;
+    struct stat st;
+    soren_status rc = SOREN_OK;
+    if (fstat(fd, &st) != 0)
+        rc = soren_error_errno(err, SOREN_EIO, errno, "%s: --param %s=@%s: cannot read %s", job,
+                               name, path, path);
+    else if (!S_ISREG(st.st_mode))
+        rc = soren_error_set(err, SOREN_EUSAGE, "%s: --param %s=@%s: %s is %s, not a regular "
+                             "file: save the value to a file and name that", job, name, path,
+                             path, file_kind(st.st_mode));
+    else if ((uint64_t)st.st_size > SOREN_PARAM_FILE_MAX)
+        rc = soren_error_set(err, SOREN_EUSAGE, "%s: --param %s=@%s: %s holds %llu bytes, more "
+                             "than a parameter file may (%llu MiB)", job, name, path, path,
+                             (unsigned long long)st.st_size,
+                             (unsigned long long)(SOREN_PARAM_FILE_MAX >> 20));
+    /* The bytes are the file's at the time of fstat: one that grows
+     * meanwhile is read up to that size, never past the limit. */
+    size_t want = rc == SOREN_OK ? (size_t)st.st_size : 0, n = 0;
+    char *buf = rc == SOREN_OK ? malloc(want + 1) : NULL;
+    if (rc == SOREN_OK && !buf)
+        rc = soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading %s (%zu bytes)", job,
+                             path, want);
+    if (rc == SOREN_OK && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
+        rc = soren_error_errno(err, SOREN_EIO, errno, "%s: --param %s=@%s: cannot read %s", job,
+                               name, path, path);
+    while (rc == SOREN_OK && n < want) {
+        ssize_t got = read(fd, buf + n, want - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            rc = soren_error_errno(err, SOREN_EIO, errno, "%s: --param %s=@%s: cannot read %s",
+                                   job, name, path, path);
+        if (got <= 0)
+            break; /* an error, or a file that shrank meanwhile */
+        n += (size_t)got;
     }
-    int failed = ferror(f), e = errno;
-    fclose(f);
-    if (!buf)
-        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading %s", job, path);
-    if (failed) {
+    close(fd);
+    if (rc != SOREN_OK) {
         free(buf);
-        return soren_error_errno(err, SOREN_EIO, e, "%s: --param %s=@%s: cannot read %s", job,
-                                 name, path, path);
+        return rc;
     }
     buf[n] = '\0';
     *out = buf;
     *size = n;
     return SOREN_OK;
+}
+
+/* The width of a number parameter's native value (0: not a number). */
+static size_t number_width(soren_param_type t)
+{
+    switch (t) {
+    case SOREN_PARAM_U32:
+    case SOREN_PARAM_F32: return 4;
+    case SOREN_PARAM_U64:
+    case SOREN_PARAM_I64:
+    case SOREN_PARAM_F64: return 8;
+    default: return 0;
+    }
 }
 
 /* Converts text to the parameter's native representation in a new block. */
@@ -102,55 +152,18 @@ static soren_status convert(const char *job, const soren_manifest_param *mp, con
         return SOREN_OK;
     }
 
-    union {
-        uint32_t u32;
-        uint64_t u64;
-        int64_t i64;
-        float f32;
-        double f64;
-    } v;
-    char *end = NULL;
-    errno = 0;
-    int ok = text_size > 0 && strlen(text) == text_size;
-    size_t width = 0;
-    switch (mp->type) {
-    case SOREN_PARAM_U32:
-    case SOREN_PARAM_U64: {
-        ok = ok && text[0] != '-';
-        unsigned long long x = strtoull(text, &end, 0);
-        ok = ok && !errno && *end == '\0' &&
-             (mp->type == SOREN_PARAM_U64 || x <= UINT32_MAX);
-        if (mp->type == SOREN_PARAM_U32) {
-            v.u32 = (uint32_t)x;
-            width = 4;
-        } else {
-            v.u64 = x;
-            width = 8;
-        }
-        break;
-    }
-    case SOREN_PARAM_I64:
-        v.i64 = strtoll(text, &end, 0);
-        ok = ok && !errno && *end == '\0';
-        width = 8;
-        break;
-    case SOREN_PARAM_F32:
-        v.f32 = strtof(text, &end);
-        ok = ok && !errno && *end == '\0';
-        width = 4;
-        break;
-    case SOREN_PARAM_F64:
-        v.f64 = strtod(text, &end);
-        ok = ok && !errno && *end == '\0';
-        width = 8;
-        break;
-    default:
-        ok = 0;
-    }
-    if (!ok)
-        return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s: \"%.*s\" is not a valid %s",
-                               job, mp->name, (int)(text_size > 64 ? 64 : text_size), text,
-                               param_type_name(mp->type));
+    soren_number_type t = mp->type == SOREN_PARAM_U32   ? SOREN_NUMBER_U32
+                        : mp->type == SOREN_PARAM_U64   ? SOREN_NUMBER_U64
+                        : mp->type == SOREN_PARAM_I64   ? SOREN_NUMBER_I64
+                        : mp->type == SOREN_PARAM_F32   ? SOREN_NUMBER_F32
+                                                        : SOREN_NUMBER_F64;
+    size_t width = number_width(mp->type);
+    soren_number v;
+    char why[160] = "a number cannot contain a NUL byte";
+    if (strlen(text) != text_size || soren_number_parse(text, t, 0, &v, why, sizeof why) != 0)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s: \"%.*s\" is not a valid "
+                               "%s: %s", job, mp->name, (int)(text_size > 64 ? 64 : text_size),
+                               text, param_type_name(mp->type), why);
     void *block = malloc(width);
     if (!block)
         return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", job);
@@ -173,19 +186,6 @@ static soren_status unknown_param(const soren_manifest *m, const char *name, siz
                                m->name, (int)name_len, name);
     return soren_error_set(err, SOREN_EUSAGE, "%s has no parameter \"%.*s\" (it takes: %s)",
                            m->name, (int)name_len, name, known);
-}
-
-/* The width of a number parameter's native value (0: not a number). */
-static size_t number_width(soren_param_type t)
-{
-    switch (t) {
-    case SOREN_PARAM_U32:
-    case SOREN_PARAM_F32: return 4;
-    case SOREN_PARAM_U64:
-    case SOREN_PARAM_I64:
-    case SOREN_PARAM_F64: return 8;
-    default: return 0;
-    }
 }
 
 /* Raw bytes as parameter mp's value, checked: a number's exact width, any

@@ -4,13 +4,15 @@
  * The manifest declares the parameters (name, type, required, default);
  * the user gives `name=value` or `name=@file` (the file's bytes become the
  * value).  Values are converted once to what map sees (soren_params): strings
- * as bytes, numbers in native layout, regex parameters compiled to a
- * soren_dfa.  A parameter neither given nor defaulted is absent (size 0).
+ * as bytes, numbers (decimal only, read by soren_number_parse: number.h) in
+ * native layout, regex parameters compiled to a soren_dfa.  A parameter
+ * neither given nor defaulted is absent (size 0).
  */
 #ifndef SOREN_PARAMS_H
 #define SOREN_PARAMS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../error.h"
 #include "manifest.h"
@@ -21,6 +23,10 @@ typedef struct soren_param_set {
                                           the bytes a soren_param_value gave */
     void *owned[SOREN_MAX_PARAMS];     /* values converted from text */
 } soren_param_set;
+
+/* The most bytes a parameter file (name=@file) may hold.  The file must be
+ * a regular one: pipes, FIFOs and devices are refused, not read. */
+#define SOREN_PARAM_FILE_MAX ((uint64_t)256 << 20)
 
 /* Builds the parameters of manifest m from assignments ("name=value" or
  * "name=@file").  Unknown names, a missing required parameter, a malformed

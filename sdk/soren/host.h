@@ -26,8 +26,14 @@
  *
  * Build with `pkg-config --cflags --libs soren`.  Every call returns a
  * soren_status and fills the caller's soren_error on failure (soren/error.h);
- * nothing is printed.  A job is used by one thread at a time; separate jobs
- * may run in separate threads.
+ * nothing is printed.  err may be NULL: the status still tells failure from
+ * success, only the words are lost.  Every other pointer argument must be
+ * valid unless its call says NULL is fine: a NULL one is refused with
+ * SOREN_EUSAGE and a message naming the call and the argument (the calls
+ * that return no status do nothing with a NULL, soren_job_explain returns
+ * NULL; the inline soren_pairs_key and soren_pairs_value check nothing).
+ * A job is used by one thread at a time; separate jobs may run in separate
+ * threads.
  */
 #ifndef SOREN_HOST_H
 #define SOREN_HOST_H
@@ -88,14 +94,17 @@ soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_jo
 /* Frees the job and everything it holds.  NULL is fine. */
 void soren_job_free(soren_job *job);
 
-/* Sets parameter name from text, as `--param name=text` does (a number in
- * decimal or 0x hex, a pattern, a string; "@FILE" takes FILE's bytes).
- * The text is checked at once. */
+/* Sets parameter name from text, as `--param name=text` does: a pattern, a
+ * string, or a number in decimal (digits, a minus sign for i64, a point and
+ * an exponent for f32 and f64: 10, -3, 1.5e-3; no leading zeros, spaces, 0x,
+ * inf or nan; a value past the type's range is refused); "@FILE" takes the
+ * bytes of FILE, a regular file of at most 256 MiB (a pipe, FIFO or device
+ * is refused).  The text is checked at once. */
 soren_status soren_job_param(soren_job *job, const char *name, const char *text,
                              soren_error *err);
 /* Sets parameter name to size bytes as map sees them: a string's bytes, a
- * number in native layout (its exact width).  Copied; a regex parameter
- * takes text only. */
+ * number in native layout (its exact width); data NULL gives no bytes.
+ * Copied; a regex parameter takes text only. */
 soren_status soren_job_param_bytes(soren_job *job, const char *name, const void *data,
                                    size_t size, soren_error *err);
 
@@ -157,15 +166,15 @@ static inline const void *soren_pairs_value(const soren_pairs *p, uint64_t i)
 }
 
 /* Writes the last run's pairs to path ("-": standard output) in format
- * "tsv", "csv", "json" or "jsonl", as soren-host does; a failed write leaves
- * no file. */
+ * "tsv", "csv", "json" or "jsonl" (NULL: "tsv"), as soren-host does; a
+ * failed write leaves no file. */
 soren_status soren_job_write(soren_job *job, const char *path, const char *format,
                              soren_error *err);
 
 /* The last run's report as one line of JSON (soren-host --explain's, see
  * share/explain.schema.json): the metrics, the variant and why, the sizes,
  * every overflow, the phase times in milliseconds.  Owned by the job; NULL
- * before the first successful run. */
+ * before the first successful run, and for a NULL job. */
 const char *soren_job_explain(soren_job *job);
 
 #ifdef __cplusplus
