@@ -21,6 +21,7 @@
 #include "io/input.h"
 #include "io/output.h"
 #include "testutil.h"
+#include <soren/find.h>
 #include <soren/text.h>
 
 static char *dir;
@@ -445,6 +446,41 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* soren/find.h against comparing at every position: random patterns and
+ * texts over alphabets of 1 to 3 letters, where patterns overlap themselves
+ * and their periods show (the cases where a skipping search can skip an
+ * occurrence). */
+Test(engine, find_equals_every_position)
+{
+    uint64_t state = 71;
+    uint8_t x[16], y[64];
+    uint64_t got[64];
+    for (int round = 0; round < 200000; round++) {
+        uint64_t letters = 1 + tu_rand_below(&state, 3);
+        uint64_t m = tu_rand_below(&state, sizeof x + 1), n = tu_rand_below(&state, sizeof y + 1);
+        for (uint64_t i = 0; i < m; i++)
+            x[i] = (uint8_t)('a' + tu_rand_below(&state, letters));
+        for (uint64_t i = 0; i < n; i++)
+            y[i] = (uint8_t)('a' + tu_rand_below(&state, letters));
+        soren_find f;
+        soren_find_init(&f, x, m, y, n);
+        size_t found = 0;
+        for (uint64_t at; found < 64 && soren_find_next(&f, &at);)
+            got[found++] = at;
+        size_t k = 0;
+        for (uint64_t j = 0; m && j + m <= n; j++) {
+            if (memcmp(x, y + j, m) != 0)
+                continue;
+            cr_assert(k < found && got[k] == j, "%.*s in %.*s: occurrence %zu at %llu not "
+                      "found", (int)m, (const char *)x, (int)n, (const char *)y, k,
+                      (unsigned long long)j);
+            k++;
+        }
+        cr_assert_eq(found, k, "%.*s in %.*s: %zu found, %zu there", (int)m, (const char *)x,
+                     (int)n, (const char *)y, found, k);
+    }
 }
 
 Test(engine, wordcount_equals_reference, .timeout = 300)

@@ -403,6 +403,73 @@ Test(jobs, invertedindex_equals_grep)
     expect_output("invertedindex", "", page, sizeof page - 1, "\t18\nx\t9\nx\t40\n");
 }
 
+/* Every occurrence of each line's pattern, overlapping ones included, by
+ * awk's index(), as stringmatch writes them: offset, TAB, its line's offset. */
+#define STRINGMATCH_AWK                                                                        \
+    "LC_ALL=C awk -v p=\"$(cat '%s')\" '{ for (i = 1; (k = index(substr($0, i), p)) > 0; "   \
+    "i += k) printf \"%%d\\t%%d\\n\", off + i + k - 2, off; off += length($0) + 1 }' "      \
+    "'%s' > '%s'"
+
+Test(jobs, stringmatch_equals_awk)
+{
+    /* Lines of a, b and c, mostly a: patterns overlap themselves there. */
+    uint64_t state = 61;
+    size_t size = test_bytes() / 64;
+    char *text = malloc(size);
+    cr_assert_not_null(text);
+    for (size_t i = 0; i < size; i++) {
+        uint64_t r = tu_rand_below(&state, 100);
+        text[i] = r < 70 ? 'a' : r < 85 ? 'b' : r < 99 ? 'c' : '\n';
+    }
+    char in[4096], pattern[4096], want[4096];
+    snprintf(in, sizeof in, "%s/abc.txt", dir);
+    snprintf(pattern, sizeof pattern, "%s/pattern", dir);
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    tu_write(in, text, size);
+    static const char *const patterns[] = {"a", "aa", "aba", "aaab", "abaabaab", "caaaaa"};
+    for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
+        tu_write(pattern, patterns[i], strlen(patterns[i]));
+        cr_assert_eq(tu_runf(NULL, NULL, STRINGMATCH_AWK, pattern, in, want), 0);
+        char args[4200];
+        snprintf(args, sizeof args, "--param pattern=@'%s'", pattern);
+        run_threads("stringmatch", args, in, want);
+    }
+    expect_output("stringmatch", "--param pattern=aa", "aaaa\naa\n", 8,
+                  "0\t0\n1\t0\n2\t0\n5\t5\n");
+    free(text);
+}
+
+/* A pattern of 10 kB that almost matches everywhere, over a line of 10 MB:
+ * a search that compares the pattern at every position makes 10^11
+ * comparisons; a linear one makes about 2 * 10^7. */
+Test(jobs, stringmatch_is_linear, .timeout = 20)
+{
+    const size_t m = 10240, n = 10u << 20;
+    char *line = malloc(n + 2), *pat = malloc(m);
+    cr_assert(line && pat);
+    memset(line, 'a', n);
+    line[n] = 'b';
+    line[n + 1] = '\n';
+    memset(pat, 'a', m - 1);
+    pat[m - 1] = 'b';
+    char in[4096], pattern[4096];
+    snprintf(in, sizeof in, "%s/long.txt", dir);
+    snprintf(pattern, sizeof pattern, "%s/pattern", dir);
+    tu_write(in, line, n + 2);
+    tu_write(pattern, pat, m);
+    char *out = NULL, *err = NULL;
+    int rc = tu_runf(&out, &err, "'%s' run stringmatch --device cpu --param pattern=@'%s' '%s'",
+                     tu_host(), pattern, in);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    char want[64];
+    snprintf(want, sizeof want, "%zu\t0\n", n + 1 - m);
+    cr_expect_str_eq(out, want);
+    free(out);
+    free(err);
+    free(line);
+    free(pat);
+}
+
 /* A normal f32 as the writers spell it: %.Ng with the fewest digits N from
  * 6 (FLT_DIG: %g drops trailing zeros, and keeps 100 from becoming 1e+02)
  * up to 9 that reads back to the same bits. */
