@@ -426,7 +426,7 @@ static char *abc_text(size_t size, uint64_t seed)
 
 Test(jobs, stringmatch_equals_awk)
 {
-    size_t size = test_bytes() / 64;
+    size_t size = test_bytes() / 128;
     char *text = abc_text(size, 61);
     char in[4096], pattern[4096], want[4096];
     snprintf(in, sizeof in, "%s/abc.txt", dir);
