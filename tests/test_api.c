@@ -227,6 +227,53 @@ static soren_status grep_tasks(soren_error *err) { return soren_job_tasks(grep_j
 
 /* Parameters change between runs; mistakes are errors that say what the
  * job takes, and leave the job as it was. */
+/* Records of several inputs count their offsets in all of them laid end to
+ * end, as soren-host's standard input carries them. */
+Test(api, offsets_in_several_inputs)
+{
+    soren_plugin *p = open_plugin("stringmatch");
+    soren_job *job = new_job(p, NULL);
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_job_param(job, "pattern", "ab", &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_input_memory(job, "abc\nxab\n", 8, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_input_memory(job, "ab\n", 3, &err), SOREN_OK, "%s", err.text);
+    run(job);
+    char *got = result_text(job);
+    cr_expect_str_eq(got, "0\t0\n5\t4\n8\t8\n");
+    free(got);
+
+    /* Seeded text as a file between two memory inputs, cut at line ends. */
+    char path[4096], part[4096];
+    snprintf(path, sizeof path, "%s/text", dir);
+    snprintf(part, sizeof part, "%s/part", dir);
+    dg_text(path, 1 << 20, 72);
+    size_t size = 0;
+    char *text = tu_read(path, &size);
+    size_t cut[2] = {size / 4, size / 2};
+    for (size_t k = 0; k < 2; k++)
+        while (text[cut[k] - 1] != '\n')
+            cut[k]++;
+    tu_write(part, text + cut[0], cut[1] - cut[0]);
+    char args[4200];
+    snprintf(args, sizeof args, "stringmatch --param pattern=th < '%s'", path);
+    char *want = host_output(args);
+    soren_job_clear_inputs(job);
+    cr_assert_eq(soren_job_param(job, "pattern", "th", &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_input_memory(job, text, cut[0], &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_input_file(job, part, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_input_memory(job, text + cut[1], size - cut[1], &err), SOREN_OK,
+                 "%s", err.text);
+    run(job);
+    got = result_text(job);
+    cr_expect_str_eq(got, want, "a memory input, a file, a memory input");
+    free(got);
+    free(want);
+    free(text);
+    soren_job_free(job);
+    soren_close(p);
+}
+
 Test(api, parameters_between_runs)
 {
     char path[4096];

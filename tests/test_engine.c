@@ -21,6 +21,7 @@
 #include "io/input.h"
 #include "io/output.h"
 #include "testutil.h"
+#include <soren/find.h>
 #include <soren/text.h>
 
 static char *dir;
@@ -343,6 +344,73 @@ Test(engine, input_file_read_again)
     free(other);
 }
 
+/* Files laid end to end: records of any chunk of them count their offset
+ * (and fixed records their index) in the concatenation, while reading a
+ * chunk back from its file (the GPU engine's staging) reads at its place in
+ * that file. */
+Test(engine, inputs_laid_end_to_end)
+{
+    enum { FILES = 3, RS = 6 };
+    static const uint64_t sizes[FILES] = {6 * 1001, 0, 6 * 777};
+    uint8_t whole[6 * 1001 + 6 * 777];
+    uint64_t seed = 43;
+    for (size_t i = 0; i < sizeof whole; i++)
+        whole[i] = (uint8_t)tu_rand(&seed);
+    soren_input in[FILES];
+    soren_error err;
+    soren_error_clear(&err);
+    uint64_t at = 0;
+    for (size_t f = 0; f < FILES; f++) {
+        char name[32];
+        snprintf(name, sizeof name, "laid%zu.bin", f);
+        char *path = path_in_dir(name);
+        tu_write(path, whole + at, sizes[f]);
+        cr_assert_eq(soren_input_open(&in[f], path, &err), SOREN_OK, "%s", err.text);
+        free(path);
+        at += sizes[f];
+    }
+    soren_input_lay_out(in, FILES);
+    cr_assert_eq(in[2].base, sizes[0] + sizes[1]);
+    cr_assert_eq(in[2].file_offset, 0);
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_FIXED, SOREN_TYPE_STRING,
+                                      SOREN_TYPE_U32, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    spec.record_size = RS;
+    soren_input *chunks = NULL;
+    size_t count = 0;
+    uint64_t largest = 0;
+    cr_assert_eq(soren_input_chunks(&spec, in, FILES, 1000, &chunks, &count, &largest, &err),
+                 SOREN_OK, "%s", err.text);
+    cr_assert_gt(count, 4);
+    uint64_t next = 0;
+    uint8_t got[2048];
+    for (size_t k = 0; k < count; k++) {
+        const soren_input *c = &chunks[k];
+        soren_records it;
+        soren_record r;
+        soren_records_init_input(&it, &spec, c, 0, c->size);
+        while (soren_records_next(&it, &r)) {
+            cr_assert_eq(r.offset, next, "chunk %zu: a record at %llu, want %llu", k,
+                         (unsigned long long)r.offset, (unsigned long long)next);
+            cr_assert_eq(r.index, next / RS);
+            cr_assert(memcmp(r.data, whole + next, RS) == 0);
+            next += RS;
+        }
+        if (c->size == 0) /* the empty file: no mapping, nothing to read */
+            continue;
+        cr_assert_leq(c->size, sizeof got);
+        int fd = soren_input_reopen(c);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(soren_input_pread(fd, c, 0, got, c->size), 0, "chunk %zu", k);
+        cr_assert(memcmp(got, whole + c->base, c->size) == 0, "chunk %zu: file bytes at %llu",
+                  k, (unsigned long long)c->file_offset);
+        close(fd);
+    }
+    cr_assert_eq(next, sizeof whole);
+    soren_input_chunks_free(chunks, count);
+    for (size_t f = 0; f < FILES; f++)
+        soren_input_close(&in[f]);
+}
+
 /* ---- Word count against a plain C reference ------------------------------- */
 
 static void wc_map(soren_emitter *e, const soren_record *r, const soren_params *p)
@@ -445,6 +513,41 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* soren/find.h against comparing at every position: random patterns and
+ * texts over alphabets of 1 to 3 letters, where patterns overlap themselves
+ * and their periods show (the cases where a skipping search can skip an
+ * occurrence). */
+Test(engine, find_equals_every_position)
+{
+    uint64_t state = 71;
+    uint8_t x[16], y[64];
+    uint64_t got[64];
+    for (int round = 0; round < 200000; round++) {
+        uint64_t letters = 1 + tu_rand_below(&state, 3);
+        uint64_t m = tu_rand_below(&state, sizeof x + 1), n = tu_rand_below(&state, sizeof y + 1);
+        for (uint64_t i = 0; i < m; i++)
+            x[i] = (uint8_t)('a' + tu_rand_below(&state, letters));
+        for (uint64_t i = 0; i < n; i++)
+            y[i] = (uint8_t)('a' + tu_rand_below(&state, letters));
+        soren_find f;
+        soren_find_init(&f, x, m, y, n);
+        size_t found = 0;
+        for (uint64_t at; found < 64 && soren_find_next(&f, &at);)
+            got[found++] = at;
+        size_t k = 0;
+        for (uint64_t j = 0; m && j + m <= n; j++) {
+            if (memcmp(x, y + j, m) != 0)
+                continue;
+            cr_assert(k < found && got[k] == j, "%.*s in %.*s: occurrence %zu at %llu not "
+                      "found", (int)m, (const char *)x, (int)n, (const char *)y, k,
+                      (unsigned long long)j);
+            k++;
+        }
+        cr_assert_eq(found, k, "%.*s in %.*s: %zu found, %zu there", (int)m, (const char *)x,
+                     (int)n, (const char *)y, found, k);
+    }
 }
 
 Test(engine, wordcount_equals_reference, .timeout = 300)

@@ -403,6 +403,153 @@ Test(jobs, invertedindex_equals_grep)
     expect_output("invertedindex", "", page, sizeof page - 1, "\t18\nx\t9\nx\t40\n");
 }
 
+/* Every occurrence of each line's pattern, overlapping ones included, by
+ * awk's index(), as stringmatch writes them: offset, TAB, its line's offset. */
+#define STRINGMATCH_AWK                                                                        \
+    "LC_ALL=C awk -v p=\"$(cat '%s')\" '{ for (i = 1; (k = index(substr($0, i), p)) > 0; "   \
+    "i += k) printf \"%%d\\t%%d\\n\", off + i + k - 2, off; off += length($0) + 1 }' "      \
+    "'%s' > '%s'"
+
+/* size seeded bytes of lines of a, b and c, mostly a, where patterns
+ * overlap themselves (malloc'd). */
+static char *abc_text(size_t size, uint64_t seed)
+{
+    uint64_t state = seed;
+    char *text = malloc(size);
+    cr_assert_not_null(text);
+    for (size_t i = 0; i < size; i++) {
+        uint64_t r = tu_rand_below(&state, 100);
+        text[i] = r < 70 ? 'a' : r < 85 ? 'b' : r < 99 ? 'c' : '\n';
+    }
+    return text;
+}
+
+Test(jobs, stringmatch_equals_awk)
+{
+    size_t size = test_bytes() / 128;
+    char *text = abc_text(size, 61);
+    char in[4096], pattern[4096], want[4096];
+    snprintf(in, sizeof in, "%s/abc.txt", dir);
+    snprintf(pattern, sizeof pattern, "%s/pattern", dir);
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    tu_write(in, text, size);
+    static const char *const patterns[] = {"a", "aa", "aba", "aaab", "abaabaab", "caaaaa"};
+    for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
+        tu_write(pattern, patterns[i], strlen(patterns[i]));
+        cr_assert_eq(tu_runf(NULL, NULL, STRINGMATCH_AWK, pattern, in, want), 0);
+        char args[4200];
+        snprintf(args, sizeof args, "--param pattern=@'%s'", pattern);
+        run_threads("stringmatch", args, in, want);
+    }
+    expect_output("stringmatch", "--param pattern=aa", "aaaa\naa\n", 8,
+                  "0\t0\n1\t0\n2\t0\n5\t5\n");
+    free(text);
+}
+
+/* A pattern of 10 kB that almost matches everywhere, over a line of 10 MB:
+ * a search that compares the pattern at every position makes 10^11
+ * comparisons; a linear one makes about 2 * 10^7. */
+Test(jobs, stringmatch_is_linear, .timeout = 20)
+{
+    const size_t m = 10240, n = 10u << 20;
+    char *line = malloc(n + 2), *pat = malloc(m);
+    cr_assert(line && pat);
+    memset(line, 'a', n);
+    line[n] = 'b';
+    line[n + 1] = '\n';
+    memset(pat, 'a', m - 1);
+    pat[m - 1] = 'b';
+    char in[4096], pattern[4096];
+    snprintf(in, sizeof in, "%s/long.txt", dir);
+    snprintf(pattern, sizeof pattern, "%s/pattern", dir);
+    tu_write(in, line, n + 2);
+    tu_write(pattern, pat, m);
+    char *out = NULL, *err = NULL;
+    int rc = tu_runf(&out, &err, "'%s' run stringmatch --device cpu --param pattern=@'%s' '%s'",
+                     tu_host(), pattern, in);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    char want[64];
+    snprintf(want, sizeof want, "%zu\t0\n", n + 1 - m);
+    cr_expect_str_eq(out, want);
+    free(out);
+    free(err);
+    free(line);
+    free(pat);
+}
+
+/* Runs soren-host run JOB ARGS (through sh, in dir); its output must be
+ * want's bytes. */
+static void expect_run_output(const char *want, const char *job, const char *args)
+{
+    char *out = NULL, *err = NULL;
+    int rc = tu_runf(&out, &err, "cd '%s' && %s", dir, args);
+    cr_assert_eq(rc, 0, "%s: %s: exit %d: %s", job, args, rc, err);
+    cr_expect_str_eq(out, want, "%s: %s", job, args);
+    free(out);
+    free(err);
+}
+
+/* A record's offset is its place in all the inputs laid end to end, as
+ * standard input carries them: with several files, chunks of them, and
+ * threads. */
+Test(jobs, offsets_count_in_the_whole_input)
+{
+    const char *host = tu_host();
+    char cmd[20000];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/m1", dir);
+    tu_write(path, "abc\nxab\n", 8);
+    snprintf(path, sizeof path, "%s/m2", dir);
+    tu_write(path, "ab\n", 3);
+    static const char *const ways[] = {"'%s' run stringmatch --param pattern=ab m1 m2",
+                                       "'%s' run stringmatch --param pattern=ab "
+                                       "--device-memory 8 m1 m2",
+                                       "cat m1 m2 | '%s' run stringmatch --param pattern=ab"};
+    for (size_t i = 0; i < sizeof ways / sizeof ways[0]; i++) {
+        snprintf(cmd, sizeof cmd, ways[i], host);
+        expect_run_output("0\t0\n5\t4\n8\t8\n", "stringmatch", cmd);
+    }
+    snprintf(path, sizeof path, "%s/h1", dir);
+    tu_write(path, "<a href=\"x\">\n", 13);
+    snprintf(path, sizeof path, "%s/h2", dir);
+    tu_write(path, "q <a href=\"y\">\n", 15);
+    snprintf(cmd, sizeof cmd, "'%s' run invertedindex h1 h2", host);
+    expect_run_output("x\t9\ny\t24\n", "invertedindex", cmd);
+    snprintf(cmd, sizeof cmd, "'%s' run invertedindex --device-memory 8 h1 h2", host);
+    expect_run_output("x\t9\ny\t24\n", "invertedindex", cmd);
+
+    /* Seeded text cut at line ends into three files and an empty one,
+     * against awk over the whole. */
+    size_t size = test_bytes() / 64;
+    char *text = abc_text(size, 62);
+    size_t cut[5] = {0, size / 3, size / 3, size / 2, size};
+    for (size_t k = 1; k < 4; k++)
+        while (cut[k] < size && text[cut[k] - 1] != '\n')
+            cut[k]++;
+    /* the paths joined by "' '": run_threads quotes the list as one */
+    char files[4 * 4100] = "";
+    for (size_t k = 0; k < 4; k++) {
+        snprintf(path, sizeof path, "%s/part%zu", dir, k);
+        tu_write(path, text + cut[k], cut[k + 1] - cut[k]);
+        size_t used = strlen(files);
+        snprintf(files + used, sizeof files - used, "%s%s", k ? "' '" : "", path);
+    }
+    char whole[4096], pattern[4096], want[4096], got[4096];
+    snprintf(whole, sizeof whole, "%s/whole", dir);
+    snprintf(pattern, sizeof pattern, "%s/pattern", dir);
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    snprintf(got, sizeof got, "%s/got.tsv", dir);
+    tu_write(whole, text, size);
+    tu_write(pattern, "aba", 3);
+    cr_assert_eq(tu_runf(NULL, NULL, STRINGMATCH_AWK, pattern, whole, want), 0);
+    run_threads("stringmatch", "--param pattern=aba", files, want);
+    snprintf(cmd, sizeof cmd, "'%s' run stringmatch --param pattern=aba --device-memory 40000 "
+             "-o '%s' '%s'", host, got, files);
+    cr_assert_eq(tu_runf(NULL, NULL, "%s", cmd), 0, "%s", cmd);
+    expect_same_file(got, want, "stringmatch over four files in chunks");
+    free(text);
+}
+
 /* A normal f32 as the writers spell it: %.Ng with the fewest digits N from
  * 6 (FLT_DIG: %g drops trailing zeros, and keeps 100 from becoming 1e+02)
  * up to 9 that reads back to the same bits. */

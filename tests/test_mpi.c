@@ -160,6 +160,39 @@ Test(mpi, offsets_and_tasks_as_one_process)
                   "--param cols=50");
 }
 
+/* Several files: each rank's records count their offsets in all of them
+ * laid end to end, as one stream of the same bytes does. */
+Test(mpi, offsets_over_several_files)
+{
+    need_mpi();
+    gen("text", "text --size 1M --vocab 2000 --seed 18");
+    size_t size = 0;
+    char *text = tu_read(at("text"), &size);
+    size_t cut[4] = {0, size / 5, size / 2, size};
+    for (size_t k = 1; k < 3; k++)
+        while (text[cut[k] - 1] != '\n')
+            cut[k]++;
+    for (size_t k = 0; k < 3; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "part%zu", k);
+        tu_write(at(name), text + cut[k], cut[k + 1] - cut[k]);
+    }
+    free(text);
+    char *err = NULL;
+    cr_assert_eq(run(0, &err, "stringmatch --param pattern=th -o plain.out < text"), 0,
+                 "standard input: %s", err);
+    free(err);
+    for (int n = 0; n <= 3; n++) {
+        err = NULL;
+        int rc = run(n, &err, "stringmatch --param pattern=th part0 part1 part2 -o ranks.out");
+        cr_assert_eq(rc, 0, "-np %d: exit %d: %s", n, rc, err);
+        free(err);
+        char what[128];
+        snprintf(what, sizeof what, "%d ranks over three files", n);
+        same_file("plain.out", "ranks.out", what);
+    }
+}
+
 /* A reduce without a combine (every value shuffled, grouped on its key's
  * rank) and a combine before a reduce. */
 Test(mpi, reduce_functions_as_one_process)

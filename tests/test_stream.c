@@ -730,7 +730,7 @@ static void stringmatch(const char *device)
     const char *one[] = {text, NULL};
     expect_cut("stringmatch", "--param pattern=th", one, file_size(text) / 4, device,
                "stringmatch");
-    /* Two inputs: each one's chunks count from its own start. */
+    /* Two inputs: each one's chunks count from its place in the whole. */
     const char *two[] = {text, more, NULL};
     expect_cut("stringmatch", "--param pattern=th", two, file_size(text) / 4, device,
                "stringmatch over two inputs");

@@ -347,6 +347,8 @@ soren_status soren_job_run(soren_job *job, soren_error *err)
             inputs[opened].on_device = in->on_device;
         }
     }
+    if (rc == SOREN_OK)
+        soren_input_lay_out(inputs, opened);
     soren_run_options o;
     run_options(job, &o);
     if (rc == SOREN_OK)

@@ -368,7 +368,8 @@ static soren_status stage_key_counts(const soren_manifest *m, soren_stage_spec *
 }
 
 /* The CLI's inputs: the INPUT files, or standard input when none is given
- * (an index job takes none).  *count is how many were opened. */
+ * (an index job takes none), laid end to end.  *count is how many were
+ * opened. */
 static soren_status open_cli_inputs(const soren_manifest *m, const soren_run_options *o,
                                     soren_input *inputs, size_t *count, char **stdin_data,
                                     soren_error *err)
@@ -397,6 +398,8 @@ static soren_status open_cli_inputs(const soren_manifest *m, const soren_run_opt
             *count = 1;
         }
     }
+    if (rc == SOREN_OK)
+        soren_input_lay_out(inputs, *count);
     return rc;
 }
 

@@ -944,7 +944,7 @@ soren_status upload_failed(gpu_run *r, const soren_input *in, const upload_fault
     if (f->read_errno == ENODATA)
         return soren_error_set(r->err, SOREN_EINPUT, "%s: input %s ended before byte %llu: "
                                "it shrank during the run", r->spec->job_name, in->path,
-                               (unsigned long long)(in->base + in->size));
+                               (unsigned long long)(in->file_offset + in->size));
     if (f->read_errno)
         return soren_error_set(r->err, SOREN_EINPUT, "%s: cannot read input %s: %s",
                                r->spec->job_name, in->path, strerror(f->read_errno));
@@ -2794,9 +2794,9 @@ soren_status session_run(gpu_run *r, const soren_input *inputs, size_t input_cou
     for (size_t i = 0; i < input_count; i++) {
         if (inputs[i].base && s->code->gpu->abi_minor < 3)
             return soren_error_set(r->err, SOREN_EPLUGIN, "%s: its device code predates plugin "
-                                   "ABI 1.3 and cannot number the records of part of an input "
-                                   "(a chunk under a device memory budget, an MPI rank's "
-                                   "share); rebuild it with this Soren's SDK, or run it with "
+                                   "ABI 1.3 and cannot number the records of part of the whole "
+                                   "input (an input after the first, a chunk under a device "
+                                   "memory budget, an MPI rank's share); rebuild it with this Soren's SDK, or run it with "
                                    "--device cpu", s->job_name);
         total += inputs[i].size;
         uint64_t bytes = inputs[i].on_device ? 0 : data_bytes(s, &inputs[i]);

@@ -118,10 +118,20 @@ void soren_input_wrap(soren_input *in, const char *name, const void *data, uint6
     in->size = size;
 }
 
+void soren_input_lay_out(soren_input *inputs, size_t n)
+{
+    uint64_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        inputs[i].base = at;
+        at += inputs[i].size;
+    }
+}
+
 void soren_input_slice(soren_input *out, const soren_input *in, uint64_t begin, uint64_t end)
 {
     soren_input_wrap(out, in->path, in->data ? in->data + begin : NULL, end - begin);
     out->base = in->base + begin;
+    out->file_offset = in->file_offset + begin;
     out->file_dev = in->file_dev;
     out->file_ino = in->file_ino;
     out->reopen_path = in->reopen_path ? strdup(in->reopen_path) : NULL;
@@ -150,7 +160,8 @@ int soren_input_pread(int fd, const soren_input *in, uint64_t at, void *buf, uin
 {
     uint8_t *to = buf;
     for (uint64_t done = 0; done < n;) {
-        ssize_t got = pread(fd, to + done, (size_t)(n - done), (off_t)(in->base + at + done));
+        ssize_t got = pread(fd, to + done, (size_t)(n - done),
+                            (off_t)(in->file_offset + at + done));
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0)

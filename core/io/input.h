@@ -17,11 +17,14 @@
  *         record i, [key bytes][value bytes] at starts[i], its size the key's
  *         size plus the value's, offset and index i.  Ranges count bytes.
  *
- * An input may be a slice of a larger one (a rank's share under MPI, see
- * engine/dist.h): base is where its first byte (task, pair) lies in the
- * whole, and records report their offset and index in the whole, so a job
- * that emits offsets or computes from task numbers gets the same pairs as
- * over the whole input.  Ranges and positions stay relative to data.
+ * The whole input is every input laid end to end in the order given (the
+ * bytes standard input would carry).  base is where an input's first byte
+ * (task, pair) lies in the whole (soren_input_lay_out sets it for a run's
+ * inputs), and a slice of an input (a chunk, a rank's share under MPI, see
+ * engine/dist.h) adds its place in that input: records report their offset
+ * and index in the whole, so a job that emits offsets or computes from task
+ * numbers gets the same pairs from several files, one stream, chunks or
+ * slices.  Ranges and positions stay relative to data.
  */
 #ifndef SOREN_INPUT_H
 #define SOREN_INPUT_H
@@ -46,11 +49,14 @@ typedef struct soren_input {
     /* data is device memory (the library's soren_job_input_device): only
      * the GPU engine reads it, in place */
     int on_device;
-    /* a slice: the position of data[0] (task 0, pair 0) in the whole input */
+    /* the position of data[0] (task 0, pair 0) in the whole input */
     uint64_t base;
+    /* the position of data[0] in the input it was opened as (a slice's
+     * place in its file): what soren_input_pread reads from */
+    uint64_t file_offset;
     /* A mapped file's identity (st_dev, st_ino; both 0 for other inputs),
-     * which its slices carry: data is then the file's bytes [base, base +
-     * size).  A reader that copies them all out (the GPU engine's staging)
+     * which its slices carry: data is then the file's bytes [file_offset,
+     * file_offset + size).  A reader that copies them all out (the GPU engine's staging)
      * reads the file (soren_input_reopen, soren_input_pread) rather than the
      * mapping: every page of a mapping that is touched must be mapped, and
      * unmapped again at munmap (8 GiB: 2M page entries, tens of ms). */
@@ -70,6 +76,9 @@ soren_status soren_input_open(soren_input *in, const char *path, soren_error *er
 soren_status soren_input_open_fd(soren_input *in, int fd, const char *path, soren_error *err);
 /* Wraps bytes the caller keeps alive (tests, stdin slurps).  No copy. */
 void soren_input_wrap(soren_input *in, const char *name, const void *data, uint64_t size);
+/* Lays inputs end to end: each one's base is the total size of those
+ * before it, so their records are numbered in the whole input. */
+void soren_input_lay_out(soren_input *inputs, size_t n);
 /* in's bytes [begin, end) as a slice of it (see base): out borrows in's
  * data and file, and must not outlive in. */
 void soren_input_slice(soren_input *out, const soren_input *in, uint64_t begin, uint64_t end);

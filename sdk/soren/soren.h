@@ -101,7 +101,8 @@ typedef enum soren_type {
 typedef struct soren_record {
     const uint8_t *data;
     uint64_t size;
-    uint64_t offset; /* byte offset of data in the input */
+    uint64_t offset; /* byte offset of data in the whole input: every input
+                        end to end, in the order given */
     uint64_t index;
 } soren_record;
 
@@ -341,10 +342,10 @@ typedef struct soren_gpu_map_args {
     const void *group_values;
 
     /* ABI 1.3 */
-    /* Where input[0] (task 0, pair 0) lies in the whole input when the
-     * input is a slice of it (a chunk of a large input, an MPI rank's
-     * share): records report their offset and index in the whole, as the
-     * CPU engine's do. */
+    /* Where input[0] (task 0, pair 0) lies in the whole input (every
+     * input end to end) when the input is part of it (an input after the
+     * first, a chunk of a large input, an MPI rank's share): records report
+     * their offset and index in the whole, as the CPU engine's do. */
     uint64_t record_base;
 
     /* ABI 1.6 */
