@@ -305,11 +305,13 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
             if (!push(&c->loads, &c->load_count, optarg))
                 return out_of_memory();
             break;
-        case OPT_JOBS:
-            if (!parse_threads(optarg, &c->host_jobs))
-                return soren__cli_usage_error("--jobs: expected a number from 1 to 4096, got "
-                                              "\"%s\"", optarg);
+        case OPT_JOBS: {
+            uint64_t n = 0;
+            if (!parse_count(optarg, 0, 1, 4096, &n, why))
+                return bad_value("--jobs", "a number from 1 to 4096", optarg, why);
+            c->host_jobs = (unsigned)n;
             break;
+        }
         case OPT_PROGRESS: c->progress = 1; break;
         case OPT_NO_PROGRESS: c->progress = 0; break;
         case OPT_FROM: c->new_from = optarg; break;
