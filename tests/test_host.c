@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include <soren/host.h>
 
 static char *dir;
 static char sock[4096], plugins[4096];
@@ -502,4 +503,94 @@ Test(host, socket_activation)
     /* the socket is systemd's to remove */
     cr_expect_eq(access(sock, F_OK), 0);
     unlink(sock);
+}
+
+/* The library's jobs run in the host with the same calls: equal pairs, an
+ * explain line, memory inputs and parameters given as bytes. */
+static char *pairs_text(soren_job *job)
+{
+    soren_pairs p;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_job_result(job, &p, &err), SOREN_OK, "%s", err.text);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    for (uint64_t i = 0; i < p.count; i++) {
+        uint64_t n;
+        const uint8_t *k = soren_pairs_key(&p, i, &n);
+        fwrite(k, 1, n, f);
+        fputc('\t', f);
+        fwrite(soren_pairs_value(&p, i), 1, p.value_size, f);
+        fputc('\n', f);
+    }
+    fclose(f);
+    return text;
+}
+
+static char *run_library_job(const char *where, const char *input, const void *memory,
+                             size_t size, const char *pattern)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    soren_job *job = NULL;
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.host = where;
+    cr_assert_eq(soren_open(pattern ? "stringmatch" : "wordcount", &p, &err), SOREN_OK, "%s",
+                 err.text);
+    cr_assert_eq(soren_job_new(p, &o, &job, &err), SOREN_OK, "%s", err.text);
+    if (pattern)
+        cr_assert_eq(soren_job_param_bytes(job, "pattern", pattern, strlen(pattern), &err),
+                     SOREN_OK, "%s", err.text);
+    if (input)
+        cr_assert_eq(soren_job_input_file(job, input, &err), SOREN_OK, "%s", err.text);
+    if (memory)
+        cr_assert_eq(soren_job_input_memory(job, memory, size, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_run(job, &err), SOREN_OK, "%s", err.text);
+    /* a second run of the same job, as an iterative program makes */
+    cr_assert_eq(soren_job_run(job, &err), SOREN_OK, "%s", err.text);
+    char *text = pairs_text(job);
+    const char *x = soren_job_explain(job);
+    cr_expect(x && x[0] == '{', "explain: %s", x ? x : "(null)");
+    soren_job_free(job);
+    soren_close(p);
+    return text;
+}
+
+Test(host, library_jobs_in_the_host)
+{
+    char in[4300];
+    snprintf(in, sizeof in, "%s/in.txt", dir);
+    static const char memory[] = "the cat and the hat\nthe end\n";
+    char *want = run_library_job(NULL, in, memory, sizeof memory - 1, NULL);
+    char *want_match = run_library_job(NULL, in, memory, sizeof memory - 1, "he");
+
+    /* No host: the run fails, saying so. */
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    soren_job *job = NULL;
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.host = sock;
+    cr_assert_eq(soren_open("wordcount", &p, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_new(p, &o, &job, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_input_memory(job, memory, sizeof memory - 1, &err), SOREN_OK);
+    cr_expect_eq(soren_job_run(job, &err), SOREN_EDEVICE);
+    cr_expect(strstr(err.text, "no host to run the job in"), "%s", err.text);
+    soren_job_free(job);
+    soren_close(p);
+
+    start_host("");
+    char *got = run_library_job(sock, in, memory, sizeof memory - 1, NULL);
+    cr_expect_str_eq(got, want, "wordcount in the host differs from the process's");
+    char *got_match = run_library_job(sock, in, memory, sizeof memory - 1, "he");
+    cr_expect_str_eq(got_match, want_match, "stringmatch in the host differs");
+    free(got);
+    free(got_match);
+    free(want);
+    free(want_match);
+    free(expect(0, "stringmatch", "ps"));
 }

@@ -44,6 +44,8 @@
 #include "gpu/device.h"
 #include "host/channel.h"
 #include "host/registry.h"
+#include "host/remote.h"
+#include "io/input.h"
 #include "plugin/search.h"
 
 /* What one RUN request carries: descriptors in this order, then the inputs. */
@@ -60,6 +62,8 @@ typedef struct job {
     /* set by the worker, read by the connection's thread under the lock */
     int started, done, gone;
     soren_progress *progress;    /* while it runs: how it is cancelled */
+    int library;                 /* a library job (SOREN_MSG_JOB), not a run */
+    char *explain;               /* a library job's --explain line */
     soren_error err;
     pthread_cond_t finished;
 } job;
@@ -91,6 +95,28 @@ static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- Workers ------------------------------------------------------------- */
 
+/* A job starts: the connection's thread cancels it through its progress
+ * object from now on (at once, where the client left while it was queued),
+ * and it borrows a set of its plugin's GPU sessions. */
+static soren_gpu_session **job_begins(host *h, job *j, soren_progress *progress)
+{
+    pthread_mutex_lock(&h->lock);
+    j->progress = progress;
+    if (j->gone)
+        soren_progress_cancel(progress);
+    pthread_mutex_unlock(&h->lock);
+    return soren_loaded_take_sessions(h->registry, j->loaded);
+}
+
+/* ... and ends: its progress object is about to go, its sessions go back. */
+static void job_ends(host *h, job *j, soren_gpu_session **sessions)
+{
+    pthread_mutex_lock(&h->lock);
+    j->progress = NULL;
+    pthread_mutex_unlock(&h->lock);
+    soren_loaded_give_sessions(h->registry, j->loaded, sessions);
+}
+
 static void run_job(host *h, job *j)
 {
     soren_run_options o = j->args.run;
@@ -116,21 +142,124 @@ static void run_job(host *h, job *j)
     }
     int draw = j->args.progress >= 0 ? j->args.progress : isatty(j->fds[FD_STDERR]);
     o.progress = soren_progress_new(said, draw, &j->err);
-    soren_gpu_session **sessions = soren_loaded_take_sessions(h->registry, j->loaded);
-    o.gpu_sessions = sessions;
-    pthread_mutex_lock(&h->lock);
-    j->progress = o.progress;
-    if (j->gone)
-        soren_progress_cancel(o.progress);
-    pthread_mutex_unlock(&h->lock);
+    o.gpu_sessions = job_begins(h, j, o.progress);
     if (o.progress)
         soren_run(soren_loaded_plugin(j->loaded), &o, &j->err);
-    pthread_mutex_lock(&h->lock);
-    j->progress = NULL;
-    pthread_mutex_unlock(&h->lock);
+    job_ends(h, j, o.gpu_sessions);
     soren_progress_free(o.progress);
     fclose(said);
-    soren_loaded_give_sessions(h->registry, j->loaded, sessions);
+}
+
+/* A library job's descriptors: its working folder, the result's memory
+ * file, then one for each parameter given as bytes and each input. */
+enum { JOB_FD_CWD, JOB_FD_RESULT, JOB_FD_REST };
+
+/* A parameter's bytes, read whole from the memory file the program made. */
+static soren_status read_bytes(int fd, void **out, size_t *size, soren_error *err)
+{
+    struct stat st;
+    *out = NULL;
+    *size = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SOREN_PARAM_FILE_MAX)
+        return soren_error_set(err, SOREN_EUSAGE, "a parameter's bytes did not come as a "
+                               "memory file of at most %llu bytes",
+                               (unsigned long long)SOREN_PARAM_FILE_MAX);
+    *size = (size_t)st.st_size;
+    *out = malloc(*size ? *size : 1);
+    if (!*out)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    for (size_t done = 0; done < *size;) {
+        ssize_t n = pread(fd, (char *)*out + done, *size - done, (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return soren_error_errno(err, SOREN_EIO, n < 0 ? errno : ENODATA,
+                                     "cannot read a parameter's bytes");
+        done += (size_t)n;
+    }
+    return SOREN_OK;
+}
+
+/* Runs a library job as soren_job_run would, from what the request says
+ * (read_library_job checked its shape). */
+static void run_library_job(host *h, job *j)
+{
+    const soren_plugin *p = soren_loaded_plugin(j->loaded);
+    const soren_manifest *m = p->manifest;
+    char **f = j->msg.fields;
+    size_t values = (size_t)strtoull(f[6], NULL, 10);
+    size_t inputs = (size_t)strtoull(f[7 + values], NULL, 10);
+    soren_param_value v[SOREN_MAX_PARAMS];
+    void *owned[SOREN_MAX_PARAMS] = {0};
+    memset(v, 0, sizeof v);
+    size_t next_fd = JOB_FD_REST;
+    soren_status rc = SOREN_OK;
+    if (values != m->param_count)
+        rc = soren_error_set(&j->err, SOREN_EUSAGE, "%s takes %zu parameters; the request gave "
+                             "%zu: the plugin changed since the program opened it", m->name,
+                             m->param_count, values);
+    for (size_t i = 0; rc == SOREN_OK && i < values; i++) {
+        const char *g = f[7 + i];
+        if (*g == 't')
+            v[i].text = g + 1;
+        else if (*g == 'b' && (rc = read_bytes(j->fds[next_fd++], &owned[i], &v[i].size,
+                                               &j->err)) == SOREN_OK)
+            v[i].bytes = owned[i];
+    }
+    soren_param_set params;
+    memset(&params, 0, sizeof params);
+    if (rc == SOREN_OK && fchdir(j->fds[JOB_FD_CWD]) != 0)
+        rc = soren_error_errno(&j->err, SOREN_EIO, errno, "the host cannot enter the "
+                               "program's working folder");
+    if (rc == SOREN_OK)
+        rc = soren_param_set_from(&params, m, v, &j->err);
+    soren_input *in = calloc(inputs ? inputs : 1, sizeof *in);
+    size_t opened = 0;
+    if (rc == SOREN_OK && !in)
+        rc = soren_error_set(&j->err, SOREN_ENOMEM, "out of memory");
+    for (; rc == SOREN_OK && opened < inputs; opened++)
+        rc = soren_input_open_fd(&in[opened], j->fds[next_fd++], f[8 + values + opened] + 1,
+                                 &j->err);
+    if (rc == SOREN_OK)
+        soren_input_lay_out(in, opened);
+    soren_run_options o;
+    soren_run_options_init(&o);
+    o.device = (soren_device)atoi(f[1]);
+    o.engine = f[2];
+    o.sample = strtod(f[3], NULL);
+    o.threads = (unsigned)strtoul(f[4], NULL, 10);
+    o.tasks = strtoull(f[5], NULL, 10);
+    /* No messages: the library prints nothing; the object is for cancelling. */
+    FILE *quiet = fopen("/dev/null", "we");
+    o.progress = quiet ? soren_progress_new(quiet, 0, NULL) : NULL;
+    o.gpu_sessions = job_begins(h, j, o.progress);
+    soren_run_outcome out;
+    memset(&out, 0, sizeof out);
+    if (rc == SOREN_OK)
+        rc = soren_run_inputs(p, &o, &params, in, opened, &out, &j->err);
+    job_ends(h, j, o.gpu_sessions);
+    if (rc == SOREN_OK)
+        rc = soren_pairs_file_write(j->fds[JOB_FD_RESULT], &out.result, &j->err);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *x = rc == SOREN_OK ? open_memstream(&text, &size) : NULL;
+    if (x) {
+        soren_explain_print_stages(out.stages, out.stage_count, NULL, NULL, x);
+        fclose(x);
+        if (size && text[size - 1] == '\n')
+            text[size - 1] = '\0';
+        j->explain = text;
+    }
+    soren_run_outcome_destroy(&out);
+    soren_progress_free(o.progress);
+    if (quiet)
+        fclose(quiet);
+    for (size_t i = 0; i < opened; i++)
+        soren_input_close(&in[i]);
+    free(in);
+    soren_param_set_destroy(&params);
+    for (size_t i = 0; i < values; i++)
+        free(owned[i]);
 }
 
 static void *worker_main(void *arg)
@@ -155,6 +284,8 @@ static void *worker_main(void *arg)
         if (!own_folder)
             soren_error_set(&j->err, SOREN_EIO, "the host's workers cannot have working "
                             "folders of their own here; run with --local");
+        else if (j->library)
+            run_library_job(h, j);
         else
             run_job(h, j);
         pthread_mutex_lock(&h->lock);
@@ -199,6 +330,7 @@ static void job_free(job *j)
         close(j->fds[i]);
     soren__cli_args_destroy(&j->args);
     free(j->argv);
+    free(j->explain);
     soren_msg_destroy(&j->msg);
     pthread_cond_destroy(&j->finished);
     free(j);
@@ -229,14 +361,57 @@ static soren_status read_run(job *j, soren_error *err)
     return SOREN_OK;
 }
 
+/* Checks a library job's request: its fields (manifest, device, engine,
+ * sample, threads, tasks, V, V parameters, N, N inputs) and descriptors;
+ * the parameters' count is the manifest's, checked once it is loaded. */
+static soren_status read_library_job(job *j, soren_error *err)
+{
+    char **f = j->msg.fields;
+    size_t n = j->msg.count;
+    if (n < 8)
+        return soren_error_set(err, SOREN_EUSAGE, "a job request of %zu fields", n);
+    size_t values = (size_t)strtoull(f[6], NULL, 10), bytes = 0;
+    if (values > SOREN_MAX_PARAMS || 7 + values >= n)
+        return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu parameters", values);
+    for (size_t i = 0; i < values; i++) {
+        if (!f[7 + i][0] || !strchr("tb-", f[7 + i][0]) || (f[7 + i][0] != 't' && f[7 + i][1]))
+            return soren_error_set(err, SOREN_EUSAGE, "a job request's parameter %zu is "
+                                   "malformed", i);
+        bytes += f[7 + i][0] == 'b';
+    }
+    size_t inputs = (size_t)strtoull(f[7 + values], NULL, 10);
+    if (inputs > n || 8 + values + inputs != n)
+        return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu inputs in %zu fields",
+                               inputs, n);
+    for (size_t i = 0; i < inputs; i++)
+        if (!f[8 + values + i][0] || !strchr("fm", f[8 + values + i][0]))
+            return soren_error_set(err, SOREN_EUSAGE, "a job request's input %zu is malformed",
+                                   i);
+    if (j->nfds != JOB_FD_REST + bytes + inputs)
+        return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu descriptors for %zu "
+                               "parameters' bytes and %zu inputs", j->nfds, bytes, inputs);
+    soren_device d = (soren_device)atoi(f[1]);
+    if (d < SOREN_DEVICE_AUTO || d > SOREN_DEVICE_BOTH || !soren_engine_name_valid(f[2]))
+        return soren_error_set(err, SOREN_EUSAGE, "a job request for device %s, engine %s",
+                               f[1], f[2]);
+    j->library = 1;
+    return SOREN_OK;
+}
+
 static void serve_run(host *h, int fd, job *j)
 {
     soren_error err;
     soren_error_clear(&err);
-    if (read_run(j, &err) != SOREN_OK ||
-        soren_registry_acquire(h->registry, j->msg.fields[0], j->args.trust, &j->loaded,
+    int library = j->msg.kind == SOREN_MSG_JOB;
+    /* A program's soren_open always checks the plugin's owners. */
+    if ((library ? read_library_job(j, &err) : read_run(j, &err)) != SOREN_OK ||
+        soren_registry_acquire(h->registry, j->msg.fields[0],
+                               library ? SOREN_TRUST_CHECK : j->args.trust, &j->loaded,
                                &err) != SOREN_OK) {
-        reply_error(fd, &err);
+        if (library)
+            reply(fd, err.code, err.text);
+        else
+            reply_error(fd, &err);
         return;
     }
     soren_error_clear(&j->err);
@@ -283,12 +458,12 @@ static void serve_run(host *h, int fd, job *j)
         }
     }
     pthread_mutex_unlock(&h->lock);
-    if (!j->gone) {
-        if (j->err.code == SOREN_OK)
-            reply(fd, 0, NULL);
-        else
-            reply_error(fd, &j->err);
-    }
+    if (!j->gone && library)
+        reply(fd, j->err.code, j->err.code == SOREN_OK ? j->explain : j->err.text);
+    else if (!j->gone && j->err.code == SOREN_OK)
+        reply(fd, 0, NULL);
+    else if (!j->gone)
+        reply_error(fd, &j->err);
     soren_registry_release(h->registry, j->loaded);
 }
 
@@ -347,7 +522,7 @@ static void *connection_main(void *arg)
         SOREN_OK) {
         if (!closed)
             reply_error(fd, &err);
-    } else if (j->msg.kind == SOREN_MSG_RUN) {
+    } else if (j->msg.kind == SOREN_MSG_RUN || j->msg.kind == SOREN_MSG_JOB) {
         serve_run(h, fd, j);
     } else if (j->msg.kind == SOREN_MSG_LOAD && j->msg.count == 2) {
         /* fields: the manifest, "1" to allow insecure plugin folders */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../host/remote.h"
 #include "../io/input.h"
 #include "../io/output.h"
 #include "../plugin/loader.h"
@@ -29,6 +30,7 @@ struct soren_job {
     soren_plugin *plugin;
     soren_job_options options;
     char *engine;                              /* options.engine's copy */
+    char *host;                                /* options.host's copy */
     soren_param_value values[SOREN_MAX_PARAMS]; /* text and bytes owned here */
     /* each value's version, new whenever it is set, so that a GPU session
      * uploads again only what changed (soren_run_options.param_versions) */
@@ -125,9 +127,11 @@ soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_jo
         return rc;
     soren_job *job = calloc(1, sizeof *job);
     char *engine = strdup(o->engine ? o->engine : "auto");
-    if (!job || !engine) {
+    char *host = o->host ? strdup(o->host) : NULL;
+    if (!job || !engine || (o->host && !host)) {
         free(job);
         free(engine);
+        free(host);
         return soren_error_set(err, SOREN_ENOMEM, "soren_job_new: out of memory");
     }
     job->plugin = p;
@@ -136,6 +140,8 @@ soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_jo
     job->options = *o;
     job->engine = engine;
     job->options.engine = engine;
+    job->host = host;
+    job->options.host = host;
     *out = job;
     return SOREN_OK;
 }
@@ -168,6 +174,7 @@ void soren_job_free(soren_job *job)
     for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
         soren_gpu_session_free(job->sessions[i]);
     free(job->engine);
+    free(job->host);
     free(job);
 }
 
@@ -321,11 +328,48 @@ static void run_options(soren_job *job, soren_run_options *o)
     o->param_versions = job->versions;
 }
 
+/* soren_job_run in the resident host: the same request, the pairs and the
+ * explain line copied back. */
+static soren_status run_in_host(soren_job *job, soren_error *err)
+{
+    const soren_manifest *m = job->plugin->manifest;
+    soren_remote_input *inputs = calloc(job->input_count ? job->input_count : 1,
+                                        sizeof *inputs);
+    if (!inputs)
+        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", m->name);
+    soren_status rc = SOREN_OK;
+    for (size_t i = 0; rc == SOREN_OK && i < job->input_count; i++) {
+        const api_input *in = &job->inputs[i];
+        if (in->on_device)
+            rc = soren_error_set(err, SOREN_EUSAGE, "%s: a device memory input stays in this "
+                                 "process: run the job here (soren_job_options.host NULL)",
+                                 m->name);
+        inputs[i] = (soren_remote_input){in->path, in->data, in->size};
+    }
+    size_t stages = soren_manifest_stages(m);
+    soren_stage_spec last;
+    soren_stage_spec_init_at(&last, m, &job->plugin->table->stages[stages - 1], stages - 1);
+    soren_result_init(&job->outcome.result, &last);
+    soren_remote_job rj = {m->path,        &job->options, job->tasks, job->values,
+                           m->param_count, inputs,        job->input_count};
+    char *explain = NULL;
+    if (rc == SOREN_OK)
+        rc = soren_remote_run(job->host, &rj, &job->outcome.result, &explain, err);
+    free(inputs);
+    job->has_result = rc == SOREN_OK;
+    job->explain = explain;
+    if (rc != SOREN_OK)
+        soren_run_outcome_destroy(&job->outcome);
+    return rc;
+}
+
 soren_status soren_job_run(soren_job *job, soren_error *err)
 {
     REFUSE_NULL(job);
     const soren_manifest *m = job->plugin->manifest;
     outcome_clear(job);
+    if (job->host)
+        return run_in_host(job, err);
     soren_param_set params;
     soren_status rc = soren_param_set_from(&params, m, job->values, err);
     if (rc != SOREN_OK)
@@ -399,6 +443,10 @@ soren_status soren_job_result_device(soren_job *job, soren_pairs *out, soren_err
     soren_status rc = need_result(job, "soren_job_result_device", err);
     if (rc != SOREN_OK)
         return rc;
+    if (job->host)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_result_device: the job ran in "
+                               "the resident host, whose device memory is its own: read the "
+                               "pairs with soren_job_result", job->plugin->manifest->name);
     size_t last = job->outcome.stage_count - 1;
     const soren_explain *x = &job->outcome.stages[last];
     if (!x->device || strcmp(x->device, "gpu") != 0 || !job->sessions[last])

@@ -30,7 +30,7 @@ soren_status soren_msg_decode(const uint8_t *bytes, size_t size, soren_msg *out,
     if (size < 1 || size > SOREN_MSG_MAX_BYTES)
         return soren_error_set(err, SOREN_EINPUT, "a message of %zu bytes (1 to %u)", size,
                                SOREN_MSG_MAX_BYTES);
-    if (bytes[0] < SOREN_MSG_RUN || bytes[0] > SOREN_MSG_REPLY)
+    if (bytes[0] < SOREN_MSG_RUN || bytes[0] > SOREN_MSG_JOB)
         return soren_error_set(err, SOREN_EINPUT, "a message of unknown kind %u", bytes[0]);
     /* One pass counts the fields and checks their sizes; the second copies
      * them after the pointer array, each followed by its NUL. */

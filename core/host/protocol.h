@@ -17,7 +17,9 @@
  *   PS, STOP  no fields.
  *   REPLY   fields: the exit code in decimal, then text: the error to say
  *           on standard error (exit code other than 0), or what ps and load
- *           print on standard output.
+ *           print on standard output.  For a JOB, the code is the run's
+ *           soren_status and the text its error or --explain line.
+ *   JOB     a library job (remote.h says what it carries).
  *
  * The decoder is the part a stranger's bytes reach first: it checks every
  * size against what is left and against the limits below, and it is a fuzz
@@ -37,7 +39,8 @@ typedef enum soren_msg_kind {
     SOREN_MSG_UNLOAD,
     SOREN_MSG_PS,
     SOREN_MSG_STOP,
-    SOREN_MSG_REPLY
+    SOREN_MSG_REPLY,
+    SOREN_MSG_JOB
 } soren_msg_kind;
 
 /* The most bytes of one message after its length, fields of one message,

@@ -82,9 +82,19 @@ typedef struct soren_job_options {
                              "sort" (soren-host run --engine); copied */
     double sample;        /* monitoring: the fraction of records mapped first (0: none) */
     unsigned threads;     /* CPU engine threads; 0: every CPU */
+    /* Where the job runs: NULL, in this process; else in the resident host
+     * (soren-host serve) at this socket, "" for its default one
+     * ($SOREN_HOST, else $XDG_RUNTIME_DIR/soren/host.sock).  The host keeps
+     * the GPUs' contexts, the plugin and the job's GPU session from run to
+     * run; the pairs are copied back, and every other call works as in the
+     * process, but for device memory (soren_job_input_device,
+     * soren_job_result_device), which stays the process's own.  A run
+     * fails with SOREN_EDEVICE, saying so, where no host answers.  Copied. */
+    const char *host;
 } soren_job_options;
 
-/* The defaults: device auto, engine "auto", sample 0.2, every CPU. */
+/* The defaults: device auto, engine "auto", sample 0.2, every CPU, in this
+ * process. */
 void soren_job_options_init(soren_job_options *o);
 
 /* A job of plugin p (which must outlive it), with options o (NULL: the
