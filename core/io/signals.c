@@ -200,8 +200,13 @@ void soren_signals_install(void)
         if (table[i].class == IGNORE) {
             sa.sa_handler = SIG_IGN;
         } else if (table[i].class == TERMINATE) {
-            /* Ignored at start (nohup, a background job): stays ignored. */
-            if (sigaction(table[i].sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+            /* SIGHUP ignored at start (nohup) stays ignored, and so does
+             * SIGPIPE (a write to a closed pipe then fails with EPIPE, an
+             * error).  Others are taken even where ignored: a shell starts
+             * a background job with SIGINT and SIGQUIT ignored, and kill
+             * -INT must still stop it. */
+            if ((table[i].sig == SIGHUP || table[i].sig == SIGPIPE) &&
+                sigaction(table[i].sig, NULL, &old) == 0 && old.sa_handler == SIG_IGN)
                 continue;
             sa.sa_handler = on_terminate;
             /* A second request while the first is handled waits. */

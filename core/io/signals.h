@@ -18,8 +18,10 @@
  *  ignore     SIGXFSZ: a write past the file size limit fails with EFBIG,
  *             which the output reports as an error naming the limit.
  *
- * A signal that was ignored when the program started (nohup's SIGHUP, a
- * background job's SIGINT) stays ignored.
+ * SIGHUP and SIGPIPE stay ignored where they were when the program started
+ * (nohup; a parent that wants EPIPE errors); the others are handled even
+ * then, as a shell's background job has SIGINT ignored and must still stop
+ * on kill -INT.
  */
 #ifndef SOREN_SIGNALS_H
 #define SOREN_SIGNALS_H
