@@ -50,11 +50,22 @@ static int host(char **err, const char *env, const char *args)
     return tu_runf(NULL, err, "cd '%s' && %s '%s' %s", dir, env, tu_host(), args);
 }
 
-static const char *faulty(void)
+static void put_file(const char *name, const char *text)
 {
-    static char path[4096];
-    snprintf(path, sizeof path, "%s/stage/test-plugins/faulty.json", tu_builddir());
-    return path;
+    char *p = in_dir(name);
+    tu_write(p, text, strlen(text));
+    free(p);
+}
+
+/* host() on the test job faulty (tests/plugins/faulty.c): run it ARGS. */
+static int run_faulty(char **err, const char *env, const char *args)
+{
+    char *full = NULL;
+    cr_assert(asprintf(&full, "run '%s/stage/test-plugins/faulty.json' %s", tu_builddir(),
+                       args) > 0);
+    int rc = host(err, env, full);
+    free(full);
+    return rc;
 }
 
 /* Every name in dir that starts with prefix, besides keep (NULL: none),
@@ -69,6 +80,13 @@ static void expect_none(const char *prefix, const char *keep)
                       (keep && strcmp(de->d_name, keep) == 0),
                   "left behind: %s", de->d_name);
     closedir(d);
+}
+
+/* No out.tsv, and no temporary file of it. */
+static void expect_no_output(void)
+{
+    expect_none("out.tsv", NULL);
+    expect_none(".out.tsv", NULL);
 }
 
 /* soren-host run wordcount -o out.tsv reading standard input from a pipe
@@ -145,9 +163,7 @@ Test(output, a_killed_runs_leftover_goes_and_a_live_ones_stays)
     char *p = in_dir(live);
     tu_write(p, "", 0);
     free(p);
-    p = in_dir("in.txt");
-    tu_write(p, "b a b\n", 6);
-    free(p);
+    put_file("in.txt", "b a b\n");
     cr_assert_eq(host(NULL, "", "run wordcount in.txt -o out.tsv"), 0);
     cr_expect(!exists(tmp), "the killed run's %s is still there", tmp);
     cr_expect(exists(live), "a live process's %s was removed", live);
@@ -169,28 +185,22 @@ Test(output, the_file_size_limit_is_a_write_error)
     cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
     cr_expect(strstr(err, "writing output out.tsv: it would pass the file size limit of") != NULL,
               "%s", err);
-    expect_none("out.tsv", NULL);
-    expect_none(".out.tsv", NULL);
+    expect_no_output();
     free(err);
 }
 
 Test(output, a_fault_in_plugin_code_names_the_plugin_the_job_and_the_record)
 {
-    char *p = in_dir("in.txt");
-    tu_write(p, "aa\nbbb\ncccc\n", 12);
-    free(p);
-    char *err = NULL, *args = NULL;
-    cr_assert(asprintf(&args, "run '%s' in.txt -o out.tsv --threads 1", faulty()) > 0);
-    int rc = host(&err, "SOREN_TEST_CRASH_AT=7", args);
+    put_file("in.txt", "aa\nbbb\ncccc\n");
+    char *err = NULL;
+    int rc = run_faulty(&err, "SOREN_TEST_CRASH_AT=7", "in.txt -o out.tsv --threads 1");
     cr_expect_eq(rc, 139, "exit %d: %s", rc, err);
     char want[8192];
     snprintf(want, sizeof want, "soren-host: plugin %s/stage/test-plugins/faulty.so crashed "
              "(SIGSEGV) while running job faulty, mapping in.txt at byte 7\n", tu_builddir());
     cr_expect(strstr(err, want) != NULL, "stderr: %s\nwanted: %s", err, want);
-    expect_none("out.tsv", NULL);
-    expect_none(".out.tsv", NULL);
+    expect_no_output();
     free(err);
-    free(args);
 }
 
 Test(output, an_input_that_shrinks_is_an_input_error)
@@ -202,10 +212,9 @@ Test(output, an_input_that_shrinks_is_an_input_error)
         fprintf(f, "%d\n", i);
     long size = ftell(f);
     fclose(f);
-    char *err = NULL, *args = NULL, *env = NULL;
-    cr_assert(asprintf(&args, "run '%s' big.txt -o out.tsv --progress", faulty()) > 0);
+    char *err = NULL, *env = NULL;
     cr_assert(asprintf(&env, "SOREN_TEST_SHRINK_AT=0 SOREN_TEST_SHRINK_FILE='%s'", p) > 0);
-    int rc = host(&err, env, args);
+    int rc = run_faulty(&err, env, "big.txt -o out.tsv --progress");
     cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
     char want[256];
     snprintf(want, sizeof want, "soren-host: faulty: input big.txt ended before byte %ld: it "
@@ -214,28 +223,22 @@ Test(output, an_input_that_shrinks_is_an_input_error)
     cr_expect(at != NULL, "stderr: %s\nwanted: %s", err, want);
     /* A progress line drawn was ended (a carriage return) before it. */
     cr_expect(!at || at == err || at[-1] == '\r' || at[-1] == '\n', "stderr: %s", err);
-    expect_none("out.tsv", NULL);
-    expect_none(".out.tsv", NULL);
+    expect_no_output();
     free(err);
-    free(args);
     free(env);
     free(p);
 }
 
 Test(output, a_missing_folder_fails_before_the_job_runs)
 {
-    char *p = in_dir("in.txt");
-    tu_write(p, "aa\n", 3);
-    free(p);
+    put_file("in.txt", "aa\n");
     /* The job would crash on its first record: it must not get there. */
-    char *err = NULL, *args = NULL;
-    cr_assert(asprintf(&args, "run '%s' in.txt -o no-such-folder/out.tsv", faulty()) > 0);
-    int rc = host(&err, "SOREN_TEST_CRASH_AT=0", args);
+    char *err = NULL;
+    int rc = run_faulty(&err, "SOREN_TEST_CRASH_AT=0", "in.txt -o no-such-folder/out.tsv");
     cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
     cr_expect(strstr(err, "cannot create output no-such-folder/out.tsv: folder no-such-folder "
                           "does not exist") != NULL, "%s", err);
     free(err);
-    free(args);
 }
 
 Test(output, replacing_a_file_keeps_its_mode_and_a_new_one_gets_the_umasks)

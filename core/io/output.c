@@ -368,15 +368,21 @@ static void w_str(writer *w, const char *s)
     w_bytes(w, s, strlen(s));
 }
 
-static void w_u64(writer *w, uint64_t v)
+const char *soren__u64_digits(char buf[SOREN_U64_DIGITS], uint64_t v)
 {
-    char tmp[20];
-    size_t i = sizeof tmp;
+    char *at = buf + SOREN_U64_DIGITS;
     do {
-        tmp[--i] = (char)('0' + v % 10);
+        *--at = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    w_bytes(w, tmp + i, sizeof tmp - i);
+    return at;
+}
+
+static void w_u64(writer *w, uint64_t v)
+{
+    char tmp[SOREN_U64_DIGITS];
+    const char *d = soren__u64_digits(tmp, v);
+    w_bytes(w, d, (size_t)(tmp + sizeof tmp - d));
 }
 
 static void w_i64(writer *w, int64_t v)

@@ -70,6 +70,11 @@ soren_status soren_output_commit(soren_output *o, soren_error *err);
 /* Closes and removes the temporary file; safe after commit and on a zeroed o. */
 void soren_output_abort(soren_output *o);
 
+/* v in decimal, written to end at buf's end: returns its first digit.
+ * Async-signal-safe (signal handlers format with it). */
+#define SOREN_U64_DIGITS 20
+const char *soren__u64_digits(char buf[SOREN_U64_DIGITS], uint64_t v);
+
 /* The temporary file currently open, or NULL: signal handlers unlink it. */
 const char *soren_output_pending_path(void);
 

@@ -101,14 +101,9 @@ static void put(line *l, const char *s)
 
 static void put_u64(line *l, uint64_t v)
 {
-    char tmp[20];
-    size_t i = sizeof tmp;
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (i < sizeof tmp && l->n < sizeof l->buf - 1)
-        l->buf[l->n++] = tmp[i++];
+    char tmp[SOREN_U64_DIGITS + 1];
+    tmp[SOREN_U64_DIGITS] = '\0';
+    put(l, soren__u64_digits(tmp, v));
 }
 
 /* Removes the partial output, then dies of sig with its default action
