@@ -203,6 +203,25 @@ Test(output, a_fault_in_plugin_code_names_the_plugin_the_job_and_the_record)
     free(err);
 }
 
+Test(output, a_plugin_that_overflows_a_threads_stack_is_reported_too)
+{
+    /* Four chunks of the CPU engine (1 MiB each), so a second thread maps. */
+    char *p = in_dir("big.txt");
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 500000; i++)
+        fprintf(f, "%07d\n", i);
+    fclose(f);
+    free(p);
+    char *err = NULL;
+    int rc = run_faulty(&err, "SOREN_TEST_OVERFLOW=1", "big.txt -o out.tsv --threads 2");
+    cr_expect_eq(rc, 139, "exit %d: %s", rc, err);
+    cr_expect(strstr(err, "faulty.so crashed (SIGSEGV) while running job faulty, mapping "
+                          "big.txt at byte ") != NULL, "stderr: %s", err);
+    expect_no_output();
+    free(err);
+}
+
 Test(output, an_input_that_shrinks_is_an_input_error)
 {
     char *p = in_dir("big.txt");

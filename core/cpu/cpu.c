@@ -847,6 +847,7 @@ static void *map_main(void *arg)
     engine *g = w->g;
     const soren_stage_spec *spec = g->spec;
     soren_map_fn *map = g->fold ? map_pair : spec->code->map;
+    void *alt_stack = soren__signals_thread_stack();
     for (;;) {
         if (atomic_load_explicit(&g->stop, memory_order_relaxed))
             break;
@@ -889,6 +890,7 @@ static void *map_main(void *arg)
     }
     if (!w->failed && g->mode != MODE_LIST)
         group_by_partition(w);
+    soren__signals_thread_stack_free(alt_stack);
     return NULL;
 }
 
@@ -1087,6 +1089,7 @@ static void *merge_main(void *arg)
 static void *reduce_main(void *arg)
 {
     engine *g = arg;
+    void *alt_stack = soren__signals_thread_stack(); /* reduce runs plugin code */
     for (;;) {
         if (atomic_load_explicit(&g->stop, memory_order_relaxed))
             break;
@@ -1101,6 +1104,7 @@ static void *reduce_main(void *arg)
         if (p->failed)
             atomic_store_explicit(&g->stop, 1, memory_order_relaxed);
     }
+    soren__signals_thread_stack_free(alt_stack);
     return NULL;
 }
 

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -180,14 +181,40 @@ static void on_fault(int sig, siginfo_t *si, void *context)
     die(sig);
 }
 
-/* The fault handler's stack where the thread's own overflowed (the main
- * thread's; other threads run it on their own stacks). */
-static char alt_stack[1 << 16];
+/* The fault handler's stack, where the thread's own overflowed: the main
+ * thread's here, other threads' from soren__signals_thread_stack. */
+#define ALT_STACK_SIZE (1 << 16)
+static char alt_stack[ALT_STACK_SIZE];
+static atomic_int installed;
+
+void *soren__signals_thread_stack(void)
+{
+    stack_t now;
+    /* The main thread (and any thread run outside the engines) has one. */
+    if (!atomic_load(&installed) || sigaltstack(NULL, &now) != 0 || !(now.ss_flags & SS_DISABLE))
+        return NULL;
+    stack_t ss = {.ss_sp = malloc(ALT_STACK_SIZE), .ss_size = ALT_STACK_SIZE, .ss_flags = 0};
+    if (ss.ss_sp && sigaltstack(&ss, NULL) != 0) {
+        free(ss.ss_sp);
+        return NULL;
+    }
+    return ss.ss_sp;
+}
+
+void soren__signals_thread_stack_free(void *stack)
+{
+    if (!stack)
+        return;
+    stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+    free(stack);
+}
 
 void soren_signals_install(void)
 {
     stack_t ss = {.ss_sp = alt_stack, .ss_size = sizeof alt_stack, .ss_flags = 0};
     sigaltstack(&ss, NULL);
+    atomic_store(&installed, 1);
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
         struct sigaction old, sa;
         memset(&sa, 0, sizeof sa);

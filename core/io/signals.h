@@ -37,6 +37,13 @@ void soren_signals_install(void);
  * a fault's message names it.  Both are copied. */
 void soren__signals_job(const char *library, const char *job);
 
+/* The fault handler runs on an alternate stack, so that a plugin that
+ * overflows its thread's stack is reported too: a thread that runs plugin
+ * code takes one at its start and frees it at its end.  NULL (nothing to
+ * free) where soren_signals_install was not called or memory is short. */
+void *soren__signals_thread_stack(void);
+void soren__signals_thread_stack_free(void *stack);
+
 /* What a CPU engine thread is mapping: in, and the record whose fields the
  * map loop fills before each call, so setting it costs one store a chunk
  * and nothing a record.  NULL in when the thread maps nothing. */
