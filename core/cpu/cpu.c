@@ -847,7 +847,7 @@ static void *map_main(void *arg)
     engine *g = w->g;
     const soren_stage_spec *spec = g->spec;
     soren_map_fn *map = g->fold ? map_pair : spec->code->map;
-    void *alt_stack = soren__signals_thread_stack();
+    void *alt_stack = soren__signals_thread_stack(); /* map is plugin code */
     for (;;) {
         if (atomic_load_explicit(&g->stop, memory_order_relaxed))
             break;
