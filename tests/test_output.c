@@ -57,6 +57,21 @@ static void put_file(const char *name, const char *text)
     free(p);
 }
 
+/* Writes name with lines PREFIX0, PREFIX1, ... PREFIX(count - 1) (the
+ * numbers 7 digits wide); returns its size. */
+static long put_lines(const char *name, const char *prefix, int count)
+{
+    char *p = in_dir(name);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < count; i++)
+        fprintf(f, "%s%07d\n", prefix, i);
+    long size = ftell(f);
+    cr_assert_eq(fclose(f), 0);
+    free(p);
+    return size;
+}
+
 /* host() on the test job faulty (tests/plugins/faulty.c): run it ARGS. */
 static int run_faulty(char **err, const char *env, const char *args)
 {
@@ -173,13 +188,7 @@ Test(output, a_killed_runs_leftover_goes_and_a_live_ones_stays)
 
 Test(output, the_file_size_limit_is_a_write_error)
 {
-    char *p = in_dir("words.txt");
-    FILE *f = fopen(p, "w");
-    cr_assert_not_null(f);
-    for (int i = 0; i < 20000; i++)
-        fprintf(f, "word%d\n", i);
-    fclose(f);
-    free(p);
+    put_lines("words.txt", "word", 20000);
     char *err = NULL;
     int rc = host(&err, "ulimit -f 8 &&", "run wordcount words.txt -o out.tsv");
     cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
@@ -206,13 +215,7 @@ Test(output, a_fault_in_plugin_code_names_the_plugin_the_job_and_the_record)
 Test(output, a_plugin_that_overflows_a_threads_stack_is_reported_too)
 {
     /* Four chunks of the CPU engine (1 MiB each), so a second thread maps. */
-    char *p = in_dir("big.txt");
-    FILE *f = fopen(p, "w");
-    cr_assert_not_null(f);
-    for (int i = 0; i < 500000; i++)
-        fprintf(f, "%07d\n", i);
-    fclose(f);
-    free(p);
+    put_lines("big.txt", "", 500000);
     char *err = NULL;
     int rc = run_faulty(&err, "SOREN_TEST_OVERFLOW=1", "big.txt -o out.tsv --threads 2");
     cr_expect_eq(rc, 139, "exit %d: %s", rc, err);
@@ -224,13 +227,8 @@ Test(output, a_plugin_that_overflows_a_threads_stack_is_reported_too)
 
 Test(output, an_input_that_shrinks_is_an_input_error)
 {
+    long size = put_lines("big.txt", "", 100000);
     char *p = in_dir("big.txt");
-    FILE *f = fopen(p, "w");
-    cr_assert_not_null(f);
-    for (int i = 0; i < 100000; i++)
-        fprintf(f, "%d\n", i);
-    long size = ftell(f);
-    fclose(f);
     char *err = NULL, *env = NULL;
     cr_assert(asprintf(&env, "SOREN_TEST_SHRINK_AT=0 SOREN_TEST_SHRINK_FILE='%s'", p) > 0);
     int rc = run_faulty(&err, env, "big.txt -o out.tsv --progress");
