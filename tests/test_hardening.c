@@ -19,20 +19,21 @@ static void teardown(void)
 TestSuite(signals, .init = setup, .fini = teardown);
 
 /* Starts wordcount reading a FIFO that stays open (so the run is still
- * reading its input), sends sig once the run has said where it runs (its
- * handlers are set by then: a shell starts a background job with SIGINT
- * ignored, and a slow start, under valgrind, must not meet the signal
- * first), and returns the exit status the shell saw; *leftovers gets the
- * files left in the run's folder. */
+ * reading its input), sends sig once the run has made its temporary output
+ * (it opens its output before reading input, with its handlers set: a
+ * shell starts a background job with SIGINT ignored, and a slow start,
+ * under valgrind, must not meet the signal first), and returns the exit
+ * status the shell saw; *leftovers gets the files left in the run's
+ * folder. */
 static int interrupted_status(const char *sig, char **leftovers)
 {
     char *out = NULL;
     int rc = tu_runf(&out, NULL,
                      "cd '%s' || exit 1; mkdir run && mkfifo fifo || exit 1; "
                      "sleep 60 > fifo & writer=$!; "
-                     "'%s' run wordcount --device cpu --verbose -o run/result.tsv < fifo "
+                     "'%s' run wordcount --device cpu -o run/result.tsv < fifo "
                      "2> log & pid=$!; "
-                     "i=0; until grep -q 'device:' log || [ $i -eq 300 ]; do "
+                     "i=0; until ls -A run | grep -q soren-tmp || [ $i -eq 300 ]; do "
                      "sleep 0.1; i=$((i + 1)); done; "
                      "kill -%s $pid; wait $pid; echo $?; kill $writer; ls -A run",
                      dir, tu_host(), sig);

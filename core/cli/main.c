@@ -4,7 +4,6 @@
  * Exit codes: 0 success, 1 job or input error, 2 usage error,
  * 128+N killed by signal N (after removing a partial output).
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "cli/mpi.h"
 #endif
 #include "engine/job.h"
+#include "io/signals.h"
 #include "plugin/loader.h"
 #include "plugin/search.h"
 #include <soren/soren.h>
@@ -27,16 +27,6 @@ static int report(const soren_error *err)
 {
     fprintf(stderr, "soren-host: %s\n", err->text);
     return soren_status_exit_code(err->code);
-}
-
-/* A partial output must not survive an interrupted run. */
-static void on_signal(int sig)
-{
-    const char *pending = soren_output_pending_path();
-    if (pending)
-        unlink(pending);
-    signal(sig, SIG_DFL);
-    raise(sig);
 }
 
 static void print_entry(void *ctx, const soren_plugin_entry *e)
@@ -321,8 +311,8 @@ int main(int argc, char **argv)
         soren__cli_args_destroy(&c);
         return rc;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    /* A partial output must not survive an interrupted run (signals.h). */
+    soren_signals_install();
 
     soren_search_path sp;
     soren_error err;

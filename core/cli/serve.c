@@ -46,6 +46,7 @@
 #include "host/registry.h"
 #include "host/remote.h"
 #include "io/input.h"
+#include "io/signals.h"
 #include "plugin/search.h"
 
 /* What one RUN request carries: descriptors in this order, then the inputs. */
@@ -675,6 +676,9 @@ int soren__cli_serve(const soren__cli_args *c, const soren_search_path *sp)
         uint64_t free_bytes;
         soren_device_free_memory(d, &free_bytes, NULL, 0);
     }
+    /* A fault still says which plugin and job ran (signals.h); a request to
+     * stop lets the jobs finish instead. */
+    soren_signals_install();
     struct sigaction sa = {.sa_handler = on_stop_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);

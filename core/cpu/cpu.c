@@ -33,6 +33,7 @@
  */
 #include "cpu.h"
 #include "internal.h"
+#include "../io/signals.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -846,6 +847,7 @@ static void *map_main(void *arg)
     engine *g = w->g;
     const soren_stage_spec *spec = g->spec;
     soren_map_fn *map = g->fold ? map_pair : spec->code->map;
+    void *alt_stack = soren__signals_thread_stack(); /* map is plugin code */
     for (;;) {
         if (atomic_load_explicit(&g->stop, memory_order_relaxed))
             break;
@@ -872,11 +874,14 @@ static void *map_main(void *arg)
         soren_records it;
         soren_record r;
         soren_records_init_input(&it, spec, in, begin, end);
+        /* A fault in map names the input and r's offset (signals.h). */
+        soren__current_map = (soren__map_site){in, &r, spec->input_format};
         while (soren_records_next(&it, &r)) {
             map(&w->em, &r, g->params);
             if (w->failed)
                 break;
         }
+        soren__current_map.in = NULL;
         if (g->mode == MODE_LIST)
             segment_close(w);
         if (w->failed)
@@ -889,6 +894,7 @@ static void *map_main(void *arg)
     }
     if (!w->failed && g->mode != MODE_LIST)
         group_by_partition(w);
+    soren__signals_thread_stack_free(alt_stack);
     return NULL;
 }
 
@@ -1087,6 +1093,7 @@ static void *merge_main(void *arg)
 static void *reduce_main(void *arg)
 {
     engine *g = arg;
+    void *alt_stack = soren__signals_thread_stack(); /* reduce runs plugin code */
     for (;;) {
         if (atomic_load_explicit(&g->stop, memory_order_relaxed))
             break;
@@ -1101,6 +1108,7 @@ static void *reduce_main(void *arg)
         if (p->failed)
             atomic_store_explicit(&g->stop, 1, memory_order_relaxed);
     }
+    soren__signals_thread_stack_free(alt_stack);
     return NULL;
 }
 
@@ -1443,6 +1451,13 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     atomic_init(&g->next, 0);
     atomic_init(&g->stop, 0);
     soren__run_threads(n, map_main, g->workers, sizeof *g->workers);
+    /* An input file that shrank was read as zeros past its new end (a
+     * failure of map on those zeros is a consequence, so this comes first). */
+    for (size_t i = 0; i < input_count; i++) {
+        rc = soren_input_check_shrunk(&inputs[i], spec->job_name, err);
+        if (rc != SOREN_OK)
+            goto done;
+    }
     worker *bad = NULL;
     for (unsigned i = 0; i < n; i++) {
         worker *w = &g->workers[i];

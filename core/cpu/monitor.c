@@ -26,6 +26,7 @@
 
 #include "cpu.h"
 #include "internal.h"
+#include "../io/signals.h"
 #include <soren/engine/sketch.h>
 
 #define MONITOR_CHUNK (UINT64_C(1) << 20)
@@ -203,7 +204,10 @@ static uint64_t first_sample_at(const monitor *mon, uint64_t record)
 static int map_one(mworker *w, const soren_record *r, const soren_input *in)
 {
     monitor *mon = w->mon;
+    /* A fault in map names the input and the record (signals.h). */
+    soren__current_map = (soren__map_site){in, r, mon->spec->input_format};
     mon->spec->code->map(&w->em, r, mon->params);
+    soren__current_map.in = NULL;
     w->records++;
     /* A line's bytes include its '\n', so the sample's bytes over its
      * records estimate the input's mean record size. */
@@ -257,6 +261,7 @@ static void *sample_main(void *arg)
 {
     mworker *w = arg;
     monitor *mon = w->mon;
+    void *alt_stack = soren__signals_thread_stack(); /* map is plugin code */
     for (;;) {
         if (atomic_load_explicit(&mon->stop, memory_order_relaxed))
             break;
@@ -270,6 +275,7 @@ static void *sample_main(void *arg)
             break;
         }
     }
+    soren__signals_thread_stack_free(alt_stack);
     return NULL;
 }
 

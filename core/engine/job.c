@@ -10,6 +10,7 @@
 
 #include "../cpu/cpu.h"
 #include "../io/input.h"
+#include "../io/signals.h"
 #include "../plugin/params.h"
 #include "iterate.h"
 #include "result.h"
@@ -1018,28 +1019,25 @@ static void say_iterations(FILE *to, const soren_manifest *m, const soren_iterat
                 (unsigned long long)it->limit, m->iterate_param);
 }
 
-/* Writes r to path (standard output for NULL or "-") through a temporary
- * file; in a distributed run every rank agrees before any renames its file
- * into place, and a rank whose rename failed fails them all, each removing
- * what it committed, so a failed run leaves no part behind. */
-static soren_status write_output(const soren_run_options *o, const char *path, int writes,
-                                 const soren_result *r, soren_error *err)
+/* Writes r to out, opened on path (standard output for NULL or "-") by
+ * soren_run before the job ran where this rank writes, and commits it; in a distributed run every rank agrees before
+ * any renames its file into place, and a rank whose rename failed fails
+ * them all, each removing what it committed, so a failed run leaves no
+ * part behind. */
+static soren_status write_output(const soren_run_options *o, const char *path,
+                                 soren_output *out, int writes, const soren_result *r,
+                                 soren_error *err)
 {
-    soren_output out = {0};
     soren_status rc = SOREN_OK;
-    if (writes && o->client)
-        rc = soren_output_open_fd(&out, o->client->output_fd, path, err);
-    else if (writes)
-        rc = soren_output_open(&out, path, err);
-    if (writes && rc == SOREN_OK)
-        rc = soren_output_write(&out, r, o->format, err);
+    if (writes)
+        rc = soren_output_write(out, r, o->format, err);
     if (o->comm)
         rc = soren_dist_agree(o->comm, rc, err);
     int committed = 0;
     if (writes && rc == SOREN_OK)
-        committed = (rc = soren_output_commit(&out, err)) == SOREN_OK;
+        committed = (rc = soren_output_commit(out, err)) == SOREN_OK;
     else
-        soren_output_abort(&out);
+        soren_output_abort(out);
     if (!o->comm)
         return rc;
     rc = soren_dist_agree(o->comm, rc, err);
@@ -1185,6 +1183,24 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     /* A failed build leaves params empty, so the end frees it either way. */
     soren_status rc = soren_param_set_build(&params, m, o->params, o->param_count, err);
 
+    /* The output is opened before any input is read, so a folder that is
+     * missing or not writable fails the run before the job's time is
+     * spent; from here a signal removes the temporary file (signals.h).
+     * --output-parts without -o is refused with the other options (see
+     * check_parts). */
+    int writes = o->output_parts || speaks;
+    char *part = NULL;
+    int parts = o->output_parts && o->output && strcmp(o->output, "-") != 0;
+    if (rc == SOREN_OK && parts &&
+        !(part = part_path(o->output, comm ? comm->rank : 0, comm ? comm->size : 1)))
+        rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    const char *dest = part ? part : o->output;
+    soren_output out = {0};
+    if (rc == SOREN_OK && writes && (!o->output_parts || parts))
+        rc = o->client ? soren_output_open_fd(&out, o->client->output_fd, dest, err)
+                       : soren_output_open(&out, dest, err);
+    soren__signals_job(p->library_path, m->name);
+
     size_t input_count = 0;
     soren_input *inputs = calloc(o->input_count ? o->input_count : 1, sizeof *inputs);
     char *stdin_data = NULL;
@@ -1192,7 +1208,7 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
         rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
     if (rc == SOREN_OK)
         rc = open_cli_inputs(m, o, inputs, &input_count, &stdin_data, err);
-    /* A rank that could not open its inputs fails every rank. */
+    /* A rank that could not open its output or inputs fails every rank. */
     if (comm)
         rc = soren_dist_agree(comm, rc, err);
     soren_run_outcome run;
@@ -1200,18 +1216,18 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
         rc = soren_run_inputs(p, o, &params, inputs, input_count, &run, err);
     else
         memset(&run, 0, sizeof run);
+    /* An input that shrank was read as zeros where its bytes had gone. */
+    for (size_t i = 0; rc == SOREN_OK && i < input_count; i++)
+        rc = soren_input_check_shrunk(&inputs[i], m->name, err);
     /* Pairs written to a terminal would mix with the progress line, so it
      * ends first; a file shows the writing as its last phase. */
     if (rc != SOREN_OK || !o->output || strcmp(o->output, "-") == 0)
         soren_progress_end(o->progress);
     else
         soren_progress_phase(o->progress, "write", 0);
-    char *part = NULL;
-    if (rc == SOREN_OK && o->output_parts &&
-        !(part = part_path(o->output, comm ? comm->rank : 0, comm ? comm->size : 1)))
-        rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
     if (rc == SOREN_OK)
-        rc = write_output(o, part ? part : o->output, o->output_parts || speaks, &run.result, err);
+        rc = write_output(o, dest, &out, writes, &run.result, err);
+    soren_output_abort(&out);
     soren_progress_end(o->progress);
     size_t stages = run.stage_count;
     soren_rank_stage *all = NULL;
@@ -1236,5 +1252,6 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     free(inputs);
     free(stdin_data);
     soren_param_set_destroy(&params);
+    soren__signals_job(NULL, NULL);
     return rc;
 }

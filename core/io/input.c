@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,6 +14,91 @@
 static const char *input_name(const soren_input *in)
 {
     return in->path ? in->path : "(input)";
+}
+
+/* ---- Mapped files that shrink -------------------------------------------- */
+
+/* The live mappings of input files, for soren__input_fault: a fixed table
+ * that a signal handler reads without locks.  A slot is claimed through
+ * used, filled, then published by a non-zero start; emptied by zeroing
+ * start first.  A mapping that finds no free slot is left out: a read past
+ * its file's end is then reported as a fault, as without the table. */
+#define MAPPED_SLOTS 64
+
+static struct mapped_slot {
+    atomic_int used;
+    atomic_uintptr_t start; /* 0: empty */
+    atomic_uintptr_t end;
+    atomic_int shrunk;
+} mapped[MAPPED_SLOTS];
+
+/* The page size, read outside the handler (sysconf is not signal-safe). */
+static atomic_uintptr_t page_size;
+
+static void mapped_add(const void *map, uint64_t size)
+{
+    if (!atomic_load(&page_size))
+        atomic_store(&page_size, (uintptr_t)sysconf(_SC_PAGESIZE));
+    for (size_t i = 0; i < MAPPED_SLOTS; i++) {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&mapped[i].used, &expected, 1)) {
+            atomic_store(&mapped[i].shrunk, 0);
+            atomic_store(&mapped[i].end, (uintptr_t)map + size);
+            atomic_store(&mapped[i].start, (uintptr_t)map);
+            return;
+        }
+    }
+}
+
+static void mapped_remove(const void *map)
+{
+    for (size_t i = 0; i < MAPPED_SLOTS; i++) {
+        if (atomic_load(&mapped[i].start) == (uintptr_t)map) {
+            atomic_store(&mapped[i].start, 0);
+            atomic_store(&mapped[i].used, 0);
+            return;
+        }
+    }
+}
+
+/* The slot whose mapping holds address a, or NULL. */
+static struct mapped_slot *mapped_at(uintptr_t a)
+{
+    for (size_t i = 0; i < MAPPED_SLOTS; i++) {
+        uintptr_t start = atomic_load(&mapped[i].start);
+        if (start && a >= start && a < atomic_load(&mapped[i].end))
+            return &mapped[i];
+    }
+    return NULL;
+}
+
+int soren__input_fault(const void *addr)
+{
+    struct mapped_slot *s = mapped_at((uintptr_t)addr);
+    uintptr_t page = atomic_load(&page_size);
+    if (!s || !page)
+        return 0;
+    /* Zeros from the faulting page to the mapping's end: the pages past the
+     * file's new end fault no more, and the pages before it keep the
+     * file's bytes. */
+    uintptr_t from = (uintptr_t)addr & ~(page - 1);
+    uintptr_t end = atomic_load(&s->end);
+    if (mmap((void *)from, (size_t)(end - from), PROT_READ,
+             MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+        return 0;
+    atomic_store(&s->shrunk, 1);
+    return 1;
+}
+
+soren_status soren_input_check_shrunk(const soren_input *in, const char *job, soren_error *err)
+{
+    struct mapped_slot *s = in->file_ino && in->data ? mapped_at((uintptr_t)in->data) : NULL;
+    if (!s || !atomic_load(&s->shrunk))
+        return SOREN_OK;
+    /* The file's size when it was mapped: where its bytes were to end. */
+    uint64_t size = atomic_load(&s->end) - atomic_load(&s->start);
+    return soren_error_set(err, SOREN_EINPUT, "%s: input %s ended before byte %llu: it shrank "
+                           "during the run", job, input_name(in), (unsigned long long)size);
 }
 
 /* A file that says it has 0 bytes maps to an empty input; /proc and /sys
@@ -58,6 +144,7 @@ static soren_status map_fd(soren_input *in, int fd, const char *path, soren_erro
     }
     /* Advice only: a failure changes nothing. */
     (void)posix_madvise(map, (size_t)size, POSIX_MADV_SEQUENTIAL);
+    mapped_add(map, size);
     in->mapping = map;
     in->mapping_size = size;
     in->data = map;
@@ -213,8 +300,10 @@ soren_status soren_input_pairs(soren_input *in, const char *name, const soren_re
 
 void soren_input_close(soren_input *in)
 {
-    if (in->mapping)
+    if (in->mapping) {
+        mapped_remove(in->mapping);
         munmap(in->mapping, (size_t)in->mapping_size);
+    }
     free(in->starts);
     free(in->owned_data);
     free(in->path);

@@ -99,6 +99,15 @@ soren_status soren_input_pairs(soren_input *in, const char *name, const soren_re
 /* Safe on a zeroed input and after a failed soren_input_open. */
 void soren_input_close(soren_input *in);
 
+/* An input error where the file that in maps (or a slice of it) shrank
+ * while mapped, which soren__input_fault saw; SOREN_OK otherwise.  job
+ * names the job in the message. */
+soren_status soren_input_check_shrunk(const soren_input *in, const char *job, soren_error *err);
+/* For a SIGBUS handler: where addr lies in a mapped input, maps zeros over
+ * its pages from addr's on, marks the input shrunk and returns 1; else 0.
+ * Async-signal-safe. */
+int soren__input_fault(const void *addr);
+
 /* Checks the input against the stage's record format (fixed: size is a
  * multiple of record_size), naming the file in the error. */
 soren_status soren_input_check(const soren_input *in, const soren_stage_spec *spec,

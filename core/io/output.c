@@ -2,6 +2,8 @@
  * temporary file. */
 #include "output.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
@@ -11,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -54,6 +57,152 @@ static const char *dest_name(const soren_output *o)
 
 /* ---- Opening and committing ---------------------------------------------- */
 
+/* The file path names once symbolic links are followed, even where the
+ * last link dangles (writing then creates its target): malloc'd, or NULL
+ * with errno set. */
+static char *final_target(const char *path)
+{
+    char *cur = strdup(path);
+    for (int hops = 0; cur; hops++) {
+        struct stat lst;
+        if (lstat(cur, &lst) != 0 || !S_ISLNK(lst.st_mode))
+            return cur;
+        char link[PATH_MAX];
+        ssize_t n = hops < 40 ? readlink(cur, link, sizeof link - 1) : -1;
+        if (n < 0) {
+            int e = hops < 40 ? errno : ELOOP;
+            free(cur);
+            errno = e;
+            return NULL;
+        }
+        link[n] = '\0';
+        /* A relative target is relative to the link's folder. */
+        const char *slash = strrchr(cur, '/');
+        size_t dir = link[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+        char *next = malloc(dir + (size_t)n + 1);
+        if (next) {
+            memcpy(next, cur, dir);
+            memcpy(next + dir, link, (size_t)n + 1);
+        }
+        free(cur);
+        cur = next;
+    }
+    errno = ENOMEM;
+    return NULL;
+}
+
+/* Where a temporary file of target lies, split in its folder ("." for none)
+ * and the name's prefix ".NAME.soren-tmp.", NAME cut to leave room for a
+ * pid within NAME_MAX.  Both malloc'd; 0, or -1 out of memory. */
+static int tmp_prefix(const char *target, char **dir, char **prefix)
+{
+    const char *slash = strrchr(target, '/');
+    const char *name = slash ? slash + 1 : target;
+    size_t dlen = slash ? (size_t)(slash - target) + (slash == target) : 1;
+    size_t nlen = strlen(name);
+    if (nlen > 200)
+        nlen = 200;
+    *dir = malloc(dlen + 1);
+    *prefix = malloc(nlen + sizeof "..soren-tmp.");
+    if (!*dir || !*prefix) {
+        free(*dir);
+        free(*prefix);
+        return -1;
+    }
+    memcpy(*dir, slash ? target : ".", dlen);
+    (*dir)[dlen] = '\0';
+    (*prefix)[0] = '.';
+    memcpy(*prefix + 1, name, nlen);
+    strcpy(*prefix + 1 + nlen, ".soren-tmp.");
+    return 0;
+}
+
+/* Removes the temporary files of target that a process left where it was
+ * killed beyond handling (SIGKILL, a crash of the machine): those whose pid
+ * names no live process, or names this one (whose own temporary file is
+ * not made yet).  A live process's file is its work in progress. */
+static void remove_leftovers(const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t plen = strlen(prefix);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, plen) != 0)
+            continue;
+        const char *digits = e->d_name + plen;
+        char *rest;
+        errno = 0;
+        long pid = strtol(digits, &rest, 10);
+        if (!isdigit((unsigned char)*digits) || *rest || errno || pid <= 0 || pid > INT_MAX)
+            continue;
+        if (pid == (long)getpid() || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+}
+
+/* The error of a temporary file that could not be made in dir. */
+static soren_status create_failed(const char *path, const char *dir, int e, soren_error *err)
+{
+    if (e == ENOENT)
+        return soren_error_set(err, SOREN_EIO, "cannot create output %s: folder %s does not "
+                               "exist; create it (mkdir -p %s) or choose another --output",
+                               path, dir, dir);
+    if (e == EACCES || e == EPERM || e == EROFS)
+        return soren_error_errno(err, SOREN_EIO, e, "cannot create output %s: folder %s is not "
+                                 "writable (the output is written to a temporary file there, "
+                                 "then renamed); choose another --output", path, dir);
+    return soren_error_errno(err, SOREN_EIO, e, "cannot create output %s (a temporary file in "
+                             "%s)", path, dir);
+}
+
+/* Opens o->target's temporary file (o->tmp_path) with mode: st of the
+ * existing target, or NULL for a new file. */
+static soren_status open_tmp(soren_output *o, const struct stat *st, soren_error *err)
+{
+    char *dir = NULL, *prefix = NULL;
+    if (tmp_prefix(o->target, &dir, &prefix) != 0)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory opening output %s", o->path);
+    remove_leftovers(dir, prefix);
+    soren_status rc = SOREN_OK;
+    size_t size = strlen(dir) + strlen(prefix) + 24;
+    o->tmp_path = malloc(size);
+    if (!o->tmp_path) {
+        rc = soren_error_set(err, SOREN_ENOMEM, "out of memory opening output %s", o->path);
+        goto done;
+    }
+    snprintf(o->tmp_path, size, "%s/%s%ld", dir, prefix, (long)getpid());
+    /* Pending before it exists, so a signal as it is made removes it. */
+    pending_put(o->tmp_path);
+    /* A new file gets the mode open(2) gives (0666 less the umask); a
+     * replaced one keeps its own, set while no byte is written yet. */
+    int fd = open(o->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st ? 0600 : 0666);
+    if (fd < 0) {
+        rc = create_failed(o->path, dir, errno, err);
+        pending_put(NULL);
+        free(o->tmp_path);
+        o->tmp_path = NULL;
+        goto done;
+    }
+    if (st && fchmod(fd, st->st_mode & 07777) != 0) {
+        rc = soren_error_errno(err, SOREN_EIO, errno, "cannot give output %s the mode %04o of "
+                               "the file it replaces", o->path, (unsigned)(st->st_mode & 07777));
+        close(fd);
+        goto done;
+    }
+    o->file = fdopen(fd, "w");
+    if (!o->file) {
+        rc = soren_error_errno(err, SOREN_EIO, errno, "cannot write output %s", o->path);
+        close(fd);
+    }
+done:
+    free(dir);
+    free(prefix);
+    return rc;
+}
+
 soren_status soren_output_open(soren_output *o, const char *path, soren_error *err)
 {
     memset(o, 0, sizeof *o);
@@ -62,73 +211,53 @@ soren_status soren_output_open(soren_output *o, const char *path, soren_error *e
         return SOREN_OK;
     }
     o->path = strdup(path);
-    if (!o->path)
-        return soren_error_set(err, SOREN_ENOMEM, "out of memory opening output %s", path);
+    o->target = final_target(path);
+    if (!o->path || !o->target) {
+        int e = errno;
+        soren_output_abort(o);
+        if (e == ENOMEM)
+            return soren_error_set(err, SOREN_ENOMEM, "out of memory opening output %s", path);
+        return soren_error_errno(err, SOREN_EIO, e, "cannot follow the symbolic link output %s",
+                                 path);
+    }
 
     struct stat st;
-    int exists = stat(path, &st) == 0;
+    int exists = stat(o->target, &st) == 0;
+    soren_status rc = SOREN_OK;
     if (exists && S_ISDIR(st.st_mode)) {
-        soren_output_abort(o);
-        return soren_error_set(err, SOREN_EIO, "output %s is a directory", path);
-    }
-    if (exists && !S_ISREG(st.st_mode)) {
+        rc = soren_error_set(err, SOREN_EIO, "output %s is a directory", path);
+    } else if (exists && !S_ISREG(st.st_mode)) {
         /* A device or a FIFO (/dev/null, a pipe): write to it directly; a
          * temporary file renamed over it would replace the device node. */
-        o->file = fopen(path, "w");
-        if (!o->file) {
-            int e = errno;
-            soren_output_abort(o);
-            return soren_error_errno(err, SOREN_EIO, e, "cannot write output %s", path);
-        }
-        return SOREN_OK;
+        o->file = fopen(o->target, "w");
+        if (!o->file)
+            rc = soren_error_errno(err, SOREN_EIO, errno, "cannot write output %s", path);
+    } else if (exists && access(o->target, W_OK) != 0) {
+        /* Renaming over it would succeed where its folder is writable, so
+         * the file's own permission is asked first, as writing in place
+         * would. */
+        rc = soren_error_errno(err, SOREN_EIO, errno, "output %s (mode %04o) is not writable: "
+                               "make it writable (chmod u+w %s) or choose another --output",
+                               path, (unsigned)(st.st_mode & 07777), path);
+    } else {
+        rc = open_tmp(o, exists ? &st : NULL, err);
     }
+    if (rc != SOREN_OK)
+        soren_output_abort(o);
+    return rc;
+}
 
-    /* The temporary file goes beside the file the destination names, so the
-     * rename stays on one file system and a symbolic link keeps pointing at
-     * the new contents. */
-    char *target = NULL;
-    struct stat lst;
-    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
-        target = realpath(path, NULL);
-    const char *base = target ? target : path;
-    size_t n = strlen(base);
-    o->tmp_path = malloc(n + 8);
-    if (!o->tmp_path) {
-        free(target);
-        soren_output_abort(o);
-        return soren_error_set(err, SOREN_ENOMEM, "out of memory opening output %s", path);
-    }
-    memcpy(o->tmp_path, base, n);
-    memcpy(o->tmp_path + n, ".XXXXXX", 8);
-    free(target);
-
-    int fd = mkstemp(o->tmp_path);
-    if (fd < 0) {
-        int e = errno;
-        free(o->tmp_path);
-        o->tmp_path = NULL;
-        soren_output_abort(o);
-        return soren_error_errno(err, SOREN_EIO, e,
-                                 "cannot create output %s (a temporary file beside it)", path);
-    }
-    pending_put(o->tmp_path);
-    /* mkstemp creates 0600; give the file the mode open(2) would. */
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) != 0) {
-        int e = errno;
-        close(fd);
-        soren_output_abort(o);
-        return soren_error_errno(err, SOREN_EIO, e, "cannot create output %s", path);
-    }
-    o->file = fdopen(fd, "w");
-    if (!o->file) {
-        int e = errno;
-        close(fd);
-        soren_output_abort(o);
-        return soren_error_errno(err, SOREN_EIO, e, "cannot write output %s", path);
-    }
-    return SOREN_OK;
+/* The error of a write that failed with errno e: EFBIG (SIGXFSZ being
+ * ignored, see signals.h) names the file size limit. */
+static soren_status write_failed(const soren_output *o, int e, soren_error *err)
+{
+    struct rlimit rl;
+    if (e == EFBIG && getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        return soren_error_set(err, SOREN_EIO, "writing output %s: it would pass the file size "
+                               "limit of %llu bytes (ulimit -f); raise the limit or write a "
+                               "smaller result", dest_name(o),
+                               (unsigned long long)rl.rlim_cur);
+    return soren_error_errno(err, SOREN_EIO, e, "writing output %s", dest_name(o));
 }
 
 soren_status soren_output_open_fd(soren_output *o, int fd, const char *name, soren_error *err)
@@ -158,8 +287,7 @@ soren_status soren_output_commit(soren_output *o, soren_error *err)
         int e = errno;
         o->file = NULL;
         if (bad)
-            return soren_error_errno(err, SOREN_EIO, e ? e : EIO, "writing %s",
-                                     dest_name(o));
+            return write_failed(o, e ? e : EIO, err);
         return SOREN_OK;
     }
     soren_status rc = SOREN_OK;
@@ -174,18 +302,13 @@ soren_status soren_output_commit(soren_output *o, soren_error *err)
         e = errno ? errno : EIO;
     o->file = NULL;
     if (e) {
-        rc = soren_error_errno(err, SOREN_EIO, e, "writing output %s", dest_name(o));
+        rc = write_failed(o, e, err);
     } else if (o->tmp_path) {
-        /* rename through a symbolic link goes to the link's target: the
-         * temporary file was made beside it (see soren_output_open). */
-        char *target = NULL;
-        struct stat lst;
-        if (lstat(o->path, &lst) == 0 && S_ISLNK(lst.st_mode))
-            target = realpath(o->path, NULL);
-        if (rename(o->tmp_path, target ? target : o->path) != 0)
+        /* The target, not the link: a symbolic link keeps pointing at the
+         * new contents. */
+        if (rename(o->tmp_path, o->target) != 0)
             rc = soren_error_errno(err, SOREN_EIO, errno, "cannot write output %s",
                                    dest_name(o));
-        free(target);
         if (rc == SOREN_OK) {
             pending_put(NULL);
             free(o->tmp_path);
@@ -209,6 +332,8 @@ void soren_output_abort(soren_output *o)
     }
     free(o->path);
     o->path = NULL;
+    free(o->target);
+    o->target = NULL;
 }
 
 /* ---- Formatting ---------------------------------------------------------- */
@@ -260,15 +385,21 @@ static void w_str(writer *w, const char *s)
     w_bytes(w, s, strlen(s));
 }
 
-static void w_u64(writer *w, uint64_t v)
+const char *soren__u64_digits(char buf[SOREN_U64_DIGITS], uint64_t v)
 {
-    char tmp[20];
-    size_t i = sizeof tmp;
+    char *at = buf + SOREN_U64_DIGITS;
     do {
-        tmp[--i] = (char)('0' + v % 10);
+        *--at = (char)('0' + v % 10);
         v /= 10;
     } while (v);
-    w_bytes(w, tmp + i, sizeof tmp - i);
+    return at;
+}
+
+static void w_u64(writer *w, uint64_t v)
+{
+    char tmp[SOREN_U64_DIGITS];
+    const char *d = soren__u64_digits(tmp, v);
+    w_bytes(w, d, (size_t)(tmp + sizeof tmp - d));
 }
 
 static void w_i64(writer *w, int64_t v)
@@ -555,6 +686,6 @@ soren_status soren_output_write(soren_output *o, const soren_result *r, soren_fo
     int e = w->error;
     free(w);
     if (e)
-        return soren_error_errno(err, SOREN_EIO, e, "writing output %s", dest_name(o));
+        return write_failed(o, e, err);
     return SOREN_OK;
 }

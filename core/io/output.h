@@ -25,11 +25,20 @@
  * every NaN, whatever its sign bit and payload, as nan.  CPU and GPU runs
  * share this writer.
  *
- * soren_output_open writes to a temporary file DEST.XXXXXX beside the
- * destination and soren_output_commit renames it into place, so a failed run
- * leaves nothing.  A destination of NULL or "-" is standard output; an
- * existing destination that is not a regular file (/dev/null, a FIFO) is
- * written in place.  Write errors are SOREN_EIO naming the destination.
+ * soren_output_open writes to a temporary file .NAME.soren-tmp.PID beside
+ * the destination NAME (PID: the writer's) and soren_output_commit renames
+ * it into place, so a failed or interrupted run leaves nothing (signals.h
+ * removes it on a signal).  Opening removes the temporary files of NAME
+ * that processes no longer running left (killed by SIGKILL), never a live
+ * one's.  Replacing a file keeps its mode; a file the user may not write
+ * is refused, not replaced.  A symbolic link is followed to its final
+ * target, which is replaced (or created, where the link dangles), so the
+ * link keeps pointing at the new contents.  A rename gives the destination
+ * a new inode: other hard links to the old file keep the old contents.  A
+ * destination of NULL or "-" is standard output; an existing destination
+ * that is not a regular file (/dev/null, a FIFO) is written in place.
+ * Write errors are SOREN_EIO naming the destination (and, for EFBIG, the
+ * file size limit).
  */
 #ifndef SOREN_OUTPUT_H
 #define SOREN_OUTPUT_H
@@ -53,7 +62,8 @@ int soren_format_parse(const char *name, soren_format *out);
 
 typedef struct soren_output {
     FILE *file;
-    char *path;     /* final destination, NULL for stdout */
+    char *path;     /* destination as given, NULL for stdout */
+    char *target;   /* the file path names, its symbolic links followed */
     char *tmp_path; /* temporary file while open */
 } soren_output;
 
@@ -69,6 +79,11 @@ soren_status soren_output_open_fd(soren_output *o, int fd, const char *name, sor
 soren_status soren_output_commit(soren_output *o, soren_error *err);
 /* Closes and removes the temporary file; safe after commit and on a zeroed o. */
 void soren_output_abort(soren_output *o);
+
+/* v in decimal, written to end at buf's end: returns its first digit.
+ * Async-signal-safe (signal handlers format with it). */
+#define SOREN_U64_DIGITS 20
+const char *soren__u64_digits(char buf[SOREN_U64_DIGITS], uint64_t v);
 
 /* The temporary file currently open, or NULL: signal handlers unlink it. */
 const char *soren_output_pending_path(void);

@@ -1,0 +1,58 @@
+/*
+ * signals.h - what soren-host does when a signal ends a run.
+ *
+ * soren_signals_install (soren-host, and any program that hosts jobs for
+ * good, calls it once at start; the library never installs handlers of its
+ * own) sorts every signal that would end the process into one table:
+ *
+ *  terminate  a request to stop (SIGINT, SIGTERM, SIGHUP, ...): the
+ *             temporary output file (soren_output_pending_path) is removed
+ *             and the process dies of the same signal (exit status 128+N).
+ *  fault      the code running faulted (SIGSEGV, SIGBUS, SIGILL, SIGFPE,
+ *             ...): one line on standard error says which plugin and job
+ *             were running and, on a CPU engine thread in map, which input
+ *             and byte; then as for terminate.  A SIGBUS on a page of a
+ *             mapped input whose file shrank is no fault: the page reads as
+ *             zeros from then on and the input is marked (soren_input_shrank),
+ *             so the engine fails the run with an input error.
+ *  ignore     SIGXFSZ: a write past the file size limit fails with EFBIG,
+ *             which the output reports as an error naming the limit.
+ *
+ * SIGHUP and SIGPIPE stay ignored where they were when the program started
+ * (nohup; a parent that wants EPIPE errors); the others are handled even
+ * then, as a shell's background job has SIGINT ignored and must still stop
+ * on kill -INT.
+ */
+#ifndef SOREN_SIGNALS_H
+#define SOREN_SIGNALS_H
+
+#include <stdint.h>
+
+#include "input.h"
+
+/* Installs the handlers of the table above, process-wide. */
+void soren_signals_install(void);
+
+/* The job soren_run is running (library path, job name), or none (NULL):
+ * a fault's message names it.  Both are copied. */
+void soren__signals_job(const char *library, const char *job);
+
+/* The fault handler runs on an alternate stack, so that a plugin that
+ * overflows its thread's stack is reported too: a thread that runs plugin
+ * code takes one at its start and frees it at its end.  NULL (nothing to
+ * free) where soren_signals_install was not called or memory is short. */
+void *soren__signals_thread_stack(void);
+void soren__signals_thread_stack_free(void *stack);
+
+/* What a CPU engine thread is mapping: in, and the record whose fields the
+ * map loop fills before each call, so setting it costs one store a chunk
+ * and nothing a record.  NULL in when the thread maps nothing. */
+typedef struct soren__map_site {
+    const soren_input *in;
+    const soren_record *record;
+    soren_input_format format;
+} soren__map_site;
+
+extern __thread soren__map_site soren__current_map __attribute__((tls_model("initial-exec")));
+
+#endif /* SOREN_SIGNALS_H */
