@@ -99,14 +99,42 @@ static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
 /* A job starts: the connection's thread cancels it through its progress
  * object from now on (at once, where the client left while it was queued),
  * and it borrows a set of its plugin's GPU sessions. */
-static soren_gpu_session **job_begins(host *h, job *j, soren_progress *progress)
+static soren_gpu_session **job_begins(host *h, job *j, soren_progress *progress,
+                                      const char *key)
 {
     pthread_mutex_lock(&h->lock);
     j->progress = progress;
     if (j->gone)
         soren_progress_cancel(progress);
     pthread_mutex_unlock(&h->lock);
-    return soren_loaded_take_sessions(h->registry, j->loaded);
+    return soren_loaded_take_sessions(h->registry, j->loaded, key);
+}
+
+/* Which job a run is, for its GPU sessions: a run over the same files as
+ * before (each the same file, unchanged since) is that job run again and
+ * keeps its variant, regions and staging; any other run chooses afresh.
+ * NULL (no sessions) for standard input, which is new bytes every time. */
+static char *run_key(const job *j, size_t inputs)
+{
+    if (!inputs)
+        return NULL;
+    char *key = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&key, &size);
+    if (!f)
+        return NULL;
+    for (size_t i = 0; i < inputs; i++) {
+        struct stat st;
+        if (fstat(j->fds[FD_INPUTS + i], &st) != 0) {
+            fclose(f);
+            free(key);
+            return NULL;
+        }
+        fprintf(f, "%llu:%llu:%lld:%lld.%09ld;", (unsigned long long)st.st_dev,
+                (unsigned long long)st.st_ino, (long long)st.st_size,
+                (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    }
+    return fclose(f) == 0 ? key : (free(key), NULL);
 }
 
 /* ... and ends: its progress object is about to go, its sessions go back. */
@@ -143,7 +171,9 @@ static void run_job(host *h, job *j)
     }
     int draw = j->args.progress >= 0 ? j->args.progress : isatty(j->fds[FD_STDERR]);
     o.progress = soren_progress_new(said, draw, &j->err);
-    o.gpu_sessions = job_begins(h, j, o.progress);
+    char *key = run_key(j, inputs);
+    o.gpu_sessions = job_begins(h, j, o.progress, key);
+    free(key);
     if (o.progress)
         soren_run(soren_loaded_plugin(j->loaded), &o, &j->err);
     job_ends(h, j, o.gpu_sessions);
@@ -233,7 +263,8 @@ static void run_library_job(host *h, job *j)
     /* No messages: the library prints nothing; the object is for cancelling. */
     FILE *quiet = fopen("/dev/null", "we");
     o.progress = quiet ? soren_progress_new(quiet, 0, NULL) : NULL;
-    o.gpu_sessions = job_begins(h, j, o.progress);
+    /* the program's job, whose runs share its sessions as in its process */
+    o.gpu_sessions = job_begins(h, j, o.progress, f[j->msg.count - 1]);
     soren_run_outcome out;
     memset(&out, 0, sizeof out);
     if (rc == SOREN_OK)
@@ -363,13 +394,14 @@ static soren_status read_run(job *j, soren_error *err)
 }
 
 /* Checks a library job's request: its fields (manifest, device, engine,
- * sample, threads, tasks, V, V parameters, N, N inputs) and descriptors;
+ * sample, threads, tasks, V, V parameters, N, N inputs, the job's token)
+ * and descriptors;
  * the parameters' count is the manifest's, checked once it is loaded. */
 static soren_status read_library_job(job *j, soren_error *err)
 {
     char **f = j->msg.fields;
     size_t n = j->msg.count;
-    if (n < 8)
+    if (n < 9)
         return soren_error_set(err, SOREN_EUSAGE, "a job request of %zu fields", n);
     size_t values = (size_t)strtoull(f[6], NULL, 10), bytes = 0;
     if (values > SOREN_MAX_PARAMS || 7 + values >= n)
@@ -381,7 +413,7 @@ static soren_status read_library_job(job *j, soren_error *err)
         bytes += f[7 + i][0] == 'b';
     }
     size_t inputs = (size_t)strtoull(f[7 + values], NULL, 10);
-    if (inputs > n || 8 + values + inputs != n)
+    if (inputs > n || 9 + values + inputs != n)
         return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu inputs in %zu fields",
                                inputs, n);
     for (size_t i = 0; i < inputs; i++)

@@ -6,9 +6,11 @@
  */
 #include <soren/host.h>
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../host/remote.h"
 #include "../io/input.h"
@@ -31,6 +33,7 @@ struct soren_job {
     soren_job_options options;
     char *engine;                              /* options.engine's copy */
     char *host;                                /* options.host's copy */
+    uint64_t serial;                           /* this process's job number */
     soren_param_value values[SOREN_MAX_PARAMS]; /* text and bytes owned here */
     /* each value's version, new whenever it is set, so that a GPU session
      * uploads again only what changed (soren_run_options.param_versions) */
@@ -142,6 +145,8 @@ soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_jo
     job->options.engine = engine;
     job->host = host;
     job->options.host = host;
+    static atomic_uint_fast64_t jobs_made;
+    job->serial = atomic_fetch_add(&jobs_made, 1);
     *out = job;
     return SOREN_OK;
 }
@@ -350,8 +355,12 @@ static soren_status run_in_host(soren_job *job, soren_error *err)
     soren_stage_spec last;
     soren_stage_spec_init_at(&last, m, &job->plugin->table->stages[stages - 1], stages - 1);
     soren_result_init(&job->outcome.result, &last);
-    soren_remote_job rj = {m->path,        &job->options, job->tasks, job->values,
-                           m->param_count, inputs,        job->input_count};
+    /* The job's token: this process and this job, which no later job of the
+     * process reuses (a serial number, not the address, which can be). */
+    char token[64];
+    snprintf(token, sizeof token, "%ld-%llu", (long)getpid(), (unsigned long long)job->serial);
+    soren_remote_job rj = {token,        m->path,         &job->options,   job->tasks,
+                           job->values,  m->param_count,  inputs,          job->input_count};
     char *explain = NULL;
     if (rc == SOREN_OK)
         rc = soren_remote_run(job->host, &rj, &job->outcome.result, &explain, err);

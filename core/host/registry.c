@@ -15,10 +15,16 @@ typedef struct file_mark {
     struct timespec mtime;
 } file_mark;
 
+/* A job's GPU sessions, kept between its runs under the key that says which
+ * job it is (soren_loaded_take_sessions). */
 typedef struct session_set {
     struct session_set *next;
+    char *key;
     soren_gpu_session *stage[SOREN_MAX_STAGES];
 } session_set;
+
+/* The most sets a plugin keeps idle; the least recently used go first. */
+enum { IDLE_SETS_MAX = 8 };
 
 struct soren_loaded {
     soren_loaded *next;   /* in the registry's list, while current */
@@ -66,14 +72,20 @@ soren_registry *soren_registry_new(const char *copy_dir)
     return r;
 }
 
+static void set_free(session_set *s)
+{
+    for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
+        soren_gpu_session_free(s->stage[i]);
+    free(s->key);
+    free(s);
+}
+
 static void close_loaded(soren_loaded *l)
 {
     while (l->idle) {
         session_set *s = l->idle;
         l->idle = s->next;
-        for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
-            soren_gpu_session_free(s->stage[i]);
-        free(s);
+        set_free(s);
     }
     soren_plugin_close(l->plugin);
     free(l->manifest_path);
@@ -217,15 +229,24 @@ const soren_plugin *soren_loaded_plugin(const soren_loaded *l)
     return l->plugin;
 }
 
-soren_gpu_session **soren_loaded_take_sessions(soren_registry *r, soren_loaded *l)
+soren_gpu_session **soren_loaded_take_sessions(soren_registry *r, soren_loaded *l,
+                                              const char *key)
 {
+    if (!key)
+        return NULL;
+    session_set *s = NULL;
     pthread_mutex_lock(&r->lock);
-    session_set *s = l->idle;
-    if (s)
-        l->idle = s->next;
+    for (session_set **at = &l->idle; *at; at = &(*at)->next)
+        if (strcmp((*at)->key, key) == 0) {
+            s = *at;
+            *at = s->next;
+            break;
+        }
     pthread_mutex_unlock(&r->lock);
-    if (!s)
-        s = calloc(1, sizeof *s);
+    if (!s && (s = calloc(1, sizeof *s)) != NULL && !(s->key = strdup(key))) {
+        free(s);
+        s = NULL;
+    }
     return s ? s->stage : NULL;
 }
 
@@ -234,10 +255,23 @@ void soren_loaded_give_sessions(soren_registry *r, soren_loaded *l, soren_gpu_se
     if (!set)
         return;
     session_set *s = (session_set *)((char *)set - offsetof(session_set, stage));
+    session_set *old = NULL;
     pthread_mutex_lock(&r->lock);
     s->next = l->idle;
     l->idle = s;
+    size_t kept = 0;
+    for (session_set **at = &l->idle; *at; at = &(*at)->next)
+        if (++kept == IDLE_SETS_MAX) {
+            old = (*at)->next;
+            (*at)->next = NULL;
+            break;
+        }
     pthread_mutex_unlock(&r->lock);
+    while (old) {
+        session_set *next = old->next;
+        set_free(old);
+        old = next;
+    }
 }
 
 void soren_registry_print(soren_registry *r, FILE *f)

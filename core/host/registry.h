@@ -8,8 +8,7 @@
  * is closed (its library unloaded) once its last job gives it back.
  * Libraries are loaded from private copies (soren_plugin_open_copy), so a
  * library rebuilt at the same path loads as the new code.  Each plugin
- * also keeps the GPU sessions of its jobs between runs: a job borrows a
- * set of sessions that no other job is using, and returns it.
+ * also keeps the GPU sessions of its jobs between runs, by job.
  * Every function is safe from any thread.
  */
 #ifndef SOREN_HOST_REGISTRY_H
@@ -44,10 +43,15 @@ soren_status soren_registry_acquire(soren_registry *r, const char *manifest_path
 void soren_registry_release(soren_registry *r, soren_loaded *l);
 
 const soren_plugin *soren_loaded_plugin(const soren_loaded *l);
-/* A set of SOREN_MAX_STAGES GPU sessions no other job is using (all NULL
- * the first time), or NULL where memory ran out; give it back with
- * soren_loaded_give_sessions once the run ended. */
-soren_gpu_session **soren_loaded_take_sessions(soren_registry *r, soren_loaded *l);
+/* The set of SOREN_MAX_STAGES GPU sessions that the job key names (all
+ * NULL the first time), for one job's run at a time; NULL where key is NULL
+ * (the run sets up anew) or memory ran out.  A session keeps the variant
+ * its first run chose, so a key names a job whose runs should share it:
+ * the same inputs, or one library job's runs.  Given back with
+ * soren_loaded_give_sessions once the run ended; a plugin keeps the
+ * sessions of its last 8 keys. */
+soren_gpu_session **soren_loaded_take_sessions(soren_registry *r, soren_loaded *l,
+                                              const char *key);
 void soren_loaded_give_sessions(soren_registry *r, soren_loaded *l, soren_gpu_session **set);
 
 /* One line a current plugin on f: name, version, manifest, jobs running. */

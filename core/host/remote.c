@@ -226,6 +226,8 @@ static soren_status build(request *q, const soren_remote_job *job, soren_error *
                 rc = add_fd(q, memory_file("a memory input", in->data, in->size, err), err);
         }
     }
+    if (rc == SOREN_OK)
+        rc = add_field(q, err, "%s", job->token);
     return rc;
 }
 

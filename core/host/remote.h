@@ -3,8 +3,10 @@
  * host): what travels each way, and the client's half.
  *
  * The request (SOREN_MSG_JOB) carries the job's manifest path and options,
- * each manifest parameter as given (text, bytes or nothing), and the
- * inputs' names; beside it travel the program's working folder, a memory
+ * each manifest parameter as given (text, bytes or nothing), the inputs'
+ * names, and a token that names the job among the program's (its runs
+ * share the GPU sessions the host keeps for it, as they would in the
+ * program); beside it travel the program's working folder, a memory
  * file for the result, and one descriptor for each input (a file opened
  * by the program, or a memory file holding a memory input's bytes).  The
  * host runs the job as soren_job_run would, writes the result's pairs
@@ -31,6 +33,7 @@ typedef struct soren_remote_input {
 
 /* What a job sends: values has one entry per manifest parameter. */
 typedef struct soren_remote_job {
+    const char *token;  /* the same for every run of one job, unique to it */
     const char *manifest_path;
     const soren_job_options *options;
     uint64_t tasks;
