@@ -2,7 +2,7 @@
 # check-doc-links.sh - every relative link in README.md and docs/*.md points
 # at a file or folder that exists (TAP).  Links inside fenced code blocks and
 # inline code are text, not links; http(s) and mailto links and links to an
-# anchor of the same page are not checked.  Run by `make check-doc-links`.
+# anchor of the same page are not checked.  Run by `make check`.
 set -u
 srcdir=${SOREN_SRCDIR:-${1:-.}}
 n=0

@@ -138,11 +138,16 @@ else
     not_ok "the docs' plugin code blocks compile with -Wall -Wextra -Werror" "found $plugins;$bad"
 fi
 manifests=0 bad=
+mkdir "$tmp/manifest" || exit 1
 for j in "$tmp"/blocks/*.json; do
     [ -f "$j" ] && grep -q '"manifest_version"' "$j" || continue
     manifests=$((manifests + 1))
-    "$host" info "$j" > /dev/null 2> "$tmp/info.err" ||
+    # A manifest is found by its file's name, which must be its $.name.
+    name=$(sed -n 's/^ *"name": *"\([^"]*\)".*/\1/p' "$j" | head -1)
+    cp "$j" "$tmp/manifest/$name.json"
+    "$host" info "$tmp/manifest/$name.json" > /dev/null 2> "$tmp/info.err" ||
         bad="$bad $(basename "$j"): $(cat "$tmp/info.err")"
+    rm -f "$tmp/manifest/$name.json"
 done
 if [ "$manifests" -gt 0 ] && [ -z "$bad" ]; then
     ok "the docs' $manifests manifests pass soren-host info"
@@ -170,7 +175,7 @@ check() {
     [ "$got" = "$want" ] || { bad="$bad|$*: got '$got', expected '$want'"; }
 }
 bad=
-check "check devices info list new run " "$host" ""
+check "check devices info list load new ps run serve stop unload " "$host" ""
 check "run " "$host" -o out.tsv --top 3 r
 check "--format --from " "$host" --f
 check "--no-progress " "$host" run x --no-p
