@@ -81,6 +81,11 @@ typedef struct host {
     soren_registry *registry;
     const char *socket_path;
     int gpus;
+    /* Each job's share of the device memory (--device-memory where a job
+     * gives none): the least any GPU had free at the start, less an
+     * eighth, over the jobs that run at once, so that they fit side by
+     * side.  0: no GPU. */
+    uint64_t share;
     time_t started;
 } host;
 
@@ -149,6 +154,8 @@ static void job_ends(host *h, job *j, soren_gpu_session **sessions)
 static void run_job(host *h, job *j)
 {
     soren_run_options o = j->args.run;
+    if (!o.device_memory && o.device != SOREN_DEVICE_CPU)
+        o.device_memory = h->share;
     size_t inputs = (size_t)j->args.arg_count - 1;
     soren_client_files files = {.input_fds = j->fds + FD_INPUTS,
                                 .stdin_fd = j->fds[FD_STDIN],
@@ -260,6 +267,8 @@ static void run_library_job(host *h, job *j)
     o.sample = strtod(f[3], NULL);
     o.threads = (unsigned)strtoul(f[4], NULL, 10);
     o.tasks = strtoull(f[5], NULL, 10);
+    if (o.device != SOREN_DEVICE_CPU)
+        o.device_memory = h->share;
     /* No messages: the library prints nothing; the object is for cancelling. */
     FILE *quiet = fopen("/dev/null", "we");
     o.progress = quiet ? soren_progress_new(quiet, 0, NULL) : NULL;
@@ -516,6 +525,9 @@ static void serve_ps(host *h, int fd)
             (long long)(time(NULL) - h->started), h->socket_path);
     fprintf(f, "jobs:     %u running, %u queued, %u done; %u at once\n", running, queued,
             served, h->workers);
+    if (h->share)
+        fprintf(f, "memory:   each job may take %.1f MiB of device memory (--device-memory "
+                "where it gives none)\n", (double)h->share / (1 << 20));
     for (int d = 0; d < h->gpus; d++) {
         uint64_t free_bytes = 0;
         if (soren_device_free_memory(d, &free_bytes, NULL, 0) == 0)
@@ -704,10 +716,13 @@ int soren__cli_serve(const soren__cli_args *c, const soren_search_path *sp)
     }
     /* Each GPU's context now, so that no job pays for it. */
     h.gpus = soren_device_count(NULL, 0);
+    uint64_t least = UINT64_MAX;
     for (int d = 0; d < h.gpus; d++) {
-        uint64_t free_bytes;
-        soren_device_free_memory(d, &free_bytes, NULL, 0);
+        uint64_t free_bytes = 0;
+        if (soren_device_free_memory(d, &free_bytes, NULL, 0) == 0 && free_bytes < least)
+            least = free_bytes;
     }
+    h.share = h.gpus && least != UINT64_MAX ? least / 8 * 7 / h.workers : 0;
     /* A fault still says which plugin and job ran (signals.h); a request to
      * stop lets the jobs finish instead. */
     soren_signals_install();
@@ -789,8 +804,11 @@ out:
         if (activated < 0)
             unlink(path);
     }
-    /* Connections still open hold plugins; the process ends with them. */
-    if (h.registry && !h.running)
+    /* Every connection is done (a failed start had none): the plugins and
+     * their sessions go, and the folder of their copies with them. */
+    if (h.registry) {
+        soren_registry_free(h.registry);
         rmdir(copies);
+    }
     return rc;
 }
