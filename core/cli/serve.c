@@ -12,7 +12,7 @@
  *    stops after the chunk it is mapping);
  *  - the queue is first come, first served, and --jobs workers take from
  *    it, so a large job holds one worker while small ones pass through the
- *    others;
+ *    others; GPU jobs take the GPU one at a time;
  *  - each worker has a working folder of its own (unshare(CLONE_FS)) and
  *    moves into its client's before a job, so that every path of the job
  *    (a plugin, --param NAME=@FILE) means what it means to the client;
@@ -22,6 +22,8 @@
  * A fault in plugin code ends the host, as it would end any program that
  * loaded the plugin: its clients say so, and a service manager (the
  * systemd units in share/systemd/) or the next `serve` starts it again.
+ * So does a fault on the GPU, which leaves the process's CUDA context
+ * unusable: the job's client is told, and the host stops with status 1.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,11 +83,16 @@ typedef struct host {
     soren_registry *registry;
     const char *socket_path;
     int gpus;
-    /* Each job's share of the device memory (--device-memory where a job
-     * gives none): the least any GPU had free at the start, less an
-     * eighth, over the jobs that run at once, so that they fit side by
-     * side.  0: no GPU. */
+    /* The device memory a GPU job may take (--device-memory where it gives
+     * none): the least any GPU had free at the start, less an eighth.
+     * 0: no GPU. */
     uint64_t share;
+    /* One GPU job at a time: the engine's runs in one process are tested
+     * one after another, as separate processes run them, and a GPU job
+     * keeps the GPU busy on its own.  Jobs on the CPU engine run side by
+     * side. */
+    pthread_mutex_t gpu_turn;
+    int context_lost;            /* a job's GPU fault took the context */
     time_t started;
 } host;
 
@@ -113,6 +120,46 @@ static soren_gpu_session **job_begins(host *h, job *j, soren_progress *progress,
         soren_progress_cancel(progress);
     pthread_mutex_unlock(&h->lock);
     return soren_loaded_take_sessions(h->registry, j->loaded, key);
+}
+
+/* Waits for the GPU where a job may use it (device o); 1 if it took it. */
+static int gpu_take(host *h, soren_device device)
+{
+    if (!h->gpus || device == SOREN_DEVICE_CPU)
+        return 0;
+    pthread_mutex_lock(&h->gpu_turn);
+    return 1;
+}
+
+/* Gives the GPU back, after looking at the context: a fault on the device
+ * (an illegal address or instruction, a trap) is sticky, and every later
+ * CUDA call of the process fails with it, so the host stops rather than
+ * fail every job after; the job's client hears why. */
+static void gpu_give(host *h, job *j, int taken)
+{
+    if (!taken)
+        return;
+    char why[256] = "";
+    uint64_t free_bytes = 0;
+    int lost = j->err.code == SOREN_EDEVICE &&
+               soren_device_free_memory(0, &free_bytes, why, sizeof why) != 0;
+    pthread_mutex_unlock(&h->gpu_turn);
+    if (!lost)
+        return;
+    fprintf(stderr, "soren-host: the GPU faulted while running job %s (%s): stopping, as its "
+            "CUDA context is lost\n", j->args.arg_count ? j->args.args[0] : j->msg.fields[0],
+            why);
+    soren_error fault;
+    soren_error_clear(&fault);
+    soren_error_set(&fault, SOREN_EDEVICE, "%s; the GPU's context in the host is lost (%s): the "
+                    "host stops, and the next run starts afresh", j->err.text, why);
+    j->err = fault;
+    pthread_mutex_lock(&h->lock);
+    h->context_lost = 1;
+    h->stopping = 1;
+    pthread_cond_broadcast(&h->work);
+    pthread_mutex_unlock(&h->lock);
+    stop_signal = SIGTERM;
 }
 
 /* Which job a run is, for its GPU sessions: a run over the same files as
@@ -181,8 +228,10 @@ static void run_job(host *h, job *j)
     char *key = run_key(j, inputs);
     o.gpu_sessions = job_begins(h, j, o.progress, key);
     free(key);
+    int gpu = gpu_take(h, o.device);
     if (o.progress)
         soren_run(soren_loaded_plugin(j->loaded), &o, &j->err);
+    gpu_give(h, j, gpu);
     job_ends(h, j, o.gpu_sessions);
     soren_progress_free(o.progress);
     fclose(said);
@@ -276,8 +325,10 @@ static void run_library_job(host *h, job *j)
     o.gpu_sessions = job_begins(h, j, o.progress, f[j->msg.count - 1]);
     soren_run_outcome out;
     memset(&out, 0, sizeof out);
+    int gpu = gpu_take(h, o.device);
     if (rc == SOREN_OK)
         rc = soren_run_inputs(p, &o, &params, in, opened, &out, &j->err);
+    gpu_give(h, j, gpu);
     job_ends(h, j, o.gpu_sessions);
     if (rc == SOREN_OK)
         rc = soren_pairs_file_write(j->fds[JOB_FD_RESULT], &out.result, &j->err);
@@ -526,8 +577,9 @@ static void serve_ps(host *h, int fd)
     fprintf(f, "jobs:     %u running, %u queued, %u done; %u at once\n", running, queued,
             served, h->workers);
     if (h->share)
-        fprintf(f, "memory:   each job may take %.1f MiB of device memory (--device-memory "
-                "where it gives none)\n", (double)h->share / (1 << 20));
+        fprintf(f, "memory:   a GPU job may take %.1f MiB of device memory (--device-memory "
+                "where it gives none); GPU jobs run one at a time\n",
+                (double)h->share / (1 << 20));
     for (int d = 0; d < h->gpus; d++) {
         uint64_t free_bytes = 0;
         if (soren_device_free_memory(d, &free_bytes, NULL, 0) == 0)
@@ -704,6 +756,7 @@ int soren__cli_serve(const soren__cli_args *c, const soren_search_path *sp)
     pthread_mutex_init(&h.lock, NULL);
     pthread_cond_init(&h.work, NULL);
     pthread_cond_init(&h.quiet, NULL);
+    pthread_mutex_init(&h.gpu_turn, NULL);
     for (size_t i = 0; i < c->load_count; i++) {
         char *manifest = NULL;
         if (soren_plugin_resolve(sp, c->loads[i], &manifest, &err) != SOREN_OK ||
@@ -722,7 +775,7 @@ int soren__cli_serve(const soren__cli_args *c, const soren_search_path *sp)
         if (soren_device_free_memory(d, &free_bytes, NULL, 0) == 0 && free_bytes < least)
             least = free_bytes;
     }
-    h.share = h.gpus && least != UINT64_MAX ? least / 8 * 7 / h.workers : 0;
+    h.share = h.gpus && least != UINT64_MAX ? least / 8 * 7 : 0;
     /* A fault still says which plugin and job ran (signals.h); a request to
      * stop lets the jobs finish instead. */
     soren_signals_install();
@@ -804,6 +857,8 @@ out:
         if (activated < 0)
             unlink(path);
     }
+    if (h.context_lost)
+        rc = 1;
     /* Every connection is done (a failed start had none): the plugins and
      * their sessions go, and the folder of their copies with them. */
     if (h.registry) {
