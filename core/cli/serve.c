@@ -122,12 +122,17 @@ static soren_gpu_session **job_begins(host *h, job *j, soren_progress *progress,
     return soren_loaded_take_sessions(h->registry, j->loaded, key);
 }
 
-/* Waits for the GPU where a job may use it (device o); 1 if it took it. */
+/* Waits for the GPU where a job may use it (device o); 1 if it took it.
+ * The sessions kept for jobs run again hold device memory: where less
+ * than half the budget is free, the idle ones go first. */
 static int gpu_take(host *h, soren_device device)
 {
     if (!h->gpus || device == SOREN_DEVICE_CPU)
         return 0;
     pthread_mutex_lock(&h->gpu_turn);
+    uint64_t free_bytes = 0;
+    if (soren_device_free_memory(0, &free_bytes, NULL, 0) == 0 && free_bytes < h->share / 2)
+        soren_registry_drop_idle_sessions(h->registry);
     return 1;
 }
 

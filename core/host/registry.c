@@ -274,6 +274,25 @@ void soren_loaded_give_sessions(soren_registry *r, soren_loaded *l, soren_gpu_se
     }
 }
 
+void soren_registry_drop_idle_sessions(soren_registry *r)
+{
+    session_set *drop = NULL;
+    pthread_mutex_lock(&r->lock);
+    for (soren_loaded *l = r->list; l; l = l->next)
+        while (l->idle) {
+            session_set *s = l->idle;
+            l->idle = s->next;
+            s->next = drop;
+            drop = s;
+        }
+    pthread_mutex_unlock(&r->lock);
+    while (drop) {
+        session_set *next = drop->next;
+        set_free(drop);
+        drop = next;
+    }
+}
+
 void soren_registry_print(soren_registry *r, FILE *f)
 {
     pthread_mutex_lock(&r->lock);

@@ -54,6 +54,10 @@ soren_gpu_session **soren_loaded_take_sessions(soren_registry *r, soren_loaded *
                                               const char *key);
 void soren_loaded_give_sessions(soren_registry *r, soren_loaded *l, soren_gpu_session **set);
 
+/* Frees the sessions no job is using, of every plugin: the device memory
+ * they hold, for a job that needs it. */
+void soren_registry_drop_idle_sessions(soren_registry *r);
+
 /* One line a current plugin on f: name, version, manifest, jobs running. */
 void soren_registry_print(soren_registry *r, FILE *f);
 
