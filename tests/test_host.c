@@ -204,6 +204,30 @@ Test(host, life_cycle)
     free(expect(1, "no host is running", "ps"));
 }
 
+/* load takes what run takes: a name, NAME.json, NAME.so, or the plugin's
+ * folder as `soren-host new` makes it. */
+Test(host, load_by_name_manifest_library_or_folder)
+{
+    start_host("");
+    char args[8500];
+    free(expect(0, "loaded", "load lines"));
+    snprintf(args, sizeof args, "load '%s/lines.json'", plugins);
+    free(expect(0, "loaded", args));
+    snprintf(args, sizeof args, "load '%s/lines.so'", plugins);
+    free(expect(0, "loaded", args));
+    char *out = NULL;
+    int rc = tu_runf(&out, NULL, "cd '%s' && mkdir -m 700 lines && cp plugins/lines.json "
+                     "plugins/lines.so lines/", dir);
+    cr_assert_eq(rc, 0);
+    free(out);
+    free(expect(0, "lines/lines.json", "load ./lines"));
+    free(expect(0, "lines/lines.json", "load ./lines/"));
+    out = expect(0, NULL, "run ./lines in.txt");
+    cr_expect_str_eq(out, "a\t1\nb\t3\ncrash?\t1\n");
+    free(out);
+    free(expect(1, "no plugin named \"nope\"", "load nope"));
+}
+
 Test(host, standard_input_and_fallback)
 {
     /* No host: the run happens here, saying nothing about it. */

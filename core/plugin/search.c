@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int ends_with(const char *s, const char *suffix)
@@ -98,6 +99,23 @@ soren_status soren_plugin_resolve(const soren_search_path *sp, const char *job,
                                   char **manifest_path, soren_error *err)
 {
     *manifest_path = NULL;
+    struct stat st;
+    if (strchr(job, '/') && stat(job, &st) == 0 && S_ISDIR(st.st_mode)) {
+        /* A plugin's folder (as `soren-host new` makes it): FOLDER/NAME.json,
+         * NAME the folder's own name. */
+        size_t n = strlen(job);
+        while (n > 1 && job[n - 1] == '/')
+            n--;
+        const char *name = job + n;
+        while (name > job && name[-1] != '/')
+            name--;
+        if (asprintf(manifest_path, "%.*s/%.*s.json", (int)n, job, (int)(job + n - name),
+                     name) < 0) {
+            *manifest_path = NULL;
+            return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+        }
+        return SOREN_OK;
+    }
     if (strchr(job, '/') || ends_with(job, ".json") || ends_with(job, ".so")) {
         /* A path: NAME.so stands for the NAME.json beside it. */
         size_t n = strlen(job);

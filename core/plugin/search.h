@@ -33,8 +33,10 @@ void soren_search_path_destroy(soren_search_path *sp);
  * way a name is found, for every command.  A name is NAME.json in the first
  * folder of the path that has one; a file there that cannot be opened is
  * an error, never passed over for a later folder.  A path is taken as it
- * is, NAME.so standing for the NAME.json beside it.  The manifest is not
- * read: soren_plugin_manifest_load and soren_plugin_open (loader.h) do. */
+ * is, NAME.so standing for the NAME.json beside it and a folder FOLDER/ for
+ * FOLDER/FOLDER.json (a plugin folder as `soren-host new` makes it).  The
+ * manifest is not read: soren_plugin_manifest_load and soren_plugin_open
+ * (loader.h) do. */
 soren_status soren_plugin_resolve(const soren_search_path *sp, const char *job,
                                   char **manifest_path, soren_error *err);
 
