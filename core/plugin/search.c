@@ -100,9 +100,11 @@ soren_status soren_plugin_resolve(const soren_search_path *sp, const char *job,
 {
     *manifest_path = NULL;
     struct stat st;
-    if (strchr(job, '/') && stat(job, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (strchr(job, '/') && !ends_with(job, ".json") && !ends_with(job, ".so") &&
+        stat(job, &st) == 0 && S_ISDIR(st.st_mode)) {
         /* A plugin's folder (as `soren-host new` makes it): FOLDER/NAME.json,
-         * NAME the folder's own name. */
+         * NAME the folder's own name.  A folder named as a manifest or a
+         * library is no plugin's folder, and is refused as what it is. */
         size_t n = strlen(job);
         while (n > 1 && job[n - 1] == '/')
             n--;
