@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "host/protocol.h"
 #include "testutil.h"
 #include <soren/host.h>
 
@@ -617,4 +618,56 @@ Test(host, library_jobs_in_the_host)
     free(want);
     free(want_match);
     free(expect(0, "stringmatch", "ps"));
+}
+
+/* Requests no soren-host client sends: each is refused with a reply or
+ * dropped, and the host goes on serving. */
+static void send_raw(const void *bytes, size_t size, int expect_reply)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    strcpy(a.sun_path, sock);
+    cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(write(fd, bytes, size), (ssize_t)size);
+    shutdown(fd, SHUT_WR);
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (expect_reply)
+        cr_expect(n > 5 && buf[4] == SOREN_MSG_REPLY, "no reply (%zd bytes)", n);
+    close(fd);
+}
+
+static void send_msg(soren_msg_kind kind, const char *const *fields, size_t count)
+{
+    uint8_t *bytes = NULL;
+    size_t size = 0;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_msg_encode(kind, fields, count, &bytes, &size, &err), SOREN_OK);
+    send_raw(bytes, size, 1);
+    free(bytes);
+}
+
+Test(host, requests_no_client_sends)
+{
+    start_host("");
+    static const char *const help[] = {"/x.json", "soren-host", "--help"};
+    static const char *const list[] = {"/x.json", "soren-host", "list"};
+    static const char *const run[] = {"/x.json", "soren-host", "run", "lines", "a", "b"};
+    static const char *const job[] = {"/x.json", "9", "nope", "0.2", "0", "0", "1", "q", "0",
+                                      "t"};
+    send_msg(SOREN_MSG_RUN, help, 3);
+    send_msg(SOREN_MSG_RUN, list, 3);
+    send_msg(SOREN_MSG_RUN, run, 6);        /* inputs without descriptors */
+    send_msg(SOREN_MSG_JOB, job, 10);       /* a bad device, engine and parameter */
+    send_msg(SOREN_MSG_UNLOAD, NULL, 0);
+    send_msg(SOREN_MSG_REPLY, NULL, 0);
+    static const uint8_t huge[] = {0xff, 0xff, 0xff, 0x7f, 1};
+    send_raw(huge, sizeof huge, 1);
+    static const uint8_t cut[] = {9, 0, 0, 0, 1, 200, 0, 0, 0};
+    send_raw(cut, sizeof cut, 1);
+    send_raw("", 0, 0);
+    char *out = expect(0, NULL, "run lines in.txt");
+    cr_expect_str_eq(out, "a\t1\nb\t3\ncrash?\t1\n");
+    free(out);
 }

@@ -445,12 +445,14 @@ static soren_status read_run(job *j, soren_error *err)
         return soren_error_set(err, SOREN_ENOMEM, "out of memory");
     for (int i = 0; i < argc; i++)
         j->argv[i] = j->msg.fields[i + 1];
-    /* The client parsed the same words, so this parse succeeds. */
+    /* A client parsed the same words, so this parse succeeds; a request
+     * that is not a run (--help, another command) is refused. */
     pthread_mutex_lock(&parse_lock);
     optind = 0;
     int rc = soren__cli_parse_args(&j->args, argc, j->argv);
     pthread_mutex_unlock(&parse_lock);
-    if (rc != -1 || strcmp(j->args.command, "run") != 0 || j->args.arg_count < 1)
+    if (rc != -1 || !j->args.command || strcmp(j->args.command, "run") != 0 ||
+        j->args.arg_count < 1)
         return soren_error_set(err, SOREN_EUSAGE, "a run request whose arguments do not parse");
     if (j->nfds != FD_INPUTS + (size_t)(j->args.arg_count - 1))
         return soren_error_set(err, SOREN_EUSAGE, "a run request with %zu descriptors for %d "
