@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gpu/device.h"
 #include "host/protocol.h"
 #include "testutil.h"
 #include <soren/host.h>
@@ -425,6 +426,41 @@ Test(host, plugin_that_crashes_in_the_host)
     cr_expect(!exists_in_dir("out.tsv"));
     free(out);
     free(err);
+}
+
+/* A fault of a plugin's device code leaves the process's CUDA context
+ * unusable: locally the run fails naming the job, through a host the host
+ * stops and its client says why; no output either way, and the next run
+ * starts afresh. */
+Test(host, plugin_whose_device_code_faults)
+{
+    char why[256] = "";
+    if (soren_device_count(why, sizeof why) == 0)
+        cr_skip_test("no usable GPU (%s): the device fault runs on a GPU host", why);
+    char job[8192];
+    snprintf(job, sizeof job, "%s/stage/test-plugins/gpufault.json", tu_builddir());
+    char args[9000];
+    snprintf(args, sizeof args, "run --local '%s' --device gpu --param at=2 -o out.tsv in.txt",
+             job);
+    free(expect(1, "gpufault", args));
+    cr_expect(!exists_in_dir("out.tsv"));
+
+    start_host("");
+    snprintf(args, sizeof args, "run '%s' --device gpu --param at=2 -o out.tsv in.txt", job);
+    char *out = NULL, *err = NULL;
+    int rc = host(&out, &err, args);
+    cr_expect_eq(rc, 1, "%s", err);
+    cr_expect(strstr(err, "while running job gpufault"), "%s", err);
+    cr_expect(strstr(err, "gpufault.json"), "the message names the plugin: %s", err);
+    cr_expect(!exists_in_dir("out.tsv"));
+    free(out);
+    free(err);
+    /* The host is gone; the job without its fault runs, locally. */
+    for (int i = 0; i < 100 && access(sock, F_OK) == 0; i++)
+        usleep(50000);
+    snprintf(args, sizeof args, "run '%s' --device gpu --param at=1 -o out.tsv in.txt", job);
+    free(expect(0, NULL, args));
+    cr_expect(exists_in_dir("out.tsv"));
 }
 
 Test(host, unsafe_socket_refused)
