@@ -7,7 +7,7 @@
  *   NAME.json  its manifest
  *   Makefile   a few lines that include plugin.mk, found with pkg-config
  *   README.md  how to build, check, run and install the job
- * from the files under the data folder (soren__cli_datadir), with @NAME@
+ * from the files under the data folder (datadir), with @NAME@
  * replaced by the job's name and @IDENT@ by a C identifier made from it.
  * An example becomes a template first: its SOREN_PLUGIN name becomes @NAME@,
  * every identifier that starts with its name starts with @IDENT@ instead,
@@ -36,7 +36,10 @@
 #define NAME_MAX_BYTES 64 /* as the manifest allows (manifest.c) */
 #define EXIT_USAGE 2
 
-const char *soren__cli_datadir(void)
+/* The folder of soren-host's templates, examples and plugin.mk:
+ * $SOREN_DATADIR where set (tests, a moved installation), else the
+ * configured $(pkgdatadir). */
+static const char *datadir(void)
 {
     const char *dir = getenv("SOREN_DATADIR");
     return dir && *dir ? dir : SOREN_PKGDATADIR;
@@ -172,7 +175,7 @@ static void kit_destroy(kit *k)
 static int load(kit *k, int which, const char *sub, const char *file)
 {
     char *path = NULL;
-    if (asprintf(&path, "%s/%s/%s", soren__cli_datadir(), sub, file) < 0)
+    if (asprintf(&path, "%s/%s/%s", datadir(), sub, file) < 0)
         return say_error(1, "out of memory");
     soren_error err = {0};
     int rc = 0;
@@ -188,7 +191,7 @@ static int load(kit *k, int which, const char *sub, const char *file)
 static int unknown_example(const char *from)
 {
     char *path = NULL;
-    if (asprintf(&path, "%s/examples/%s.cu", soren__cli_datadir(), from) < 0)
+    if (asprintf(&path, "%s/examples/%s.cu", datadir(), from) < 0)
         return say_error(1, "out of memory");
     int rc = say_error(EXIT_USAGE, "--from %s: no such example (%s does not exist); the "
                                    "examples are wordcount, grep, histogram and stringmatch",
@@ -204,7 +207,7 @@ static int load_example(kit *k, const char *from)
         plugin[NAME_MAX_BYTES + 24];
     snprintf(file, sizeof file, "%s.cu", from);
     char *probe = NULL;
-    if (asprintf(&probe, "%s/examples/%s", soren__cli_datadir(), file) < 0)
+    if (asprintf(&probe, "%s/examples/%s", datadir(), file) < 0)
         return say_error(1, "out of memory");
     int missing = access(probe, F_OK) != 0 && errno == ENOENT;
     free(probe);

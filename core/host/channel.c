@@ -201,8 +201,9 @@ int soren_channel_peer_is_me(int fd, soren_error *err)
     return 0;
 }
 
-soren_status soren_channel_send(int fd, const uint8_t *bytes, size_t size, const int *fds,
-                                size_t nfds, soren_error *err)
+/* Sends the encoded message bytes with descriptors fds beside them. */
+static soren_status channel_send(int fd, const uint8_t *bytes, size_t size, const int *fds,
+                                 size_t nfds, soren_error *err)
 {
     if (nfds > SOREN_MSG_MAX_FDS)
         return soren_error_set(err, SOREN_EUSAGE, "%zu descriptors, over the %u one message "
@@ -244,7 +245,7 @@ soren_status soren_channel_send_msg(int fd, soren_msg_kind kind, const char *con
     size_t size = 0;
     soren_status rc = soren_msg_encode(kind, fields, count, &bytes, &size, err);
     if (rc == SOREN_OK)
-        rc = soren_channel_send(fd, bytes, size, fds, nfds, err);
+        rc = channel_send(fd, bytes, size, fds, nfds, err);
     free(bytes);
     return rc;
 }
