@@ -695,6 +695,14 @@ Test(cli, new_from_an_example_and_into_a_dir)
     cr_expect(strstr(err, "cannot read /nonexistent/templates/plugin.cu: No such file or "
                           "directory; is Soren installed (make install)?") != NULL, "%s", err);
     free(err);
+    /* A template that is a FIFO is refused at once, not waited on. */
+    err = NULL;
+    rc = tu_runf(NULL, &err, "cd '%s' && mkdir -p kit/templates && mkfifo kit/templates/plugin.cu "
+                 "&& SOREN_DATADIR=kit timeout 20 '%s' new z", dir, tu_host());
+    cr_expect_eq(rc, 1);
+    cr_expect(strstr(err, "kit/templates/plugin.cu is a pipe or FIFO, not a regular file; is "
+                          "Soren installed (make install)?") != NULL, "%s", err);
+    free(err);
 }
 
 /* ---- soren-host devices ----------------------------------------------------- */

@@ -589,19 +589,28 @@ static char *pairs_text(soren_job *job)
     return text;
 }
 
+/* Opens the plugin name and a job of it that runs in the host at where
+ * (NULL: in this process). */
+static soren_job *new_job(const char *name, const char *where, soren_plugin **p)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    soren_job *job = NULL;
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.host = where;
+    cr_assert_eq(soren_open(name, p, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_new(*p, &o, &job, &err), SOREN_OK, "%s", err.text);
+    return job;
+}
+
 static char *run_library_job(const char *where, const char *input, const void *memory,
                              size_t size, const char *pattern)
 {
     soren_error err;
     soren_error_clear(&err);
     soren_plugin *p = NULL;
-    soren_job *job = NULL;
-    soren_job_options o;
-    soren_job_options_init(&o);
-    o.host = where;
-    cr_assert_eq(soren_open(pattern ? "stringmatch" : "wordcount", &p, &err), SOREN_OK, "%s",
-                 err.text);
-    cr_assert_eq(soren_job_new(p, &o, &job, &err), SOREN_OK, "%s", err.text);
+    soren_job *job = new_job(pattern ? "stringmatch" : "wordcount", where, &p);
     if (pattern)
         cr_assert_eq(soren_job_param_bytes(job, "pattern", pattern, strlen(pattern), &err),
                      SOREN_OK, "%s", err.text);
@@ -632,12 +641,7 @@ Test(host, library_jobs_in_the_host)
     soren_error err;
     soren_error_clear(&err);
     soren_plugin *p = NULL;
-    soren_job *job = NULL;
-    soren_job_options o;
-    soren_job_options_init(&o);
-    o.host = sock;
-    cr_assert_eq(soren_open("wordcount", &p, &err), SOREN_OK, "%s", err.text);
-    cr_assert_eq(soren_job_new(p, &o, &job, &err), SOREN_OK, "%s", err.text);
+    soren_job *job = new_job("wordcount", sock, &p);
     cr_assert_eq(soren_job_input_memory(job, memory, sizeof memory - 1, &err), SOREN_OK);
     cr_expect_eq(soren_job_run(job, &err), SOREN_EDEVICE);
     cr_expect(strstr(err.text, "no host to run the job in"), "%s", err.text);

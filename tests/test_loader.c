@@ -626,10 +626,11 @@ Test(search, a_listing_reads_no_stalling_or_huge_manifest)
     int rc = tu_runf(&out, &errtext, "timeout 20 '%s' list -P '%s'", tu_host(), dir);
     cr_expect_eq(rc, 0, "%s", errtext);
     char want[4200];
-    snprintf(want, sizeof want, "huge             BROKEN   %s is 1073741824 bytes, over the "
-             "1048576 bytes a manifest may have", huge);
+    snprintf(want, sizeof want, "huge             BROKEN   %s holds 1073741824 bytes, more "
+             "than a manifest may have (1 MiB)", huge);
     cr_expect(strstr(out, want) != NULL, "\"%s\" lacks \"%s\"", out, want);
-    snprintf(want, sizeof want, "stall            BROKEN   %s is not a regular file", fifo);
+    snprintf(want, sizeof want, "stall            BROKEN   %s is a pipe or FIFO, not a regular "
+             "file", fifo);
     cr_expect(strstr(out, want) != NULL, "\"%s\" lacks \"%s\"", out, want);
     free(out);
     free(errtext);

@@ -424,7 +424,8 @@ Test(manifest, folder_is_not_a_file)
 {
     char *dir = tu_mkdtemp();
     char *expected = NULL;
-    cr_assert(asprintf(&expected, "cannot read %s: %s", dir, strerror(EISDIR)) > 0);
+    cr_assert(asprintf(&expected, "%s is a directory, not a regular file: a manifest is a file, "
+                       "NAME.json", dir) > 0);
     soren_error err = {0};
     soren_manifest *m = NULL;
     cr_expect_eq(soren_manifest_load(dir, &m, &err), SOREN_EIO);

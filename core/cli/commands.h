@@ -32,9 +32,4 @@ int soren__cli_unload(const struct soren__cli_args *c);
 int soren__cli_ps(const struct soren__cli_args *c);
 int soren__cli_stop(const struct soren__cli_args *c);
 
-/* The folder of soren-host's templates, examples and plugin.mk:
- * $SOREN_DATADIR where set (tests, a moved installation), else the
- * configured $(pkgdatadir). */
-const char *soren__cli_datadir(void);
-
 #endif /* SOREN_CLI_COMMANDS_H */

@@ -140,9 +140,12 @@ static void print_info(const soren_manifest *m)
     }
 }
 
-/* Resolves the one NAME|PATH argument of info, check and run. */
-static int resolve_job(cli *c, const soren_search_path *sp, char **path)
+/* Resolves the one NAME|PATH argument of info and check: -1 with *path
+ * set (free it), else the exit code of the failure. */
+static int resolve_job(cli *c, const soren_search_path *sp, const char *command, char **path)
 {
+    if (c->arg_count != 1)
+        return soren__cli_usage_error("%s takes one NAME or PATH", command);
     soren_error err;
     soren_error_clear(&err);
     if (soren_plugin_resolve(sp, c->args[0], path, &err) != SOREN_OK)
@@ -152,10 +155,8 @@ static int resolve_job(cli *c, const soren_search_path *sp, char **path)
 
 static int cmd_info(cli *c, const soren_search_path *sp)
 {
-    if (c->arg_count != 1)
-        return soren__cli_usage_error("%s", "info takes one NAME or PATH");
     char *path = NULL;
-    int rc = resolve_job(c, sp, &path);
+    int rc = resolve_job(c, sp, "info", &path);
     if (rc >= 0)
         return rc;
     soren_error err;
@@ -173,10 +174,8 @@ static int cmd_info(cli *c, const soren_search_path *sp)
 
 static int cmd_check(cli *c, const soren_search_path *sp)
 {
-    if (c->arg_count != 1)
-        return soren__cli_usage_error("%s", "check takes one NAME or PATH");
     char *path = NULL;
-    int rc = resolve_job(c, sp, &path);
+    int rc = resolve_job(c, sp, "check", &path);
     if (rc >= 0)
         return rc;
     soren_error err;

@@ -7,7 +7,7 @@
  *   NAME.json  its manifest
  *   Makefile   a few lines that include plugin.mk, found with pkg-config
  *   README.md  how to build, check, run and install the job
- * from the files under the data folder (soren__cli_datadir), with @NAME@
+ * from the files under the data folder (datadir), with @NAME@
  * replaced by the job's name and @IDENT@ by a C identifier made from it.
  * An example becomes a template first: its SOREN_PLUGIN name becomes @NAME@,
  * every identifier that starts with its name starts with @IDENT@ instead,
@@ -30,12 +30,16 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "file.h"
 #include "plugin/manifest.h"
 
 #define NAME_MAX_BYTES 64 /* as the manifest allows (manifest.c) */
 #define EXIT_USAGE 2
 
-const char *soren__cli_datadir(void)
+/* The folder of soren-host's templates, examples and plugin.mk:
+ * $SOREN_DATADIR where set (tests, a moved installation), else the
+ * configured $(pkgdatadir). */
+static const char *datadir(void)
 {
     const char *dir = getenv("SOREN_DATADIR");
     return dir && *dir ? dir : SOREN_PKGDATADIR;
@@ -89,37 +93,15 @@ static void make_ident(const char *name, char *ident, size_t size)
 
 /* ---- Text ----------------------------------------------------------------- */
 
-/* Reads the whole file at path into a NUL-terminated buffer; NULL with
- * errno set on failure. */
-static char *read_text(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n - 1, f);
-        if (n < cap - 1)
-            break;
-        char *bigger = realloc(buf, cap *= 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
-    }
-    int failed = !buf || ferror(f);
-    int e = buf ? EIO : ENOMEM;
-    fclose(f);
-    if (failed) {
-        free(buf);
-        errno = e;
-        return NULL;
-    }
-    buf[n] = '\0';
-    if (size)
-        *size = n;
-    return buf;
-}
+/* The kit's templates and examples, as core/file.h reads them: a few kB
+ * each, so anything near the cap is not one. */
+static const soren_file_rules kit_file = {
+    .what = "a template",
+    .max = 16u << 20,
+    .kind_code = SOREN_EIO,
+    .size_code = SOREN_EIO,
+    .read_code = SOREN_EIO,
+};
 
 static int ident_char(char c)
 {
@@ -193,15 +175,14 @@ static void kit_destroy(kit *k)
 static int load(kit *k, int which, const char *sub, const char *file)
 {
     char *path = NULL;
-    if (asprintf(&path, "%s/%s/%s", soren__cli_datadir(), sub, file) < 0)
+    if (asprintf(&path, "%s/%s/%s", datadir(), sub, file) < 0)
         return say_error(1, "out of memory");
-    k->text[which] = read_text(path, NULL);
-    int e = errno;
+    soren_error err = {0};
     int rc = 0;
-    if (!k->text[which])
-        rc = say_error(1, "cannot read %s: %s; is Soren installed (make install)? "
-                          "SOREN_DATADIR, where set, must name the folder that holds %s/",
-                       path, strerror(e), sub);
+    if (soren__file_read(path, &kit_file, &k->text[which], NULL, &err) != SOREN_OK)
+        rc = say_error(1, "%s; is Soren installed (make install)? SOREN_DATADIR, where set, "
+                          "must name the folder that holds %s/",
+                       err.text, sub);
     free(path);
     return rc;
 }
@@ -210,7 +191,7 @@ static int load(kit *k, int which, const char *sub, const char *file)
 static int unknown_example(const char *from)
 {
     char *path = NULL;
-    if (asprintf(&path, "%s/examples/%s.cu", soren__cli_datadir(), from) < 0)
+    if (asprintf(&path, "%s/examples/%s.cu", datadir(), from) < 0)
         return say_error(1, "out of memory");
     int rc = say_error(EXIT_USAGE, "--from %s: no such example (%s does not exist); the "
                                    "examples are wordcount, grep, histogram and stringmatch",
@@ -226,7 +207,7 @@ static int load_example(kit *k, const char *from)
         plugin[NAME_MAX_BYTES + 24];
     snprintf(file, sizeof file, "%s.cu", from);
     char *probe = NULL;
-    if (asprintf(&probe, "%s/examples/%s", soren__cli_datadir(), file) < 0)
+    if (asprintf(&probe, "%s/examples/%s", datadir(), file) < 0)
         return say_error(1, "out of memory");
     int missing = access(probe, F_OK) != 0 && errno == ENOENT;
     free(probe);

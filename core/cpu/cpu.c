@@ -566,8 +566,25 @@ typedef struct segment {
 } segment;
 
 typedef struct engine engine;
+typedef struct worker worker;
 
-typedef struct worker {
+/* One pass of the engine (map, merge, reduce, copy): every thread takes
+ * the next unit (a chunk, a partition, a segment) from one counter until
+ * none is left or a unit has failed on any thread, so a slow thread, or one
+ * that never started, costs only parallelism. */
+typedef struct pass {
+    uint64_t units;
+    /* Does unit u on the thread of worker w (its per-thread state);
+     * nonzero when it failed, with the error recorded where the unit
+     * keeps it: the other threads then take no further unit. */
+    int (*unit)(worker *w, uint64_t u);
+    /* After the thread's last unit, unless one of its units failed; NULL
+     * for nothing. */
+    void (*finish)(worker *w);
+    int plugin_code; /* the units run plugin code: a signal stack (signals.h) */
+} pass;
+
+struct worker {
     engine *g;
     soren_emitter em;
     int failed;
@@ -589,7 +606,7 @@ typedef struct worker {
     pairbuf list;
     segment *segs;
     size_t seg_count, seg_cap;
-} worker;
+};
 
 typedef struct part {
     engine *g;
@@ -623,6 +640,7 @@ struct engine {
     atomic_int stop;
     int fold; /* the records are pairs to fold (soren_cpu_options.fold) */
 
+    const pass *pass; /* the pass the threads run */
     worker *workers;
     part *parts;
     soren_progress *progress; /* told the bytes of each chunk mapped, or NULL */
@@ -841,61 +859,58 @@ static void group_by_partition(worker *w)
     w->pair_vals = pv;
 }
 
-static void *map_main(void *arg)
+/* Maps chunk c on w's thread; nonzero when w failed. */
+static int map_chunk(worker *w, uint64_t c)
 {
-    worker *w = arg;
     engine *g = w->g;
     const soren_stage_spec *spec = g->spec;
     soren_map_fn *map = g->fold ? map_pair : spec->code->map;
-    void *alt_stack = soren__signals_thread_stack(); /* map is plugin code */
-    for (;;) {
-        if (atomic_load_explicit(&g->stop, memory_order_relaxed))
-            break;
-        uint64_t c = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
-        if (c >= g->chunks)
-            break;
-        /* The input that holds chunk c: the last whose first chunk <= c. */
-        size_t lo = 0, hi = g->input_count;
-        while (hi - lo > 1) {
-            size_t mid = (lo + hi) / 2;
-            if (g->chunk_first[mid] <= c)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        const soren_input *in = &g->inputs[lo];
-        uint64_t begin = (c - g->chunk_first[lo]) * g->chunk_size;
-        uint64_t end = in->size - begin > g->chunk_size ? begin + g->chunk_size : in->size;
-        w->seq = c;
-        if (g->mode == MODE_LIST && segment_open(w, c) != 0) {
-            worker_nomem(w, "the chunk list");
-            break;
-        }
-        soren_records it;
-        soren_record r;
-        soren_records_init_input(&it, spec, in, begin, end);
-        /* A fault in map names the input and r's offset (signals.h). */
-        soren__current_map = (soren__map_site){in, &r, spec->input_format};
-        while (soren_records_next(&it, &r)) {
-            map(&w->em, &r, g->params);
-            if (w->failed)
-                break;
-        }
-        soren__current_map.in = NULL;
-        if (g->mode == MODE_LIST)
-            segment_close(w);
+    /* The input that holds chunk c: the last whose first chunk <= c. */
+    size_t lo = 0, hi = g->input_count;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (g->chunk_first[mid] <= c)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    const soren_input *in = &g->inputs[lo];
+    uint64_t begin = (c - g->chunk_first[lo]) * g->chunk_size;
+    uint64_t end = in->size - begin > g->chunk_size ? begin + g->chunk_size : in->size;
+    w->seq = c;
+    if (g->mode == MODE_LIST && segment_open(w, c) != 0) {
+        worker_nomem(w, "the chunk list");
+        return 1;
+    }
+    soren_records it;
+    soren_record r;
+    soren_records_init_input(&it, spec, in, begin, end);
+    /* A fault in map names the input and r's offset (signals.h). */
+    soren__current_map = (soren__map_site){in, &r, spec->input_format};
+    while (soren_records_next(&it, &r)) {
+        map(&w->em, &r, g->params);
         if (w->failed)
             break;
-        soren_progress_add(g->progress, end - begin);
-        if (soren_progress_check(g->progress, spec->job_name, &w->err) != SOREN_OK) {
-            worker_fail(w);
-            break;
-        }
     }
-    if (!w->failed && g->mode != MODE_LIST)
+    soren__current_map.in = NULL;
+    if (g->mode == MODE_LIST)
+        segment_close(w);
+    if (w->failed)
+        return 1;
+    soren_progress_add(g->progress, end - begin);
+    if (soren_progress_check(g->progress, spec->job_name, &w->err) != SOREN_OK) {
+        worker_fail(w);
+        return 1;
+    }
+    return 0;
+}
+
+/* After w's last chunk: its table's entries grouped by partition for the
+ * merge (list mode keeps its pairs in chunk order). */
+static void map_finish(worker *w)
+{
+    if (w->g->mode != MODE_LIST)
         group_by_partition(w);
-    soren__signals_thread_stack_free(alt_stack);
-    return NULL;
 }
 
 /* ---- Phase 2: merge and reduce ------------------------------------------- */
@@ -1068,48 +1083,27 @@ static void reduce_collected(part *p)
     }
 }
 
-static void *merge_main(void *arg)
+/* Merges partition t's keys from every worker's table. */
+static int merge_part(worker *w, uint64_t t)
 {
-    engine *g = arg;
-    for (;;) {
-        if (atomic_load_explicit(&g->stop, memory_order_relaxed))
-            break;
-        uint64_t t = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
-        if (t >= g->nthreads)
-            break;
-        part *p = &g->parts[t];
-        if (g->mode == MODE_COMBINE)
-            merge_combine(p, (unsigned)t);
-        else
-            merge_collect(p, (unsigned)t);
-        if (p->failed)
-            atomic_store_explicit(&g->stop, 1, memory_order_relaxed);
-    }
-    return NULL;
+    part *p = &w->g->parts[t];
+    if (w->g->mode == MODE_COMBINE)
+        merge_combine(p, (unsigned)t);
+    else
+        merge_collect(p, (unsigned)t);
+    return p->failed;
 }
 
-/* Reduce is its own phase, after every partition is merged, so that
- * --explain can time merge and reduce apart. */
-static void *reduce_main(void *arg)
+/* Reduces partition t.  Reduce is its own pass, after every partition is
+ * merged, so that --explain can time merge and reduce apart. */
+static int reduce_part(worker *w, uint64_t t)
 {
-    engine *g = arg;
-    void *alt_stack = soren__signals_thread_stack(); /* reduce runs plugin code */
-    for (;;) {
-        if (atomic_load_explicit(&g->stop, memory_order_relaxed))
-            break;
-        uint64_t t = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
-        if (t >= g->nthreads)
-            break;
-        part *p = &g->parts[t];
-        if (g->mode == MODE_COMBINE)
-            reduce_combined(p);
-        else
-            reduce_collected(p);
-        if (p->failed)
-            atomic_store_explicit(&g->stop, 1, memory_order_relaxed);
-    }
-    soren__signals_thread_stack_free(alt_stack);
-    return NULL;
+    part *p = &w->g->parts[t];
+    if (w->g->mode == MODE_COMBINE)
+        reduce_combined(p);
+    else
+        reduce_collected(p);
+    return p->failed;
 }
 
 /* ---- Phase 3: copy into the result --------------------------------------- */
@@ -1144,26 +1138,22 @@ static void copy_table(engine *g, const table *t, uint64_t out_pair, uint64_t ou
         memcpy(r->values + out_pair * g->vsize, t->values, (size_t)t->count * g->vsize);
 }
 
-static void *copy_main(void *arg)
+/* Copies unit u (a segment in list mode, else a partition) into the
+ * result, where prepare_copy laid it out. */
+static int copy_unit(worker *w, uint64_t u)
 {
-    engine *g = arg;
-    uint64_t units = g->mode == MODE_LIST ? g->seg_total : g->nthreads;
-    for (;;) {
-        uint64_t u = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
-        if (u >= units)
-            break;
-        if (g->mode == MODE_LIST) {
-            const segment *s = g->order[u];
-            copy_pairs(g, &s->w->list, s->first, s->last, s->out_pair, s->out_key);
-        } else {
-            const part *p = &g->parts[u];
-            if (g->spec->reduce == SOREN_REDUCE_FUNCTION)
-                copy_pairs(g, &p->out, 0, p->out.count, p->out_pair, p->out_key);
-            else
-                copy_table(g, p->src, p->out_pair, p->out_key);
-        }
+    engine *g = w->g;
+    if (g->mode == MODE_LIST) {
+        const segment *s = g->order[u];
+        copy_pairs(g, &s->w->list, s->first, s->last, s->out_pair, s->out_key);
+    } else {
+        const part *p = &g->parts[u];
+        if (g->spec->reduce == SOREN_REDUCE_FUNCTION)
+            copy_pairs(g, &p->out, 0, p->out.count, p->out_pair, p->out_key);
+        else
+            copy_table(g, p->src, p->out_pair, p->out_key);
     }
-    return NULL;
+    return 0;
 }
 
 static int segment_cmp(const void *a, const void *b)
@@ -1332,11 +1322,42 @@ static void first_table_size(const soren_cpu_options *opt, unsigned threads,
     }
 }
 
-/* Runs fn over every partition; the first failed partition's error. */
-static soren_status run_parts(engine *g, void *(*fn)(void *), soren_error *err)
+/* The thread of worker w in a pass: units until none is left, or one
+ * failed on any thread. */
+static void *pass_main(void *arg)
 {
+    worker *w = arg;
+    engine *g = w->g;
+    const pass *p = g->pass;
+    void *alt_stack = p->plugin_code ? soren__signals_thread_stack() : NULL;
+    int failed = 0;
+    while (!failed && !atomic_load_explicit(&g->stop, memory_order_relaxed)) {
+        uint64_t u = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
+        if (u >= p->units)
+            break;
+        failed = p->unit(w, u);
+        if (failed)
+            atomic_store_explicit(&g->stop, 1, memory_order_relaxed);
+    }
+    if (!failed && p->finish)
+        p->finish(w);
+    if (alt_stack)
+        soren__signals_thread_stack_free(alt_stack);
+    return NULL;
+}
+
+/* Runs a pass on the engine's threads, one worker each. */
+static void run_pass(engine *g, const pass *p)
+{
+    g->pass = p;
     atomic_store(&g->next, 0);
-    soren__run_threads(g->nthreads, fn, g, 0);
+    soren__run_threads(g->nthreads, pass_main, g->workers, sizeof *g->workers);
+}
+
+/* Runs a pass over every partition; the first failed partition's error. */
+static soren_status run_parts(engine *g, const pass *p, soren_error *err)
+{
+    run_pass(g, p);
     for (unsigned t = 0; t < g->nthreads; t++)
         if (g->parts[t].failed)
             return soren_error_set(err, g->parts[t].err.code, "%s", g->parts[t].err.text);
@@ -1450,7 +1471,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     double t0 = now_ms();
     atomic_init(&g->next, 0);
     atomic_init(&g->stop, 0);
-    soren__run_threads(n, map_main, g->workers, sizeof *g->workers);
+    run_pass(g, &(const pass){g->chunks, map_chunk, map_finish, 1});
     /* An input file that shrank was read as zeros past its new end (a
      * failure of map on those zeros is a consequence, so this comes first). */
     for (size_t i = 0; i < input_count; i++) {
@@ -1484,14 +1505,14 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     /* merge, then reduce */
     soren_progress_phase(g->progress, "merge", 0);
     if (g->mode != MODE_LIST) {
-        rc = run_parts(g, merge_main, err);
+        rc = run_parts(g, &(const pass){n, merge_part, NULL, 0}, err);
         if (rc != SOREN_OK)
             goto done;
     }
     double t2 = now_ms();
     if (spec->reduce == SOREN_REDUCE_FUNCTION) {
         soren_progress_phase(g->progress, "reduce", 0);
-        rc = run_parts(g, reduce_main, err);
+        rc = run_parts(g, &(const pass){n, reduce_part, NULL, 1}, err);
         if (rc != SOREN_OK)
             goto done;
     }
@@ -1502,8 +1523,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     rc = prepare_copy(g, err);
     if (rc != SOREN_OK)
         goto done;
-    atomic_store(&g->next, 0);
-    soren__run_threads(n, copy_main, g, 0);
+    run_pass(g, &(const pass){g->mode == MODE_LIST ? g->seg_total : n, copy_unit, NULL, 0});
     out->count += g->added;
     ms.merge = (t2 - t1) + (now_ms() - t3);
 

@@ -433,14 +433,7 @@ soren_status soren_job_result(soren_job *job, soren_pairs *out, soren_error *err
     soren_status rc = need_result(job, "soren_job_result", err);
     if (rc != SOREN_OK)
         return rc;
-    const soren_result *r = &job->outcome.result;
-    out->count = r->count;
-    out->key_bytes = r->key_bytes;
-    out->key_offset = r->key_offset;
-    out->values = r->values;
-    out->value_size = r->value_size;
-    out->key_type = r->key_type;
-    out->value_type = r->value_type;
+    *out = soren_result_pairs(&job->outcome.result);
     return SOREN_OK;
 }
 
@@ -462,16 +455,9 @@ soren_status soren_job_result_device(soren_job *job, soren_pairs *out, soren_err
         return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_result_device: the last run "
                                "was on the CPU engine: its pairs are in host memory "
                                "(soren_job_result)", job->plugin->manifest->name);
-    soren_gpu_pairs pairs;
-    soren_gpu_session_pairs(job->sessions[last], &pairs);
-    const soren_result *r = &job->outcome.result;
-    out->count = pairs.count;
-    out->key_bytes = pairs.key_bytes;
-    out->key_offset = pairs.key_offset;
-    out->values = pairs.values;
-    out->value_size = r->value_size;
-    out->key_type = r->key_type;
-    out->value_type = r->value_type;
+    /* The host copy gives the sizes and types, the session its arrays. */
+    *out = soren_result_pairs(&job->outcome.result);
+    soren_gpu_session_pairs(job->sessions[last], out);
     return SOREN_OK;
 }
 

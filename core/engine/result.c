@@ -60,6 +60,19 @@ static int result_reserve(soren_result *r, uint64_t key_size)
     return 0;
 }
 
+soren_pairs soren_result_pairs(const soren_result *r)
+{
+    return (soren_pairs){
+        .count = r->count,
+        .key_bytes = r->key_bytes,
+        .key_offset = r->key_offset,
+        .values = r->values,
+        .value_size = r->value_size,
+        .key_type = r->key_type,
+        .value_type = r->value_type,
+    };
+}
+
 soren_status soren_result_append_all(soren_result *r, const soren_result *src, soren_error *err)
 {
     soren_status rc = SOREN_OK;

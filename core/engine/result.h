@@ -3,13 +3,18 @@
  *
  * Keys are stored packed: key i is key_bytes[key_offset[i] .. key_offset[i+1]).
  * Values are value_size bytes each, packed.  Every engine (CPU or GPU) ends in
- * a soren_result, and output writers read only this.
+ * a soren_result, and output writers read only this.  A soren_result owns its
+ * arrays; soren_pairs (soren/host.h) is the same layout as a read-only view,
+ * which is what the library's callers, and the GPU session's device result,
+ * are given.
  */
 #ifndef SOREN_RESULT_H
 #define SOREN_RESULT_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <soren/host.h>
 
 #include "../error.h"
 #include "stage.h"
@@ -32,6 +37,9 @@ typedef struct soren_result {
 void soren_result_init(soren_result *r, const soren_stage_spec *spec);
 /* Releases everything r owns and re-initialises it empty. */
 void soren_result_destroy(soren_result *r);
+
+/* A view of r's pairs, valid while r is unchanged. */
+soren_pairs soren_result_pairs(const soren_result *r);
 
 /* Appends one pair (copying key and value), growing the arrays. */
 soren_status soren_result_append(soren_result *r, const void *key, uint32_t key_size,

@@ -2977,7 +2977,7 @@ extern "C" soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_
     return st;
 }
 
-extern "C" void soren_gpu_session_pairs(const soren_gpu_session *s, soren_gpu_pairs *out)
+extern "C" void soren_gpu_session_pairs(const soren_gpu_session *s, soren_pairs *out)
 {
     out->count = s->run.packed_n;
     out->key_bytes = s->run.packed_keys;

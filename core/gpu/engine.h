@@ -80,14 +80,6 @@ typedef struct soren_gpu_options {
  * device until the next run. */
 typedef struct soren_gpu_session soren_gpu_session;
 
-/* The last run's pairs in device memory, laid out as a soren_result. */
-typedef struct soren_gpu_pairs {
-    uint64_t count;
-    const uint8_t *key_bytes;
-    const uint64_t *key_offset; /* count + 1 entries */
-    const uint8_t *values;
-} soren_gpu_pairs;
-
 soren_status soren_gpu_session_new(const soren_stage_spec *spec, const soren_gpu_options *opt,
                                    soren_gpu_session **out, soren_error *err);
 /* 1 if the session was made for this stage and these options (a key count
@@ -105,7 +97,10 @@ soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_input *inpu
                                    const uint64_t *param_versions,
                                    soren_progress *progress, soren_result *out,
                                    soren_explain *x, soren_error *err);
-void soren_gpu_session_pairs(const soren_gpu_session *s, soren_gpu_pairs *out);
+/* Points out's count and arrays at the last run's pairs in device memory
+ * (soren_pairs: the layout of a soren_result, device pointers); its sizes
+ * and types, the stage's, are the caller's to set. */
+void soren_gpu_session_pairs(const soren_gpu_session *s, soren_pairs *out);
 void soren_gpu_session_free(soren_gpu_session *s);
 
 /* Why the GPU engine cannot run this stage (NULL if it can). */

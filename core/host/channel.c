@@ -83,26 +83,28 @@ static soren_status check_socket_file(const char *path, const struct stat *st,
     return SOREN_OK;
 }
 
-static int fill_address(struct sockaddr_un *a, const char *path)
+/* A new Unix stream socket, and in *a the address of path for bind or
+ * connect; -1 with errno set (ENAMETOOLONG: path is longer than sun_path
+ * holds). */
+static int socket_at(const char *path, struct sockaddr_un *a)
 {
     memset(a, 0, sizeof *a);
     a->sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof a->sun_path)
+    if (strlen(path) >= sizeof a->sun_path) {
+        errno = ENAMETOOLONG;
         return -1;
+    }
     strcpy(a->sun_path, path);
-    return 0;
+    return socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 }
 
 /* 1 where a host answers at path, 0 where none does (the socket is stale). */
 static int answers(const char *path)
 {
     struct sockaddr_un a;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || fill_address(&a, path) != 0) {
-        if (fd >= 0)
-            close(fd);
+    int fd = socket_at(path, &a);
+    if (fd < 0)
         return 0;
-    }
     int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
     close(fd);
     return ok;
@@ -131,12 +133,9 @@ int soren_channel_listen(const char *path, soren_error *err)
         }
     }
     struct sockaddr_un a;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || fill_address(&a, path) != 0) {
-        soren_error_errno(err, SOREN_EIO, fd < 0 ? errno : ENAMETOOLONG,
-                          "cannot make the host's socket %s", path);
-        if (fd >= 0)
-            close(fd);
+    int fd = socket_at(path, &a);
+    if (fd < 0) {
+        soren_error_errno(err, SOREN_EIO, errno, "cannot make the host's socket %s", path);
         return -1;
     }
     /* Made 0600 from the start: no moment where others could connect. */
@@ -164,12 +163,9 @@ int soren_channel_connect(const char *path, soren_error *err)
         check_socket_file(path, &st, err) != SOREN_OK)
         return -1;
     struct sockaddr_un a;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || fill_address(&a, path) != 0) {
-        soren_error_errno(err, SOREN_EIO, fd < 0 ? errno : ENAMETOOLONG,
-                          "cannot reach the host at %s", path);
-        if (fd >= 0)
-            close(fd);
+    int fd = socket_at(path, &a);
+    if (fd < 0) {
+        soren_error_errno(err, SOREN_EIO, errno, "cannot reach the host at %s", path);
         return -1;
     }
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
@@ -201,8 +197,9 @@ int soren_channel_peer_is_me(int fd, soren_error *err)
     return 0;
 }
 
-soren_status soren_channel_send(int fd, const uint8_t *bytes, size_t size, const int *fds,
-                                size_t nfds, soren_error *err)
+/* Sends the encoded message bytes with descriptors fds beside them. */
+static soren_status channel_send(int fd, const uint8_t *bytes, size_t size, const int *fds,
+                                 size_t nfds, soren_error *err)
 {
     if (nfds > SOREN_MSG_MAX_FDS)
         return soren_error_set(err, SOREN_EUSAGE, "%zu descriptors, over the %u one message "
@@ -244,7 +241,7 @@ soren_status soren_channel_send_msg(int fd, soren_msg_kind kind, const char *con
     size_t size = 0;
     soren_status rc = soren_msg_encode(kind, fields, count, &bytes, &size, err);
     if (rc == SOREN_OK)
-        rc = soren_channel_send(fd, bytes, size, fds, nfds, err);
+        rc = channel_send(fd, bytes, size, fds, nfds, err);
     free(bytes);
     return rc;
 }

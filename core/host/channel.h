@@ -39,9 +39,6 @@ int soren_channel_connect(const char *path, soren_error *err);
 /* 0 where the peer of a connected socket runs as this user. */
 int soren_channel_peer_is_me(int fd, soren_error *err);
 
-/* Sends the encoded message bytes with descriptors fds beside them. */
-soren_status soren_channel_send(int fd, const uint8_t *bytes, size_t size, const int *fds,
-                                size_t nfds, soren_error *err);
 /* Encodes and sends a message. */
 soren_status soren_channel_send_msg(int fd, soren_msg_kind kind, const char *const *fields,
                                     size_t count, const int *fds, size_t nfds,

@@ -12,8 +12,6 @@
  */
 #include "manifest.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
@@ -22,8 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include "../file.h"
 
 #define NAME_MAX_BYTES 64
 #define SUMMARY_MAX_BYTES 200
@@ -1064,83 +1063,20 @@ static char *dir_of(const char *path)
     return dir;
 }
 
+/* A manifest as core/file.h reads it. */
+static const soren_file_rules manifest_file = {
+    .what = "a manifest",
+    .max = SOREN_MANIFEST_MAX_SIZE,
+    .kind_fix = "a manifest is a file, NAME.json",
+    .size_fix = "it is not a manifest, or a damaged one",
+    .kind_code = SOREN_EIO,
+    .size_code = SOREN_EMANIFEST,
+    .read_code = SOREN_EIO,
+};
+
 soren_status soren_manifest_open(const char *path, int *fd, soren_error *err)
 {
-    *fd = -1;
-    /* O_NONBLOCK: a FIFO is refused below, not waited on for a writer. */
-    int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (f < 0)
-        return soren_error_errno(err, SOREN_EIO, errno, "cannot read %s", path);
-    struct stat st;
-    soren_status rc = SOREN_OK;
-    if (fstat(f, &st) != 0)
-        rc = soren_error_errno(err, SOREN_EIO, errno, "cannot read %s", path);
-    else if (S_ISDIR(st.st_mode)) /* read() fails too, but later and less clearly */
-        rc = soren_error_errno(err, SOREN_EIO, EISDIR, "cannot read %s", path);
-    /* A device such as /dev/zero would be read until memory runs out. */
-    else if (!S_ISREG(st.st_mode))
-        rc = soren_error_set(err, SOREN_EIO, "%s is not a regular file (a FIFO, socket or "
-                             "device): a manifest is a file, NAME.json", path);
-    else if ((uintmax_t)st.st_size > SOREN_MANIFEST_MAX_SIZE)
-        rc = soren_error_set(err, SOREN_EMANIFEST, "%s is %ju bytes, over the %u bytes a "
-                             "manifest may have: it is not a manifest, or a damaged one",
-                             path, (uintmax_t)st.st_size, (unsigned)SOREN_MANIFEST_MAX_SIZE);
-    if (rc != SOREN_OK) {
-        close(f);
-        return rc;
-    }
-    *fd = f;
-    return SOREN_OK;
-}
-
-/* Reads fd to its end, at most SOREN_MANIFEST_MAX_SIZE bytes: st_size was
- * checked when it was opened, but the file may grow while it is read. */
-static soren_status read_text(int fd, const char *path, char **out, size_t *out_size,
-                              soren_error *err)
-{
-    size_t cap = SOREN_MANIFEST_MAX_SIZE + 1, n = 0;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && st.st_size >= 0 && (uintmax_t)st.st_size < cap)
-        cap = (size_t)st.st_size + 1;
-    char *buf = malloc(cap + 1);
-    if (!buf)
-        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading the manifest", path);
-    for (;;) {
-        if (n == cap) {
-            if (cap > SOREN_MANIFEST_MAX_SIZE)
-                break;
-            size_t grown = cap * 2 > SOREN_MANIFEST_MAX_SIZE + 1 ? SOREN_MANIFEST_MAX_SIZE + 1
-                                                                 : cap * 2;
-            char *bigger = realloc(buf, grown + 1);
-            if (!bigger) {
-                free(buf);
-                return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading the "
-                                       "manifest", path);
-            }
-            buf = bigger;
-            cap = grown;
-        }
-        ssize_t got = read(fd, buf + n, cap - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            int e = errno;
-            free(buf);
-            return soren_error_errno(err, SOREN_EIO, e, "cannot read %s", path);
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-    }
-    if (n > SOREN_MANIFEST_MAX_SIZE) {
-        free(buf);
-        return soren_error_set(err, SOREN_EMANIFEST, "%s grew past the %u bytes a manifest may "
-                               "have while it was read", path, (unsigned)SOREN_MANIFEST_MAX_SIZE);
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *out_size = n;
-    return SOREN_OK;
+    return soren__file_open(path, &manifest_file, fd, err);
 }
 
 soren_status soren_manifest_read(int fd, const char *path, soren_manifest **out,
@@ -1153,7 +1089,7 @@ soren_status soren_manifest_read(int fd, const char *path, soren_manifest **out,
         soren_manifest_free(m);
         return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading the manifest", path);
     }
-    st = read_text(fd, path, &m->text, &m->text_size, err);
+    st = soren__file_read_fd(fd, path, &manifest_file, &m->text, &m->text_size, err);
     if (st == SOREN_OK)
         st = manifest_parse_text(m, path, err);
     if (st != SOREN_OK) {

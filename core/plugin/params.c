@@ -1,14 +1,11 @@
 #include "params.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "../file.h"
 #include "../number.h"
 #include "regex.h"
 
@@ -26,89 +23,27 @@ static const char *param_type_name(soren_param_type t)
     return "?";
 }
 
-/* A file named on the command line that is not there or not the user's to
- * read is a usage error; the system failing to read one is not. */
-static soren_status open_error_code(int e)
-{
-    if (e == ENOMEM)
-        return SOREN_ENOMEM;
-    if (e == ENOENT || e == ENOTDIR || e == EACCES || e == EISDIR || e == ELOOP ||
-        e == ENAMETOOLONG)
-        return SOREN_EUSAGE;
-    return SOREN_EIO;
-}
-
-/* What a file that is not a regular one is, for the message refusing it. */
-static const char *file_kind(mode_t mode)
-{
-    if (S_ISDIR(mode))
-        return "a directory";
-    if (S_ISFIFO(mode))
-        return "a pipe or FIFO";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    return "a device";
-}
-
 /* Reads a whole file for "name=@file": a regular file of at most
- * SOREN_PARAM_FILE_MAX bytes.  Anything else is refused before a byte is
- * read: a FIFO or pipe could keep the run waiting for a writer, a device
- * such as /dev/zero would be read until memory runs out. */
+ * SOREN_PARAM_FILE_MAX bytes, named by the user. */
 static soren_status read_value_file(const char *job, const char *name, const char *path,
                                     char **out, size_t *size, soren_error *err)
 {
-    /* O_NONBLOCK: opening a FIFO with no writer returns at once, to be
-     * refused below, instead of waiting for one. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        return soren_error_errno(err, open_error_code(e), e, "%s: --param %s=@%s: cannot read %s",
-                                 job, name, path, path);
-    }
-    struct stat st;
-    soren_status rc = SOREN_OK;
-    if (fstat(fd, &st) != 0)
-        rc = soren_error_errno(err, SOREN_EIO, errno, "%s: --param %s=@%s: cannot read %s", job,
-                               name, path, path);
-    else if (!S_ISREG(st.st_mode))
-        rc = soren_error_set(err, SOREN_EUSAGE, "%s: --param %s=@%s: %s is %s, not a regular "
-                             "file: save the value to a file and name that", job, name, path,
-                             path, file_kind(st.st_mode));
-    else if ((uint64_t)st.st_size > SOREN_PARAM_FILE_MAX)
-        rc = soren_error_set(err, SOREN_EUSAGE, "%s: --param %s=@%s: %s holds %llu bytes, more "
-                             "than a parameter file may (%llu MiB)", job, name, path, path,
-                             (unsigned long long)st.st_size,
-                             (unsigned long long)(SOREN_PARAM_FILE_MAX >> 20));
-    /* The bytes are the file's at the time of fstat: one that grows
-     * meanwhile is read up to that size, never past the limit. */
-    size_t want = rc == SOREN_OK ? (size_t)st.st_size : 0, n = 0;
-    char *buf = rc == SOREN_OK ? malloc(want + 1) : NULL;
-    if (rc == SOREN_OK && !buf)
-        rc = soren_error_set(err, SOREN_ENOMEM, "%s: out of memory reading %s (%zu bytes)", job,
-                             path, want);
-    if (rc == SOREN_OK && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
-        rc = soren_error_errno(err, SOREN_EIO, errno, "%s: --param %s=@%s: cannot read %s", job,
-                               name, path, path);
-    while (rc == SOREN_OK && n < want) {
-        ssize_t got = read(fd, buf + n, want - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            rc = soren_error_errno(err, SOREN_EIO, errno, "%s: --param %s=@%s: cannot read %s",
-                                   job, name, path, path);
-        if (got <= 0)
-            break; /* an error, or a file that shrank meanwhile */
-        n += (size_t)got;
-    }
-    close(fd);
-    if (rc != SOREN_OK) {
-        free(buf);
-        return rc;
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *size = n;
-    return SOREN_OK;
+    char *context = NULL;
+    if (asprintf(&context, "%s: --param %s=@%s: ", job, name, path) < 0)
+        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", job);
+    const soren_file_rules rules = {
+        .what = "a parameter file",
+        .max = SOREN_PARAM_FILE_MAX,
+        .context = context,
+        .kind_fix = "save the value to a file and name that",
+        .kind_code = SOREN_EUSAGE,
+        .size_code = SOREN_EUSAGE,
+        .read_code = SOREN_EIO,
+        .named = 1,
+    };
+    soren_status rc = soren__file_read(path, &rules, out, size, err);
+    free(context);
+    return rc;
 }
 
 /* The width of a number parameter's native value (0: not a number). */

@@ -1,6 +1,7 @@
 #include "sha256.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -98,14 +99,6 @@ static void sha256_final(sha256_ctx *c, uint8_t digest[32])
     for (int i = 0; i < 8; i++)
         for (int j = 0; j < 4; j++)
             digest[4 * i + j] = (uint8_t)(c->h[i] >> (24 - 8 * j));
-}
-
-void soren_sha256(const void *data, size_t size, uint8_t digest[32])
-{
-    sha256_ctx c;
-    sha256_init(&c);
-    sha256_update(&c, data, size);
-    sha256_final(&c, digest);
 }
 
 soren_status soren_sha256_fd(int fd, const char *path, char hex[65], soren_error *err)

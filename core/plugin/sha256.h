@@ -5,16 +5,10 @@
 #ifndef SOREN_SHA256_H
 #define SOREN_SHA256_H
 
-#include <stddef.h>
-#include <stdint.h>
-
 #include "../error.h"
 
 /* Digest of the file open on fd (found at path, named in errors), from its
  * first byte, as 64 lowercase hex digits plus NUL. */
 soren_status soren_sha256_fd(int fd, const char *path, char hex[65], soren_error *err);
-
-/* Digest of size bytes at data. */
-void soren_sha256(const void *data, size_t size, uint8_t digest[32]);
 
 #endif /* SOREN_SHA256_H */
