@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -839,4 +840,158 @@ Test(api, bad_key_in_a_rerun_on_the_gpu)
     soren_job_free(gpu);
     soren_job_free(cpu);
     soren_close(p);
+}
+
+/* ---- Jobs in threads ------------------------------------------------------ */
+
+/* One thread's job: a plugin with a variant, run again and again over one
+ * input, each output compared with the same job run alone on the CPU
+ * engine.  A failure is written down, not asserted: Criterion's asserts
+ * belong to the test's own thread. */
+typedef struct threaded_job {
+    const char *plugin;
+    const char *engine;
+    const char *input;
+    const char *param; /* "name=text" or NULL */
+    char *want;
+    char out[4200];
+    char failure[1200];
+} threaded_job;
+
+enum { THREADED_RUNS = 6 };
+
+static soren_job *threaded_new(soren_plugin *p, const threaded_job *t, soren_device device,
+                               soren_error *err)
+{
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.device = device;
+    o.engine = device == SOREN_DEVICE_CPU ? "auto" : t->engine;
+    soren_job *job = NULL;
+    if (soren_job_new(p, &o, &job, err) != SOREN_OK)
+        return NULL;
+    if (soren_job_input_file(job, t->input, err) != SOREN_OK)
+        goto fail;
+    if (t->param) {
+        char name[64];
+        const char *eq = strchr(t->param, '=');
+        snprintf(name, sizeof name, "%.*s", (int)(eq - t->param), t->param);
+        if (soren_job_param(job, name, eq + 1, err) != SOREN_OK)
+            goto fail;
+    }
+    return job;
+fail:
+    soren_job_free(job);
+    return NULL;
+}
+
+static void *threaded_main(void *arg)
+{
+    threaded_job *t = arg;
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    soren_job *job = NULL;
+    if (soren_open(t->plugin, &p, &err) != SOREN_OK ||
+        !(job = threaded_new(p, t, SOREN_DEVICE_AUTO, &err))) {
+        snprintf(t->failure, sizeof t->failure, "setting up: %s", err.text);
+        goto done;
+    }
+    for (int run = 0; run < THREADED_RUNS; run++) {
+        if (soren_job_run(job, &err) != SOREN_OK ||
+            soren_job_write(job, t->out, "tsv", &err) != SOREN_OK) {
+            snprintf(t->failure, sizeof t->failure, "run %d: %s", run, err.text);
+            break;
+        }
+        char *got = tu_read(t->out, NULL);
+        int same = strcmp(got, t->want) == 0;
+        free(got);
+        if (!same) {
+            snprintf(t->failure, sizeof t->failure, "run %d: the output differs from the "
+                     "CPU engine's", run);
+            break;
+        }
+    }
+done:
+    soren_job_free(job);
+    soren_close(p);
+    return NULL;
+}
+
+/* Separate jobs run in separate threads at once (host.h), on the GPU where
+ * one is usable, each thread's job with another variant, so that every
+ * variant's kernels, growth and ordering share one context; every run's
+ * output equals the job's alone on the CPU engine. */
+Test(api, jobs_in_threads_equal_each_alone, .timeout = 600)
+{
+    char text[4096], rgb[4096];
+    snprintf(text, sizeof text, "%s/text", dir);
+    snprintf(rgb, sizeof rgb, "%s/rgb", dir);
+    dg_text(text, 3 << 20, 97);
+    dg_rgb(rgb, 1 << 20, 98);
+    threaded_job jobs[] = {
+        {.plugin = "wordcount", .engine = "hash", .input = text},
+        {.plugin = "wordcount", .engine = "block", .input = text},
+        {.plugin = "wordcount", .engine = "sort", .input = text},
+        {.plugin = "wordcount", .engine = "direct", .input = text},
+        {.plugin = "histogram", .engine = "dense", .input = rgb},
+        {.plugin = "histogram", .engine = "hash", .input = rgb},
+        {.plugin = "stringmatch", .engine = "direct", .input = text, .param = "pattern=th"},
+        {.plugin = "grep", .engine = "sort", .input = text, .param = "pattern=^a.*b"},
+    };
+    enum { N = sizeof jobs / sizeof jobs[0] };
+    pthread_t threads[N];
+    for (size_t i = 0; i < N; i++) {
+        soren_plugin *p = open_plugin(jobs[i].plugin);
+        soren_error err;
+        soren_error_clear(&err);
+        soren_job *job = threaded_new(p, &jobs[i], SOREN_DEVICE_CPU, &err);
+        cr_assert_not_null(job, "%s: %s", jobs[i].plugin, err.text);
+        run(job);
+        jobs[i].want = result_text(job);
+        cr_assert_gt(strlen(jobs[i].want), 0, "%s gave no pairs", jobs[i].plugin);
+        soren_job_free(job);
+        soren_close(p);
+        snprintf(jobs[i].out, sizeof jobs[i].out, "%s/out.%zu", dir, i);
+    }
+    for (size_t i = 0; i < N; i++)
+        cr_assert_eq(pthread_create(&threads[i], NULL, threaded_main, &jobs[i]), 0);
+    for (size_t i = 0; i < N; i++)
+        pthread_join(threads[i], NULL);
+    for (size_t i = 0; i < N; i++) {
+        cr_expect_str_empty(jobs[i].failure, "%s --engine %s: %s", jobs[i].plugin,
+                            jobs[i].engine, jobs[i].failure);
+        free(jobs[i].want);
+    }
+}
+
+/* A plugin closed and opened again in one process runs on the GPU: its
+ * device code was loaded once and stays loaded. */
+Test(api, plugin_opened_again_runs_where_it_ran)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/text", dir);
+    dg_text(path, 1 << 20, 99);
+    char *first = NULL;
+    for (int round = 0; round < 2; round++) {
+        soren_plugin *p = open_plugin("wordcount");
+        soren_job_options o;
+        soren_job_options_init(&o);
+        o.device = round == 0 ? SOREN_DEVICE_CPU : SOREN_DEVICE_AUTO;
+        soren_job *job = new_job(p, &o);
+        soren_error err;
+        soren_error_clear(&err);
+        cr_assert_eq(soren_job_input_file(job, path, &err), SOREN_OK, "%s", err.text);
+        run(job);
+        char *got = result_text(job);
+        if (round == 0)
+            first = got;
+        else {
+            cr_expect_str_eq(got, first, "opened again, the job's output differs");
+            free(got);
+        }
+        soren_job_free(job);
+        soren_close(p);
+    }
+    free(first);
 }

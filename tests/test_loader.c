@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -650,9 +651,13 @@ Test(loader, loads_each_library_through_its_checked_descriptor)
         cr_assert(asprintf(&json, "%s/stage/plugins/%s.json", tu_builddir(), names[i]) > 0);
         soren_plugin *p = open_ok(json);
         cr_expect_str_eq(p->table->name, names[i]);
-        cr_expect_gt(p->library_fd, 2);
+        struct link_map *lm = NULL;
+        cr_assert_eq(dlinfo(p->handle, RTLD_DI_LINKMAP, &lm), 0);
+        int fd = -1;
+        cr_assert_eq(sscanf(lm->l_name, "/proc/self/fd/%d", &fd), 1, "%s", lm->l_name);
+        cr_expect_gt(fd, 2);
         char link[64], target[4096];
-        snprintf(link, sizeof link, "/proc/self/fd/%d", p->library_fd);
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
         ssize_t n = readlink(link, target, sizeof target - 1);
         cr_assert_gt(n, 0);
         target[n] = '\0';
@@ -664,4 +669,25 @@ Test(loader, loads_each_library_through_its_checked_descriptor)
         soren_plugin_close(p);
         free(json);
     }
+}
+
+/* One plugin open twice at once, then closed once: the descriptor the
+ * second open used, free again, never names that library for the next
+ * plugin opened (the dynamic loader keeps every name a library was opened
+ * by). */
+Test(loader, a_library_opened_twice_keeps_one_name)
+{
+    char *wc = NULL, *hist = NULL;
+    cr_assert(asprintf(&wc, "%s/stage/plugins/wordcount.json", tu_builddir()) > 0);
+    cr_assert(asprintf(&hist, "%s/stage/plugins/histogram.json", tu_builddir()) > 0);
+    soren_plugin *first = open_ok(wc);
+    soren_plugin *second = open_ok(wc);
+    cr_expect_eq(first->handle, second->handle);
+    soren_plugin_close(second);
+    soren_plugin *other = open_ok(hist);
+    cr_expect_str_eq(other->table->name, "histogram");
+    soren_plugin_close(other);
+    soren_plugin_close(first);
+    free(wc);
+    free(hist);
 }

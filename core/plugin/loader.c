@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "elfcheck.h"
@@ -326,6 +328,85 @@ static void *dlopen_fd(int fd, const char *path, int *held)
     return dlopen(path, RTLD_NOW | RTLD_LOCAL);
 }
 
+/* The libraries loaded from their own files (not copies), one entry a
+ * file.  Each is loaded once, by the name /proc/self/fd/N of a descriptor
+ * the entry holds, and opened again by that name alone: the dynamic loader
+ * would take a second descriptor's name as one more name of the same
+ * library, and hand the library out for whatever file that descriptor
+ * number names next.  A library with device code is kept (see
+ * keep_device_code) with its entry and descriptor until the process ends. */
+typedef struct loaded_file {
+    dev_t dev;
+    ino_t ino;
+    int fd;         /* names the library; -1 where it was loaded by path */
+    unsigned users; /* soren_plugins open on it */
+    int kept;
+    char name[64];
+} loaded_file;
+
+static pthread_mutex_t loaded_lock = PTHREAD_MUTEX_INITIALIZER;
+static loaded_file *loaded_files;
+static size_t loaded_count, loaded_cap;
+
+static loaded_file *loaded_find(dev_t dev, ino_t ino)
+{
+    for (size_t i = 0; i < loaded_count; i++)
+        if (loaded_files[i].dev == dev && loaded_files[i].ino == ino)
+            return &loaded_files[i];
+    return NULL;
+}
+
+/* dlopen of the library open on fd (lib names it): again by its entry's
+ * name where the file is loaded, else through fd, entered in the table.
+ * Under loaded_lock. */
+static void *dlopen_entered(int fd, const char *lib, loaded_file **entry)
+{
+    struct stat st;
+    *entry = NULL;
+    if (fstat(fd, &st) != 0)
+        return NULL;
+    loaded_file *e = loaded_find(st.st_dev, st.st_ino);
+    if (e) {
+        void *h = dlopen(e->fd >= 0 ? e->name : lib, RTLD_NOW | RTLD_LOCAL);
+        if (h) {
+            e->users++;
+            *entry = e;
+        }
+        return h;
+    }
+    if (loaded_count == loaded_cap) {
+        size_t cap = loaded_cap ? 2 * loaded_cap : 8;
+        loaded_file *more = realloc(loaded_files, cap * sizeof *more);
+        if (!more)
+            return NULL;
+        loaded_files = more;
+        loaded_cap = cap;
+    }
+    int held = -1;
+    void *h = dlopen_fd(fd, lib, &held);
+    if (!h)
+        return NULL;
+    e = &loaded_files[loaded_count++];
+    *e = (loaded_file){.dev = st.st_dev, .ino = st.st_ino, .fd = held, .users = 1};
+    snprintf(e->name, sizeof e->name, "/proc/self/fd/%d", held);
+    *entry = e;
+    return h;
+}
+
+/* One user of the library of (dev, ino) fewer: the entry and its
+ * descriptor go with the last, unless the library is kept. */
+static void loaded_leave(dev_t dev, ino_t ino)
+{
+    pthread_mutex_lock(&loaded_lock);
+    loaded_file *e = loaded_find(dev, ino);
+    if (e && --e->users == 0 && !e->kept) {
+        if (e->fd >= 0)
+            close(e->fd);
+        *e = loaded_files[--loaded_count];
+    }
+    pthread_mutex_unlock(&loaded_lock);
+}
+
 /* Opens the library at its resolved path, checks it (trust, ELF headers,
  * digest) on that descriptor and loads the same file through it: the file
  * checked is the file loaded, even if the path is changed meanwhile.  The
@@ -358,10 +439,23 @@ static soren_status load_library(soren_plugin *p, soren_trust trust, const char 
     char *copy = NULL;
     if (rc == SOREN_OK && copy_dir)
         rc = copy_library(fd, lib, copy_dir, &copy, err);
+    int fd_held = 0;
     if (rc == SOREN_OK) {
         dlerror();
-        p->handle = copy ? dlopen(copy, RTLD_NOW | RTLD_LOCAL)
-                         : dlopen_fd(fd, lib, &p->library_fd);
+        if (copy) {
+            p->handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
+        } else {
+            loaded_file *e = NULL;
+            pthread_mutex_lock(&loaded_lock);
+            p->handle = dlopen_entered(fd, lib, &e);
+            if (e) {
+                p->entered = 1;
+                p->file_dev = e->dev;
+                p->file_ino = e->ino;
+                fd_held = e->fd == fd;
+            }
+            pthread_mutex_unlock(&loaded_lock);
+        }
         if (!p->handle) {
             const char *why = dlerror();
             rc = soren_error_set(err, SOREN_EPLUGIN, "cannot load %s: %s", lib,
@@ -372,9 +466,42 @@ static soren_status load_library(soren_plugin *p, soren_trust trust, const char 
     if (copy)
         unlink(copy);
     free(copy);
-    if (p->library_fd != fd)
+    if (!fd_held)
         close(fd);
     return rc;
+}
+
+/* A plugin with device code stays loaded until the process ends: the CUDA
+ * runtime registers a library's device code when it is loaded and drops it
+ * when it is unloaded, and device code loaded again into the same process
+ * after that (the same plugin opened anew) crashed the CUDA driver at its
+ * first kernel.  A rebuilt plugin still loads as new code: it is another
+ * file, or, through a host, another private copy. */
+static soren_status keep_device_code(soren_plugin *p, soren_error *err)
+{
+    int device_code = 0;
+    for (uint32_t i = 0; i < p->table->stage_count; i++)
+        device_code |= p->table->stages[i].gpu != NULL;
+    if (!device_code)
+        return SOREN_OK;
+    struct link_map *lm = NULL;
+    void *kept = NULL;
+    if (dlinfo(p->handle, RTLD_DI_LINKMAP, &lm) == 0 && lm)
+        kept = dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+    if (!kept) {
+        const char *why = dlerror();
+        return soren_error_set(err, SOREN_EPLUGIN, "%s: cannot keep its device code loaded: %s",
+                               p->library_path, why ? why : "the loaded library is not found");
+    }
+    dlclose(kept); /* the flag stays; the handle was one reference more */
+    if (p->entered) {
+        pthread_mutex_lock(&loaded_lock);
+        loaded_file *e = loaded_find(p->file_dev, p->file_ino);
+        if (e)
+            e->kept = 1;
+        pthread_mutex_unlock(&loaded_lock);
+    }
+    return SOREN_OK;
 }
 
 soren_status soren_plugin_open(const char *manifest_path, soren_trust trust, soren_plugin **out,
@@ -390,7 +517,6 @@ soren_status soren_plugin_open_copy(const char *manifest_path, soren_trust trust
     soren_plugin *p = calloc(1, sizeof *p);
     if (!p)
         return soren_error_set(err, SOREN_ENOMEM, "out of memory");
-    p->library_fd = -1;
     soren_status rc = soren_plugin_manifest_load(manifest_path, trust, &p->manifest, err);
     if (rc == SOREN_OK)
         rc = resolve_library(p->manifest, &p->library_path, err);
@@ -411,6 +537,8 @@ soren_status soren_plugin_open_copy(const char *manifest_path, soren_trust trust
     }
     if (rc == SOREN_OK)
         rc = check_table(p, err);
+    if (rc == SOREN_OK)
+        rc = keep_device_code(p, err);
     if (rc != SOREN_OK) {
         soren_plugin_close(p);
         return rc;
@@ -425,8 +553,8 @@ void soren_plugin_close(soren_plugin *p)
         return;
     if (p->handle)
         dlclose(p->handle);
-    if (p->library_fd >= 0)
-        close(p->library_fd);
+    if (p->entered)
+        loaded_leave(p->file_dev, p->file_ino);
     free(p->library_path);
     soren_manifest_free(p->manifest);
     free(p);

@@ -25,6 +25,8 @@
 #ifndef SOREN_LOADER_H
 #define SOREN_LOADER_H
 
+#include <sys/types.h>
+
 #include "../error.h"
 #include "manifest.h"
 #include "trust.h"
@@ -34,7 +36,11 @@ typedef struct soren_plugin {
     soren_manifest *manifest;
     char *library_path; /* resolved, absolute */
     void *handle;       /* dlopen handle */
-    int library_fd;     /* the descriptor the library was loaded through, or -1 */
+    /* The library's file, where it was loaded from its own file (not a
+     * copy): loader.c's table of loaded files holds it. */
+    int entered;
+    dev_t file_dev;
+    ino_t file_ino;
     const soren_plugin_table *table;
 } soren_plugin;
 

@@ -59,7 +59,9 @@ typedef struct soren_plugin soren_plugin;
  * agreement with the manifest, and that nobody but its owner can write to
  * it. */
 soren_status soren_open(const char *name_or_path, soren_plugin **out, soren_error *err);
-/* Unloads the plugin; its jobs must be freed first.  NULL is fine. */
+/* Closes the plugin; its jobs must be freed first.  NULL is fine.  A plugin
+ * with device code stays mapped until the process ends (the CUDA runtime
+ * cannot take its device code back and load it again). */
 void soren_close(soren_plugin *p);
 
 /* ---- Jobs ----------------------------------------------------------------- */
