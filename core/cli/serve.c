@@ -151,13 +151,16 @@ static void gpu_give(host *h, job *j, int taken)
     pthread_mutex_unlock(&h->gpu_turn);
     if (!lost)
         return;
-    fprintf(stderr, "soren-host: the GPU faulted while running job %s (%s): stopping, as its "
-            "CUDA context is lost\n", j->args.arg_count ? j->args.args[0] : j->msg.fields[0],
-            why);
+    const soren_plugin *p = soren_loaded_plugin(j->loaded);
+    const char *name = p->manifest->name;
+    const char *plugin = p->manifest->path ? p->manifest->path : p->library_path;
+    fprintf(stderr, "soren-host: the GPU faulted while running job %s (plugin %s): %s; "
+            "stopping, as its CUDA context is lost\n", name, plugin, why);
     soren_error fault;
     soren_error_clear(&fault);
-    soren_error_set(&fault, SOREN_EDEVICE, "%s; the GPU's context in the host is lost (%s): the "
-                    "host stops, and the next run starts afresh", j->err.text, why);
+    soren_error_set(&fault, SOREN_EDEVICE, "%s; the host stopped while running job %s (plugin "
+                    "%s), as the GPU's context in it is lost (%s): nothing was written, and the "
+                    "next run starts afresh", j->err.text, name, plugin, why);
     j->err = fault;
     pthread_mutex_lock(&h->lock);
     h->context_lost = 1;
