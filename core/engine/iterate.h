@@ -13,8 +13,8 @@
 
 #include <stdint.h>
 
+#include "../base/result.h"
 #include "../error.h"
-#include "result.h"
 
 /* Writes (write != 0) or only compares (write == 0) every pair of res over
  * the elements of data[0 .. size), the keys (u32, u64 or index) numbering

@@ -8,13 +8,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../base/result.h"
+#include "../base/stage.h"
 #include "../cpu/cpu.h"
 #include "../io/input.h"
 #include "../io/signals.h"
 #include "../plugin/params.h"
 #include "iterate.h"
-#include "result.h"
-#include "stage.h"
 
 /* Standard input is read whole: it cannot be mapped, and records may span
  * any two reads. */

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/result.h"
+#include "../base/result.h"
 #include "../error.h"
 #include "../plugin/params.h"
 #include <soren/host.h>

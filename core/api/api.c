@@ -1,6 +1,6 @@
 /*
  * api.c - libsoren's API (soren/host.h) over the run path soren-host uses
- * (job.h): a soren_job keeps the plugin, the options, one value per
+ * (engine/job.h): a soren_job keeps the plugin, the options, one value per
  * parameter and the inputs, builds them into a run each time it runs, and
  * keeps the last run's outcome for the caller to read.
  */
@@ -12,13 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../engine/job.h"
 #include "../host/remote.h"
 #include "../io/input.h"
 #include "../io/output.h"
 #include "../plugin/loader.h"
 #include "../plugin/params.h"
 #include "../plugin/search.h"
-#include "job.h"
 
 /* An input as the caller gave it; opened or wrapped when a run starts. */
 typedef struct api_input {
