@@ -154,6 +154,46 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
     return rc;
 }
 
+soren_status soren_run_job(const soren_plugin *p, const soren_run_options *o,
+                           const soren_param_value *values, const soren_job_input *inputs,
+                           size_t input_count, soren_run_outcome *out, soren_error *err)
+{
+    const soren_manifest *m = p->manifest;
+    memset(out, 0, sizeof *out);
+    soren_param_set params;
+    soren_status rc = soren_param_set_from(&params, m, values, err);
+    if (rc != SOREN_OK)
+        return rc;
+    soren_input *in = calloc(input_count ? input_count : 1, sizeof *in);
+    if (!in) {
+        soren_param_set_destroy(&params);
+        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", m->name);
+    }
+    size_t opened = 0;
+    for (; rc == SOREN_OK && opened < input_count; opened++) {
+        const soren_job_input *j = &inputs[opened];
+        if (j->kind == SOREN_JOB_INPUT_PATH) {
+            rc = soren_input_open(&in[opened], j->path, err);
+        } else if (j->kind == SOREN_JOB_INPUT_FD) {
+            rc = soren_input_open_fd(&in[opened], j->fd, j->path, err);
+        } else {
+            soren_input_wrap(&in[opened], j->on_device ? "(device memory input)"
+                                                       : "(memory input)",
+                             j->data, j->size);
+            in[opened].on_device = j->on_device;
+        }
+    }
+    if (rc == SOREN_OK) {
+        soren_input_lay_out(in, opened);
+        rc = soren_run_inputs(p, o, &params, in, opened, out, err);
+    }
+    for (size_t i = 0; i < opened; i++)
+        soren_input_close(&in[i]);
+    free(in);
+    soren_param_set_destroy(&params);
+    return rc;
+}
+
 soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, soren_error *err)
 {
     const soren_manifest *m = p->manifest;
