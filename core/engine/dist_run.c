@@ -50,13 +50,14 @@ static soren_status run_stage_dist(const soren_stage_spec *spec, size_t index, s
     return soren_dist_agree(c, rc, err);
 }
 
-soren_status soren__run_stages_dist(const soren_plugin *p, const soren_stage_spec *specs,
-                                    size_t stages, soren_device where,
+soren_status soren__run_stages_dist(const soren_run_plan *plan, soren_device where,
                                     const soren_input *inputs, size_t input_count,
                                     const soren_params *params, const soren_run_options *o,
                                     soren_result *res, soren_explain *xs, char (*rules)[256],
                                     soren_rank_stage *stats, soren_error *err)
 {
+    const soren_stage_spec *specs = plan->specs;
+    size_t stages = plan->stages;
     soren_status rc = run_stage_dist(&specs[0], 0, where, inputs, input_count, params, o, SOREN_OK,
                                      res, &xs[0], rules[0], sizeof rules[0], &stats[0], err);
     for (size_t i = 1; rc == SOREN_OK && i < stages; i++) {
@@ -74,7 +75,7 @@ soren_status soren__run_stages_dist(const soren_plugin *p, const soren_stage_spe
         soren_result_destroy(res);
         if (o->verbose)
             soren_progress_say(o->progress, "soren-host: %s: stage %zu of %zu: %llu pairs on "
-                               "rank 0\n", p->manifest->name, i + 1, stages,
+                               "rank 0\n", plan->job, i + 1, stages,
                                (unsigned long long)pairs.count);
         rc = run_stage_dist(&specs[i], i, where, &pairs, 1, params, o, packed, res, &xs[i],
                             rules[i], sizeof rules[i], &stats[i], err);
@@ -149,7 +150,7 @@ char *soren__part_path(const char *output, int rank, int ranks)
     return path;
 }
 
-soren_status soren__check_parts(const soren_manifest *m, const soren_stage_spec *last,
+soren_status soren__check_parts(const char *job, const soren_stage_spec *last,
                                 const soren_run_options *o, soren_error *err)
 {
     if (!o->output_parts)
@@ -160,7 +161,7 @@ soren_status soren__check_parts(const soren_manifest *m, const soren_stage_spec 
     if (last->limit)
         return soren_error_set(err, SOREN_EUSAGE, "--output-parts: %s keeps the first %llu pairs "
                                "(%s), a cut of the whole result that no rank holds: run it "
-                               "without --output-parts%s", m->name,
+                               "without --output-parts%s", job,
                                (unsigned long long)last->limit,
                                o->top ? "--top" : "its manifest's output.limit",
                                o->top ? ", or without --top" : "");

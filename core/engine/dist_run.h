@@ -19,12 +19,12 @@
 #include "../plugin/manifest.h"
 #include "../plugin/params.h"
 #include "options.h"
+#include "plan.h"
 
 /* soren__run_stages for one rank of a distributed run: each later stage maps this
  * rank's pairs of the stage before, numbered after those of the ranks
  * before it.  Its share of the last stage's output is left in res. */
-soren_status soren__run_stages_dist(const soren_plugin *p, const soren_stage_spec *specs,
-                                    size_t stages, soren_device where,
+soren_status soren__run_stages_dist(const soren_run_plan *plan, soren_device where,
                                     const soren_input *inputs, size_t input_count,
                                     const soren_params *params, const soren_run_options *o,
                                     soren_result *res, soren_explain *xs, char (*rules)[256],
@@ -47,7 +47,7 @@ char *soren__part_path(const char *output, int rank, int ranks);
 
 /* --output-parts needs a file name to add to, and no limit: a limit cuts
  * the whole result, which no rank holds. */
-soren_status soren__check_parts(const soren_manifest *m, const soren_stage_spec *last,
+soren_status soren__check_parts(const char *job, const soren_stage_spec *last,
                                 const soren_run_options *o, soren_error *err);
 
 #endif /* SOREN_ENGINE_DIST_RUN_H */

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../plugin/manifest.h"
 #include "dist_run.h"
 #include "run.h"
 
@@ -60,20 +59,6 @@ soren_status soren_iterate_feed(const soren_result *res, uint8_t *data, uint64_t
     return SOREN_OK;
 }
 
-soren_status soren__iterate_param(const soren_manifest *m, const soren_run_options *o,
-                                  int *param, soren_error *err)
-{
-    *param = -1;
-    if (!o->iterate)
-        return SOREN_OK;
-    if (!m->iterate_param)
-        return soren_error_set(err, SOREN_EUSAGE, "--iterate applies to jobs whose manifest has "
-                               "\"iterate\" (the parameter each run's output feeds); %s has "
-                               "none: run it without --iterate", m->name);
-    *param = soren_manifest_param_index(m, m->iterate_param);
-    return SOREN_OK;
-}
-
 /* The reports of one run, emptied for the next (engines add to them). */
 static void explains_reset(soren_explain *xs, size_t stages)
 {
@@ -83,32 +68,31 @@ static void explains_reset(soren_explain *xs, size_t stages)
     }
 }
 
-soren_status soren__run_iterations(const soren_plugin *p, const soren_stage_spec *specs,
-                                   size_t stages, soren_device where,
+soren_status soren__run_iterations(const soren_run_plan *plan, soren_device where,
                                    const soren_input *inputs, size_t input_count,
-                                   soren_param_set *params, int param,
-                                   const soren_run_options *o, soren_result *res,
+                                   soren_param_set *params, const soren_run_options *o,
+                                   soren_result *res,
                                    soren_result *whole, soren_explain *xs, char (*rules)[256],
                                    soren_rank_stage *stats, soren_iterations *it,
                                    soren_error *err)
 {
-    const soren_manifest *m = p->manifest;
+    int param = plan->iterate_param;
     char what[160];
-    snprintf(what, sizeof what, "%s: parameter %s", m->name, param >= 0 ? m->iterate_param : "");
+    snprintf(what, sizeof what, "%s: parameter %s", plan->job, plan->iterate_name);
     *it = (soren_iterations){.limit = o->iterate};
     for (uint64_t run = 1;; run++) {
         if (o->verbose && o->iterate)
-            soren_progress_say(o->progress, "soren-host: %s: iteration %llu of %llu\n", m->name,
+            soren_progress_say(o->progress, "soren-host: %s: iteration %llu of %llu\n", plan->job,
                                (unsigned long long)run, (unsigned long long)o->iterate);
         soren_status rc =
-            o->comm ? soren__run_stages_dist(p, specs, stages, where, inputs, input_count,
-                                             &params->params, o, res, xs, rules, stats, err)
-                    : soren__run_stages(p, specs, stages, where, inputs, input_count,
-                                        &params->params, o, res, xs, rules, err);
+            o->comm ? soren__run_stages_dist(plan, where, inputs, input_count, &params->params,
+                                             o, res, xs, rules, stats, err)
+                    : soren__run_stages(plan, where, inputs, input_count, &params->params, o,
+                                        res, xs, rules, err);
         if (rc != SOREN_OK || !o->iterate)
             return rc;
         if (o->comm)
-            rc = soren__gather_whole(o, &specs[stages - 1], res, 1, whole, err);
+            rc = soren__gather_whole(o, &plan->specs[plan->stages - 1], res, 1, whole, err);
         if (rc != SOREN_OK)
             return rc;
         it->runs = run;
@@ -122,18 +106,19 @@ soren_status soren__run_iterations(const soren_plugin *p, const soren_stage_spec
             return SOREN_OK;
         soren_result_destroy(res);
         soren_result_destroy(whole);
-        explains_reset(xs, stages);
+        explains_reset(xs, plan->stages);
     }
 }
 
-void soren__say_iterations(FILE *to, const soren_manifest *m, const soren_iterations *it)
+void soren__say_iterations(FILE *to, const char *job, const char *param,
+                           const soren_iterations *it)
 {
     if (it->converged)
         fprintf(to, "soren-host: %s: converged after %llu of at most %llu runs (the last "
-                "run's output changed no byte of parameter %s)\n", m->name,
-                (unsigned long long)it->runs, (unsigned long long)it->limit, m->iterate_param);
+                "run's output changed no byte of parameter %s)\n", job,
+                (unsigned long long)it->runs, (unsigned long long)it->limit, param);
     else
         fprintf(to, "soren-host: %s: not converged after --iterate %llu: the last run's "
-                "output still changed parameter %s\n", m->name,
-                (unsigned long long)it->limit, m->iterate_param);
+                "output still changed parameter %s\n", job,
+                (unsigned long long)it->limit, param);
 }

@@ -25,9 +25,9 @@
 #include "../error.h"
 #include "../io/input.h"
 #include "../plugin/loader.h"
-#include "../plugin/manifest.h"
 #include "../plugin/params.h"
 #include "options.h"
+#include "plan.h"
 
 /* Writes (write != 0) or only compares (write == 0) every pair of res over
  * the elements of data[0 .. size), the keys (u32, u64 or index) numbering
@@ -39,29 +39,24 @@
 soren_status soren_iterate_feed(const soren_result *res, uint8_t *data, uint64_t size,
                                 const char *what, int write, int *changed, soren_error *err);
 
-/* The parameter --iterate feeds (its index in *param), or why the job
- * cannot iterate; *param is -1 without --iterate. */
-soren_status soren__iterate_param(const soren_manifest *m, const soren_run_options *o,
-                                  int *param, soren_error *err);
-
 /* Runs the stages once or, with --iterate N, up to N times: after each run
- * its output is written over the elements of parameter `param` for the
+ * its output is written over the elements of the plan's iterate_param for the
  * next, and after the last only compared with them, so that a run that
  * changes no byte is known to have converged (and ends the loop early).
  * The last run's result is left in res, its reports in xs.  In a
  * distributed run res is this rank's share; with --iterate the whole result
  * is gathered on every rank into whole (which feeds the parameter, the same
  * bytes everywhere, so every rank decides alike) and left there. */
-soren_status soren__run_iterations(const soren_plugin *p, const soren_stage_spec *specs,
-                                   size_t stages, soren_device where,
+soren_status soren__run_iterations(const soren_run_plan *plan, soren_device where,
                                    const soren_input *inputs, size_t input_count,
-                                   soren_param_set *params, int param,
-                                   const soren_run_options *o, soren_result *res,
+                                   soren_param_set *params, const soren_run_options *o,
+                                   soren_result *res,
                                    soren_result *whole, soren_explain *xs, char (*rules)[256],
                                    soren_rank_stage *stats, soren_iterations *it,
                                    soren_error *err);
 
-/* Says how an iteration ended. */
-void soren__say_iterations(FILE *to, const soren_manifest *m, const soren_iterations *it);
+/* Says how an iteration of job ended (param: the parameter it fed). */
+void soren__say_iterations(FILE *to, const char *job, const char *param,
+                           const soren_iterations *it);
 
 #endif /* SOREN_ITERATE_H */

@@ -15,6 +15,7 @@
 #include "dist_run.h"
 #include "inputs.h"
 #include "iterate.h"
+#include "plan.h"
 
 /* Writes r to out, opened on path (standard output for NULL or "-") by
  * soren_run before the job ran where this rank writes, and commits it; in
@@ -55,45 +56,32 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
                               soren_param_set *params, const soren_input *inputs,
                               size_t input_count, soren_run_outcome *out, soren_error *err)
 {
-    const soren_manifest *m = p->manifest;
     const soren_comm *comm = opt->comm;
     /* soren__choose_device sets the GPU a rank runs on; --iterate, the sessions */
     soren_run_options ro = *opt;
     const soren_run_options *o = &ro;
     memset(out, 0, sizeof *out);
-    size_t stages = soren_manifest_stages(m);
-    out->stage_count = stages;
-    soren_stage_spec specs[SOREN_MAX_STAGES];
-    for (size_t i = 0; i < stages; i++)
-        soren_stage_spec_init_at(&specs[i], m, &p->table->stages[i], i);
-    /* --order and --top: both engines order and cut the result as the
-     * stage says, so the last stage is where they go. */
-    soren_stage_spec *last = &specs[stages - 1];
-    if (o->order >= 0)
-        last->order = (soren_order)o->order;
-    if (o->top)
-        last->limit = o->top;
+    soren_run_plan plan;
+    soren_status rc = soren__run_plan_make(&plan, p, o, &params->params, err);
+    const soren_stage_spec *specs = plan.specs, *last = &plan.specs[plan.stages - 1];
+    out->stage_count = plan.stages;
     soren_result_init(&out->result, last);
-    int param = -1;
-    soren_status rc = soren__stage_key_counts(m, specs, stages, &params->params, err);
     if (rc == SOREN_OK)
-        rc = soren__iterate_param(m, o, &param, err);
-    if (rc == SOREN_OK)
-        rc = soren__check_parts(m, last, o, err);
+        rc = soren__check_parts(plan.job, last, o, err);
     soren_device where = SOREN_DEVICE_CPU;
     if (rc == SOREN_OK)
-        rc = soren__choose_device(specs, stages, o, &where, &ro.gpu.device, err);
+        rc = soren__choose_device(specs, plan.stages, o, &where, &ro.gpu.device, err);
     for (size_t i = 0; rc == SOREN_OK && i < input_count; i++)
         if (inputs[i].on_device && where != SOREN_DEVICE_GPU)
             rc = soren_error_set(err, SOREN_EDEVICE, "%s: an input in device memory "
                                  "(soren_job_input_device) needs the GPU engine, and the job "
-                                 "runs on the CPU engine here", m->name);
+                                 "runs on the CPU engine here", plan.job);
     soren_input tasks = {0};
     const soren_input *use = NULL;
     size_t use_count = 0;
     if (rc == SOREN_OK)
-        rc = soren__stage_inputs(m, &specs[0], o, &params->params, inputs, input_count, &tasks,
-                                 &use, &use_count, err);
+        rc = soren__stage_inputs(p->manifest, &specs[0], o, &params->params, inputs,
+                                 input_count, &tasks, &use, &use_count, err);
     soren_input *slices = NULL;
     if (rc == SOREN_OK && comm && !(slices = calloc(use_count ? use_count : 1, sizeof *slices)))
         rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
@@ -129,8 +117,8 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
     if (ro.iterate && !ro.gpu_sessions)
         ro.gpu_sessions = sessions;
     if (rc == SOREN_OK)
-        rc = soren__run_iterations(p, specs, stages, where, stage1, stage1_count, params, param, o,
-                                   &out->result, &whole, out->stages, out->rules, out->ranks,
+        rc = soren__run_iterations(&plan, where, stage1, stage1_count, params, o, &out->result,
+                                   &whole, out->stages, out->rules, out->ranks,
                                    &out->iterations, err);
     for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
         soren_gpu_session_free(sessions[i]);
@@ -259,7 +247,7 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     if (rc == SOREN_OK && comm && (opt->explain || opt->verbose))
         rc = soren__report_ranks(opt, run.ranks, stages, &all, err);
     if (rc == SOREN_OK && o->verbose && o->iterate)
-        soren__say_iterations(said, m, &run.iterations);
+        soren__say_iterations(said, m->name, m->iterate_param, &run.iterations);
     if (rc == SOREN_OK && o->verbose)
         fprintf(said, "soren-host: %s: %llu pairs written%s\n", m->name,
                 (unsigned long long)run.result.count, o->output_parts && comm ? " by rank 0" : "");

@@ -183,13 +183,14 @@ soren_status soren__run_stage(const soren_stage_spec *spec, size_t index, soren_
     return soren__run_cpu(spec, inputs, input_count, params, o, res, x, rule, rule_size, err);
 }
 
-soren_status soren__run_stages(const soren_plugin *p, const soren_stage_spec *specs,
-                               size_t stages, soren_device where,
+soren_status soren__run_stages(const soren_run_plan *plan, soren_device where,
                                const soren_input *inputs, size_t input_count,
                                const soren_params *params, const soren_run_options *o,
                                soren_result *res, soren_explain *xs,
                                char (*rules)[256], soren_error *err)
 {
+    const soren_stage_spec *specs = plan->specs;
+    size_t stages = plan->stages;
     soren_status rc = soren__run_stage(&specs[0], 0, where, inputs, input_count, params, o, res,
                                        &xs[0], rules[0], sizeof rules[0], err);
     for (size_t i = 1; rc == SOREN_OK && i < stages; i++) {
@@ -202,7 +203,7 @@ soren_status soren__run_stages(const soren_plugin *p, const soren_stage_spec *sp
             return rc;
         if (o->verbose)
             soren_progress_say(o->progress, "soren-host: %s: stage %zu of %zu: %llu pairs\n",
-                               p->manifest->name, i + 1, stages,
+                               plan->job, i + 1, stages,
                                (unsigned long long)pairs.count);
         rc = soren__run_stage(&specs[i], i, where, &pairs, 1, params, o, res, &xs[i], rules[i],
                               sizeof rules[i], err);

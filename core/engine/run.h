@@ -23,6 +23,7 @@
 #include "../plugin/loader.h"
 #include "../plugin/params.h"
 #include "options.h"
+#include "plan.h"
 
 /* Milliseconds of a monotonic clock. */
 double soren__now_ms(void);
@@ -68,8 +69,7 @@ soren_status soren__run_stage(const soren_stage_spec *spec, size_t index, soren_
 /* Runs every stage: stage 1 over the inputs, each later stage over the
  * pairs of the one before (packed by soren_input_pairs, its result freed
  * as soon as they are).  The last stage's result is left in res. */
-soren_status soren__run_stages(const soren_plugin *p, const soren_stage_spec *specs,
-                               size_t stages, soren_device where,
+soren_status soren__run_stages(const soren_run_plan *plan, soren_device where,
                                const soren_input *inputs, size_t input_count,
                                const soren_params *params, const soren_run_options *o,
                                soren_result *res, soren_explain *xs,
