@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/adapt.h"
 #include "cpu/cpu.h"
 #include "datagen.h"
-#include "engine/adapt.h"
 #include "io/input.h"
 #include "jschema.h"
 #include "plugin/loader.h"

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "cpu/cpu.h"
-#include "engine/adapt.h"
+#include "base/adapt.h"
+#include "base/progress.h"
+#include "base/result.h"
 #include "engine/iterate.h"
-#include "engine/progress.h"
-#include "engine/result.h"
 #include "io/input.h"
 #include "io/output.h"
 #include "testutil.h"

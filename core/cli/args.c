@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/result.h"
 #include "config.h"
-#include "engine/result.h"
 #include "io/output.h"
 #include "number.h"
 #include <soren/soren.h>

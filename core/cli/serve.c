@@ -47,7 +47,6 @@
 #include "host/channel.h"
 #include "host/registry.h"
 #include "host/remote.h"
-#include "io/input.h"
 #include "io/signals.h"
 #include "plugin/search.h"
 
@@ -245,101 +244,35 @@ static void run_job(host *h, job *j)
     fclose(said);
 }
 
-/* A library job's descriptors: its working folder, the result's memory
- * file, then one for each parameter given as bytes and each input. */
-enum { JOB_FD_CWD, JOB_FD_RESULT, JOB_FD_REST };
-
-/* A parameter's bytes, read whole from the memory file the program made. */
-static soren_status read_bytes(int fd, void **out, size_t *size, soren_error *err)
-{
-    struct stat st;
-    *out = NULL;
-    *size = 0;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SOREN_PARAM_FILE_MAX)
-        return soren_error_set(err, SOREN_EUSAGE, "a parameter's bytes did not come as a "
-                               "memory file of at most %llu bytes",
-                               (unsigned long long)SOREN_PARAM_FILE_MAX);
-    *size = (size_t)st.st_size;
-    *out = malloc(*size ? *size : 1);
-    if (!*out)
-        return soren_error_set(err, SOREN_ENOMEM, "out of memory");
-    for (size_t done = 0; done < *size;) {
-        ssize_t n = pread(fd, (char *)*out + done, *size - done, (off_t)done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return soren_error_errno(err, SOREN_EIO, n < 0 ? errno : ENODATA,
-                                     "cannot read a parameter's bytes");
-        done += (size_t)n;
-    }
-    return SOREN_OK;
-}
-
 /* Runs a library job as soren_job_run would, from what the request says
  * (read_library_job checked its shape). */
 static void run_library_job(host *h, job *j)
 {
     const soren_plugin *p = soren_loaded_plugin(j->loaded);
     const soren_manifest *m = p->manifest;
-    char **f = j->msg.fields;
-    size_t values = (size_t)strtoull(f[6], NULL, 10);
-    size_t inputs = (size_t)strtoull(f[7 + values], NULL, 10);
-    soren_param_value v[SOREN_MAX_PARAMS];
-    void *owned[SOREN_MAX_PARAMS] = {0};
-    memset(v, 0, sizeof v);
-    size_t next_fd = JOB_FD_REST;
-    soren_status rc = SOREN_OK;
-    if (values != m->param_count)
-        rc = soren_error_set(&j->err, SOREN_EUSAGE, "%s takes %zu parameters; the request gave "
-                             "%zu: the plugin changed since the program opened it", m->name,
-                             m->param_count, values);
-    for (size_t i = 0; rc == SOREN_OK && i < values; i++) {
-        const char *g = f[7 + i];
-        if (*g == 't')
-            v[i].text = g + 1;
-        else if (*g == 'b' && (rc = read_bytes(j->fds[next_fd++], &owned[i], &v[i].size,
-                                               &j->err)) == SOREN_OK)
-            v[i].bytes = owned[i];
-    }
-    soren_param_set params;
-    memset(&params, 0, sizeof params);
-    if (rc == SOREN_OK && fchdir(j->fds[JOB_FD_CWD]) != 0)
+    soren_remote_request r;
+    soren_status rc = soren_remote_request_read(&r, m->name, m->param_count, j->msg.fields,
+                                                j->msg.count, j->fds, &j->err);
+    if (rc == SOREN_OK && fchdir(r.cwd_fd) != 0)
         rc = soren_error_errno(&j->err, SOREN_EIO, errno, "the host cannot enter the "
                                "program's working folder");
-    if (rc == SOREN_OK)
-        rc = soren_param_set_from(&params, m, v, &j->err);
-    soren_input *in = calloc(inputs ? inputs : 1, sizeof *in);
-    size_t opened = 0;
-    if (rc == SOREN_OK && !in)
-        rc = soren_error_set(&j->err, SOREN_ENOMEM, "out of memory");
-    for (; rc == SOREN_OK && opened < inputs; opened++)
-        rc = soren_input_open_fd(&in[opened], j->fds[next_fd++], f[8 + values + opened] + 1,
-                                 &j->err);
-    if (rc == SOREN_OK)
-        soren_input_lay_out(in, opened);
-    soren_run_options o;
-    soren_run_options_init(&o);
-    o.device = (soren_device)atoi(f[1]);
-    o.engine = f[2];
-    o.sample = strtod(f[3], NULL);
-    o.threads = (unsigned)strtoul(f[4], NULL, 10);
-    o.tasks = strtoull(f[5], NULL, 10);
+    soren_run_options o = r.options;
     if (o.device != SOREN_DEVICE_CPU)
         o.device_memory = h->share;
     /* No messages: the library prints nothing; the object is for cancelling. */
     FILE *quiet = fopen("/dev/null", "we");
     o.progress = quiet ? soren_progress_new(quiet, 0, NULL) : NULL;
     /* the program's job, whose runs share its sessions as in its process */
-    o.gpu_sessions = job_begins(h, j, o.progress, f[j->msg.count - 1]);
+    o.gpu_sessions = job_begins(h, j, o.progress, r.token);
     soren_run_outcome out;
     memset(&out, 0, sizeof out);
     int gpu = gpu_take(h, o.device);
     if (rc == SOREN_OK)
-        rc = soren_run_inputs(p, &o, &params, in, opened, &out, &j->err);
+        rc = soren_run_job(p, &o, r.values, r.inputs, r.input_count, &out, &j->err);
     gpu_give(h, j, gpu);
     job_ends(h, j, o.gpu_sessions);
     if (rc == SOREN_OK)
-        rc = soren_pairs_file_write(j->fds[JOB_FD_RESULT], &out.result, &j->err);
+        rc = soren_pairs_file_write(r.result_fd, &out.result, &j->err);
     char *text = NULL;
     size_t size = 0;
     FILE *x = rc == SOREN_OK ? open_memstream(&text, &size) : NULL;
@@ -354,12 +287,7 @@ static void run_library_job(host *h, job *j)
     soren_progress_free(o.progress);
     if (quiet)
         fclose(quiet);
-    for (size_t i = 0; i < opened; i++)
-        soren_input_close(&in[i]);
-    free(in);
-    soren_param_set_destroy(&params);
-    for (size_t i = 0; i < values; i++)
-        free(owned[i]);
+    soren_remote_request_destroy(&r);
 }
 
 static void *worker_main(void *arg)
@@ -463,42 +391,14 @@ static soren_status read_run(job *j, soren_error *err)
     return SOREN_OK;
 }
 
-/* Checks a library job's request: its fields (manifest, device, engine,
- * sample, threads, tasks, V, V parameters, N, N inputs, the job's token)
- * and descriptors;
- * the parameters' count is the manifest's, checked once it is loaded. */
+/* Checks a library job's request, fields and descriptors (remote.h); the
+ * parameters' count is the manifest's, checked once it is loaded
+ * (soren_remote_request_read). */
 static soren_status read_library_job(job *j, soren_error *err)
 {
-    char **f = j->msg.fields;
-    size_t n = j->msg.count;
-    if (n < 9)
-        return soren_error_set(err, SOREN_EUSAGE, "a job request of %zu fields", n);
-    size_t values = (size_t)strtoull(f[6], NULL, 10), bytes = 0;
-    if (values > SOREN_MAX_PARAMS || 7 + values >= n)
-        return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu parameters", values);
-    for (size_t i = 0; i < values; i++) {
-        if (!f[7 + i][0] || !strchr("tb-", f[7 + i][0]) || (f[7 + i][0] != 't' && f[7 + i][1]))
-            return soren_error_set(err, SOREN_EUSAGE, "a job request's parameter %zu is "
-                                   "malformed", i);
-        bytes += f[7 + i][0] == 'b';
-    }
-    size_t inputs = (size_t)strtoull(f[7 + values], NULL, 10);
-    if (inputs > n || 9 + values + inputs != n)
-        return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu inputs in %zu fields",
-                               inputs, n);
-    for (size_t i = 0; i < inputs; i++)
-        if (!f[8 + values + i][0] || !strchr("fm", f[8 + values + i][0]))
-            return soren_error_set(err, SOREN_EUSAGE, "a job request's input %zu is malformed",
-                                   i);
-    if (j->nfds != JOB_FD_REST + bytes + inputs)
-        return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu descriptors for %zu "
-                               "parameters' bytes and %zu inputs", j->nfds, bytes, inputs);
-    soren_device d = (soren_device)atoi(f[1]);
-    if (d < SOREN_DEVICE_AUTO || d > SOREN_DEVICE_BOTH || !soren_engine_name_valid(f[2]))
-        return soren_error_set(err, SOREN_EUSAGE, "a job request for device %s, engine %s",
-                               f[1], f[2]);
-    j->library = 1;
-    return SOREN_OK;
+    soren_status rc = soren_remote_request_check(j->msg.fields, j->msg.count, j->nfds, err);
+    j->library = rc == SOREN_OK;
+    return rc;
 }
 
 static void serve_run(host *h, int fd, job *j)

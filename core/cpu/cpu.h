@@ -14,10 +14,10 @@
 #ifndef SOREN_CPU_H
 #define SOREN_CPU_H
 
-#include "../engine/adapt.h"
-#include "../engine/progress.h"
-#include "../engine/result.h"
-#include "../engine/stage.h"
+#include "../base/adapt.h"
+#include "../base/progress.h"
+#include "../base/result.h"
+#include "../base/stage.h"
 #include "../error.h"
 #include "../io/input.h"
 

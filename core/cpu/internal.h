@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../engine/stage.h"
+#include "../base/stage.h"
 #include "../error.h"
 
 /* 1 (with err filled) if key breaks the manifest's rules: a string key

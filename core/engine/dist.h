@@ -37,10 +37,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../base/result.h"
+#include "../base/stage.h"
 #include "../error.h"
 #include "../io/input.h"
-#include "result.h"
-#include "stage.h"
 
 /* The collectives a distributed run needs, with every rank taking part.  A
  * transport failure may end the process (MPI's default); an error returned

@@ -1,8 +1,10 @@
 #include "iterate.h"
 
+#include <stdio.h>
 #include <string.h>
 
-#include "../plugin/manifest.h"
+#include "dist_run.h"
+#include "run.h"
 
 /* Pair i's key as an element number. */
 static uint64_t element_of(const soren_result *res, uint64_t i)
@@ -55,4 +57,68 @@ soren_status soren_iterate_feed(const soren_result *res, uint8_t *data, uint64_t
         memcpy(data + e * vs, v, vs);
     }
     return SOREN_OK;
+}
+
+/* The reports of one run, emptied for the next (engines add to them). */
+static void explains_reset(soren_explain *xs, size_t stages)
+{
+    for (size_t i = 0; i < stages; i++) {
+        soren_explain_destroy(&xs[i]);
+        memset(&xs[i], 0, sizeof xs[i]);
+    }
+}
+
+soren_status soren__run_iterations(const soren_run_plan *plan, soren_device where,
+                                   const soren_input *inputs, size_t input_count,
+                                   soren_param_set *params, const soren_run_options *o,
+                                   soren_result *res,
+                                   soren_result *whole, soren_explain *xs, char (*rules)[256],
+                                   soren_rank_stage *stats, soren_iterations *it,
+                                   soren_error *err)
+{
+    int param = plan->iterate_param;
+    char what[160];
+    snprintf(what, sizeof what, "%s: parameter %s", plan->job, plan->iterate_name);
+    *it = (soren_iterations){.limit = o->iterate};
+    for (uint64_t run = 1;; run++) {
+        if (o->verbose && o->iterate)
+            soren_progress_say(o->progress, "soren-host: %s: iteration %llu of %llu\n", plan->job,
+                               (unsigned long long)run, (unsigned long long)o->iterate);
+        soren_status rc =
+            o->comm ? soren__run_stages_dist(plan, where, inputs, input_count, &params->params,
+                                             o, res, xs, rules, stats, err)
+                    : soren__run_stages(plan, where, inputs, input_count, &params->params, o,
+                                        res, xs, rules, err);
+        if (rc != SOREN_OK || !o->iterate)
+            return rc;
+        if (o->comm)
+            rc = soren__gather_whole(o, &plan->specs[plan->stages - 1], res, 1, whole, err);
+        if (rc != SOREN_OK)
+            return rc;
+        it->runs = run;
+        int last = run == o->iterate, changed = 0;
+        rc = soren_iterate_feed(o->comm ? whole : res, params->owned[param],
+                                params->params.size[param], what, !last, &changed, err);
+        if (rc != SOREN_OK)
+            return rc;
+        it->converged = !changed;
+        if (!changed || last)
+            return SOREN_OK;
+        soren_result_destroy(res);
+        soren_result_destroy(whole);
+        explains_reset(xs, plan->stages);
+    }
+}
+
+void soren__say_iterations(FILE *to, const char *job, const char *param,
+                           const soren_iterations *it)
+{
+    if (it->converged)
+        fprintf(to, "soren-host: %s: converged after %llu of at most %llu runs (the last "
+                "run's output changed no byte of parameter %s)\n", job,
+                (unsigned long long)it->runs, (unsigned long long)it->limit, param);
+    else
+        fprintf(to, "soren-host: %s: not converged after --iterate %llu: the last run's "
+                "output still changed parameter %s\n", job,
+                (unsigned long long)it->limit, param);
 }

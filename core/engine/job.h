@@ -64,6 +64,30 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *o,
                               size_t input_count, soren_run_outcome *out, soren_error *err);
 void soren_run_outcome_destroy(soren_run_outcome *out);
 
+/* One input of a library job: a file opened here by its path, a file (or
+ * a memory file) that the caller opened, or bytes in memory. */
+typedef struct soren_job_input {
+    enum {
+        SOREN_JOB_INPUT_PATH,  /* path, opened and mapped here */
+        SOREN_JOB_INPUT_FD,    /* fd, mapped here and left open; path names it */
+        SOREN_JOB_INPUT_MEMORY /* size bytes at data, in device memory with on_device */
+    } kind;
+    const char *path;
+    int fd;
+    const void *data;
+    size_t size;
+    int on_device;
+} soren_job_input;
+
+/* A library job's run, in the program (soren_job_run) or in the resident
+ * host for it: the parameters built from values (one per manifest
+ * parameter, borrowed), the inputs opened and laid end to end, then
+ * soren_run_inputs.  *out as soren_run_inputs leaves it (emptied first, so
+ * that soren_run_outcome_destroy may always follow). */
+soren_status soren_run_job(const soren_plugin *p, const soren_run_options *o,
+                           const soren_param_value *values, const soren_job_input *inputs,
+                           size_t input_count, soren_run_outcome *out, soren_error *err);
+
 /* soren-host run: builds the parameters from o->params, opens o->inputs
  * (standard input when none), runs, and writes the result to o->output
  * through a temporary file, so a failed run leaves no output; --verbose and

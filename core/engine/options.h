@@ -11,11 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../base/progress.h"
 #include "../gpu/device.h"
 #include "../gpu/engine.h"
 #include "../io/output.h"
 #include "dist.h"
-#include "progress.h"
 
 /* A run for a client of the resident host (core/host/): the client opened
  * its inputs and output, and the host reads and writes what it was handed,

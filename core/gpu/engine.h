@@ -34,10 +34,10 @@
 
 #include <stdint.h>
 
-#include "../engine/adapt.h"
-#include "../engine/progress.h"
-#include "../engine/result.h"
-#include "../engine/stage.h"
+#include "../base/adapt.h"
+#include "../base/progress.h"
+#include "../base/result.h"
+#include "../base/stage.h"
 #include "../error.h"
 #include "../io/input.h"
 

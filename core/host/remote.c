@@ -1,5 +1,5 @@
-/* remote.c - the client's half of a library job run in the resident host,
- * and the file the pairs come back in. */
+/* remote.c - a library job run in the resident host: the client's half,
+ * the host's half, and the file the pairs come back in. */
 #include "remote.h"
 
 #include <errno.h>
@@ -276,4 +276,116 @@ soren_status soren_remote_run(const char *socket, const soren_remote_job *job,
         close(fd);
     request_destroy(&q);
     return rc;
+}
+
+/* ---- The host's half ----------------------------------------------------- */
+
+/* Field layout: 0 manifest, 1 device, 2 engine, 3 sample, 4 threads,
+ * 5 tasks, 6 the parameter count V, 7 .. 6+V the parameters ("t" and the
+ * text, "b" for bytes in a memory file, "-" for none), 7+V the input count
+ * I, 8+V .. 7+V+I the inputs ("f" and the path, or "m" and what names a
+ * memory file), and last the token. */
+soren_status soren_remote_request_check(char *const *f, size_t n, size_t nfds, soren_error *err)
+{
+    if (n < 9)
+        return soren_error_set(err, SOREN_EUSAGE, "a job request of %zu fields", n);
+    size_t values = (size_t)strtoull(f[6], NULL, 10), bytes = 0;
+    if (values > SOREN_MAX_PARAMS || 7 + values >= n)
+        return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu parameters", values);
+    for (size_t i = 0; i < values; i++) {
+        if (!f[7 + i][0] || !strchr("tb-", f[7 + i][0]) || (f[7 + i][0] != 't' && f[7 + i][1]))
+            return soren_error_set(err, SOREN_EUSAGE, "a job request's parameter %zu is "
+                                   "malformed", i);
+        bytes += f[7 + i][0] == 'b';
+    }
+    size_t inputs = (size_t)strtoull(f[7 + values], NULL, 10);
+    if (inputs > n || 9 + values + inputs != n)
+        return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu inputs in %zu fields",
+                               inputs, n);
+    for (size_t i = 0; i < inputs; i++)
+        if (!f[8 + values + i][0] || !strchr("fm", f[8 + values + i][0]))
+            return soren_error_set(err, SOREN_EUSAGE, "a job request's input %zu is malformed",
+                                   i);
+    if (nfds != SOREN_REMOTE_FD_REST + bytes + inputs)
+        return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu descriptors for %zu "
+                               "parameters' bytes and %zu inputs", nfds, bytes, inputs);
+    soren_device d = (soren_device)atoi(f[1]);
+    if (d < SOREN_DEVICE_AUTO || d > SOREN_DEVICE_BOTH || !soren_engine_name_valid(f[2]))
+        return soren_error_set(err, SOREN_EUSAGE, "a job request for device %s, engine %s",
+                               f[1], f[2]);
+    return SOREN_OK;
+}
+
+/* A parameter's bytes, read whole from the memory file the program made. */
+static soren_status read_bytes(int fd, void **out, size_t *size, soren_error *err)
+{
+    struct stat st;
+    *out = NULL;
+    *size = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SOREN_PARAM_FILE_MAX)
+        return soren_error_set(err, SOREN_EUSAGE, "a parameter's bytes did not come as a "
+                               "memory file of at most %llu bytes",
+                               (unsigned long long)SOREN_PARAM_FILE_MAX);
+    *size = (size_t)st.st_size;
+    *out = malloc(*size ? *size : 1);
+    if (!*out)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    uint64_t at = 0;
+    int e = read_at(fd, *out, *size, &at);
+    if (e)
+        return soren_error_errno(err, SOREN_EIO, e, "cannot read a parameter's bytes");
+    return SOREN_OK;
+}
+
+soren_status soren_remote_request_read(soren_remote_request *r, const char *job,
+                                       size_t param_count, char *const *f, size_t n,
+                                       const int *fds, soren_error *err)
+{
+    memset(r, 0, sizeof *r);
+    size_t values = (size_t)strtoull(f[6], NULL, 10);
+    size_t inputs = (size_t)strtoull(f[7 + values], NULL, 10);
+    r->manifest_path = f[0];
+    r->token = f[n - 1];
+    r->cwd_fd = fds[SOREN_REMOTE_FD_CWD];
+    r->result_fd = fds[SOREN_REMOTE_FD_RESULT];
+    soren_run_options *o = &r->options;
+    soren_run_options_init(o);
+    o->device = (soren_device)atoi(f[1]);
+    o->engine = f[2];
+    o->sample = strtod(f[3], NULL);
+    o->threads = (unsigned)strtoul(f[4], NULL, 10);
+    o->tasks = strtoull(f[5], NULL, 10);
+    if (values != param_count)
+        return soren_error_set(err, SOREN_EUSAGE, "%s takes %zu parameters; the request gave "
+                               "%zu: the plugin changed since the program opened it", job,
+                               param_count, values);
+    r->value_count = values;
+    size_t next_fd = SOREN_REMOTE_FD_REST;
+    for (size_t i = 0; i < values; i++) {
+        const char *g = f[7 + i];
+        if (*g == 't') {
+            r->values[i].text = g + 1;
+        } else if (*g == 'b') {
+            soren_status rc = read_bytes(fds[next_fd++], &r->owned[i], &r->values[i].size, err);
+            if (rc != SOREN_OK)
+                return rc;
+            r->values[i].bytes = r->owned[i];
+        }
+    }
+    r->inputs = calloc(inputs ? inputs : 1, sizeof *r->inputs);
+    if (!r->inputs)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    r->input_count = inputs;
+    for (size_t i = 0; i < inputs; i++)
+        r->inputs[i] = (soren_job_input){.kind = SOREN_JOB_INPUT_FD, .fd = fds[next_fd++],
+                                         .path = f[8 + values + i] + 1};
+    return SOREN_OK;
+}
+
+void soren_remote_request_destroy(soren_remote_request *r)
+{
+    for (size_t i = 0; i < SOREN_MAX_PARAMS; i++)
+        free(r->owned[i]);
+    free(r->inputs);
+    memset(r, 0, sizeof *r);
 }

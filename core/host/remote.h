@@ -1,6 +1,6 @@
 /*
  * remote.h - a library job run in the resident host (soren_job_options'
- * host): what travels each way, and the client's half.
+ * host): what travels each way, the client's half and the host's.
  *
  * The request (SOREN_MSG_JOB) carries the job's manifest path and options,
  * each manifest parameter as given (text, bytes or nothing), the inputs'
@@ -12,6 +12,11 @@
  * host runs the job as soren_job_run would, writes the result's pairs
  * into the memory file (soren_pairs_file_*) and replies with the run's
  * --explain line.
+ *
+ * The host checks the request's shape (soren_remote_request_check) before
+ * it loads the plugin, and reads it (soren_remote_request_read: the
+ * parameters' bytes from their memory files, the inputs' descriptors) once
+ * the manifest says how many parameters the job takes.
  */
 #ifndef SOREN_HOST_REMOTE_H
 #define SOREN_HOST_REMOTE_H
@@ -19,7 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/result.h"
+#include "../base/result.h"
+#include "../engine/job.h"
+#include "../engine/options.h"
 #include "../error.h"
 #include "../plugin/params.h"
 #include <soren/host.h>
@@ -48,6 +55,44 @@ typedef struct soren_remote_job {
  * its --explain line in *explain (malloc'd). */
 soren_status soren_remote_run(const char *socket, const soren_remote_job *job,
                               soren_result *out, char **explain, soren_error *err);
+
+/* A request's descriptors: the program's working folder, the result's
+ * memory file, then one for each parameter given as bytes and one for each
+ * input, in order. */
+enum { SOREN_REMOTE_FD_CWD, SOREN_REMOTE_FD_RESULT, SOREN_REMOTE_FD_REST };
+
+/* A request as the host read it; it points into the message's fields and
+ * descriptors, which stay the caller's and must outlive it. */
+typedef struct soren_remote_request {
+    const char *manifest_path;
+    const char *token;
+    /* device, engine, sample, threads and tasks from the request; the rest
+     * as soren_run_options_init leaves it */
+    soren_run_options options;
+    soren_param_value values[SOREN_MAX_PARAMS]; /* one per manifest parameter */
+    void *owned[SOREN_MAX_PARAMS];              /* the bytes read for values */
+    size_t value_count;
+    soren_job_input *inputs;                    /* input_count, by descriptor */
+    size_t input_count;
+    int cwd_fd;    /* the program's working folder */
+    int result_fd; /* the memory file the pairs go to */
+} soren_remote_request;
+
+/* Checks the shape of a request of count fields that came with nfds
+ * descriptors: each parameter's and input's tag, as many descriptors as
+ * they need, a known device and engine.  A SOREN_EUSAGE error says what is
+ * malformed. */
+soren_status soren_remote_request_check(char *const *fields, size_t count, size_t nfds,
+                                        soren_error *err);
+
+/* Reads a checked request for job (its name in messages) of param_count
+ * parameters: a request that gives another count was made for another
+ * version of the plugin.  r is filled even on failure, and
+ * soren_remote_request_destroy frees what it holds either way. */
+soren_status soren_remote_request_read(soren_remote_request *r, const char *job,
+                                       size_t param_count, char *const *fields, size_t count,
+                                       const int *fds, soren_error *err);
+void soren_remote_request_destroy(soren_remote_request *r);
 
 /* The pairs of r written to fd from offset 0, and read back: a header of
  * six 64-bit words (count, key bytes, value size, key type, value type,

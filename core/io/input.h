@@ -32,8 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/result.h"
-#include "../engine/stage.h"
+#include "../base/result.h"
+#include "../base/stage.h"
 #include "../error.h"
 
 typedef struct soren_input {

@@ -45,7 +45,7 @@
 
 #include <stdio.h>
 
-#include "../engine/result.h"
+#include "../base/result.h"
 #include "../error.h"
 
 typedef enum soren_format {

@@ -1,6 +1,6 @@
 /*
  * api.c - libsoren's API (soren/host.h) over the run path soren-host uses
- * (job.h): a soren_job keeps the plugin, the options, one value per
+ * (engine/job.h): a soren_job keeps the plugin, the options, one value per
  * parameter and the inputs, builds them into a run each time it runs, and
  * keeps the last run's outcome for the caller to read.
  */
@@ -12,21 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../engine/job.h"
 #include "../host/remote.h"
-#include "../io/input.h"
 #include "../io/output.h"
 #include "../plugin/loader.h"
 #include "../plugin/params.h"
 #include "../plugin/search.h"
-#include "job.h"
-
-/* An input as the caller gave it; opened or wrapped when a run starts. */
-typedef struct api_input {
-    char *path;        /* a file, or NULL */
-    const void *data;  /* memory the caller keeps */
-    size_t size;
-    int on_device;     /* data is device memory */
-} api_input;
 
 struct soren_job {
     soren_plugin *plugin;
@@ -39,7 +30,7 @@ struct soren_job {
      * uploads again only what changed (soren_run_options.param_versions) */
     uint64_t versions[SOREN_MAX_PARAMS];
     uint64_t versions_issued;
-    api_input *inputs;
+    soren_job_input *inputs; /* as the caller gave them; a path is owned here */
     size_t input_count, input_cap;
     uint64_t tasks;
     soren_run_outcome outcome;
@@ -232,7 +223,7 @@ soren_status soren_job_param_bytes(soren_job *job, const char *name, const void 
     return set_param(job, name, &v, err);
 }
 
-static soren_status add_input(soren_job *job, const api_input *in, soren_error *err)
+static soren_status add_input(soren_job *job, const soren_job_input *in, soren_error *err)
 {
     if (job->plugin->manifest->input.format == SOREN_INPUT_INDEX)
         return soren_error_set(err, SOREN_EUSAGE, "%s reads index input (tasks known by their "
@@ -240,7 +231,7 @@ static soren_status add_input(soren_job *job, const api_input *in, soren_error *
                                job->plugin->manifest->name);
     if (job->input_count == job->input_cap) {
         size_t cap = job->input_cap ? 2 * job->input_cap : 4;
-        api_input *grown = realloc(job->inputs, cap * sizeof *grown);
+        soren_job_input *grown = realloc(job->inputs, cap * sizeof *grown);
         if (!grown)
             return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory",
                                    job->plugin->manifest->name);
@@ -257,13 +248,14 @@ soren_status soren_job_input_file(soren_job *job, const char *path, soren_error 
     if (!path || !*path)
         return soren_error_set(err, SOREN_EUSAGE, "%s: no input path given",
                                job->plugin->manifest->name);
-    api_input in = {.path = strdup(path)};
-    if (!in.path)
+    char *copy = strdup(path);
+    if (!copy)
         return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory",
                                job->plugin->manifest->name);
+    soren_job_input in = {.kind = SOREN_JOB_INPUT_PATH, .path = copy};
     soren_status rc = add_input(job, &in, err);
     if (rc != SOREN_OK)
-        free(in.path);
+        free(copy);
     return rc;
 }
 
@@ -274,7 +266,7 @@ soren_status soren_job_input_memory(soren_job *job, const void *data, size_t siz
     if (!data && size)
         return soren_error_set(err, SOREN_EUSAGE, "%s: an input of %zu bytes at NULL",
                                job->plugin->manifest->name, size);
-    api_input in = {.data = data, .size = size};
+    soren_job_input in = {.kind = SOREN_JOB_INPUT_MEMORY, .data = data, .size = size};
     return add_input(job, &in, err);
 }
 
@@ -293,7 +285,8 @@ soren_status soren_job_input_device(soren_job *job, const void *data, size_t siz
         return soren_error_set(err, SOREN_EUSAGE, "%s: the job runs on the CPU engine "
                                "(SOREN_DEVICE_CPU), which cannot read device memory: give it "
                                "host memory or a file", name);
-    api_input in = {.data = data, .size = size, .on_device = 1};
+    soren_job_input in = {.kind = SOREN_JOB_INPUT_MEMORY, .data = data, .size = size,
+                          .on_device = 1};
     return add_input(job, &in, err);
 }
 
@@ -316,7 +309,7 @@ void soren_job_clear_inputs(soren_job *job)
     if (!job)
         return;
     for (size_t i = 0; i < job->input_count; i++)
-        free(job->inputs[i].path);
+        free((char *)job->inputs[i].path);
     job->input_count = 0;
 }
 
@@ -344,7 +337,7 @@ static soren_status run_in_host(soren_job *job, soren_error *err)
         return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", m->name);
     soren_status rc = SOREN_OK;
     for (size_t i = 0; rc == SOREN_OK && i < job->input_count; i++) {
-        const api_input *in = &job->inputs[i];
+        const soren_job_input *in = &job->inputs[i];
         if (in->on_device)
             rc = soren_error_set(err, SOREN_EUSAGE, "%s: a device memory input stays in this "
                                  "process: run the job here (soren_job_options.host NULL)",
@@ -375,45 +368,16 @@ static soren_status run_in_host(soren_job *job, soren_error *err)
 soren_status soren_job_run(soren_job *job, soren_error *err)
 {
     REFUSE_NULL(job);
-    const soren_manifest *m = job->plugin->manifest;
     outcome_clear(job);
     if (job->host)
         return run_in_host(job, err);
-    soren_param_set params;
-    soren_status rc = soren_param_set_from(&params, m, job->values, err);
-    if (rc != SOREN_OK)
-        return rc;
-    soren_input *inputs = calloc(job->input_count ? job->input_count : 1, sizeof *inputs);
-    if (!inputs) {
-        soren_param_set_destroy(&params);
-        return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", m->name);
-    }
-    size_t opened = 0;
-    for (; rc == SOREN_OK && opened < job->input_count; opened++) {
-        const api_input *in = &job->inputs[opened];
-        if (in->path) {
-            rc = soren_input_open(&inputs[opened], in->path, err);
-        } else {
-            soren_input_wrap(&inputs[opened], in->on_device ? "(device memory input)"
-                                                            : "(memory input)",
-                             in->data, in->size);
-            inputs[opened].on_device = in->on_device;
-        }
-    }
-    if (rc == SOREN_OK)
-        soren_input_lay_out(inputs, opened);
     soren_run_options o;
     run_options(job, &o);
-    if (rc == SOREN_OK)
-        rc = soren_run_inputs(job->plugin, &o, &params, inputs, job->input_count, &job->outcome,
-                              err);
+    soren_status rc = soren_run_job(job->plugin, &o, job->values, job->inputs, job->input_count,
+                                    &job->outcome, err);
     job->has_result = rc == SOREN_OK;
     if (rc != SOREN_OK)
         soren_run_outcome_destroy(&job->outcome);
-    for (size_t i = 0; i < opened; i++)
-        soren_input_close(&inputs[i]);
-    free(inputs);
-    soren_param_set_destroy(&params);
     return rc;
 }
 

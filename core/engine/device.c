@@ -1,0 +1,52 @@
+#include "device.h"
+
+#include <stdio.h>
+
+/* Why the GPU engine cannot run one of the job's stages (NULL if it can
+ * run them all), in buf. */
+static const char *gpu_unsupported(const soren_stage_spec *specs, size_t stages, char *buf,
+                                   size_t size)
+{
+    for (size_t i = 0; i < stages; i++) {
+        const char *why = soren_gpu_unsupported(&specs[i]);
+        if (!why)
+            continue;
+        if (stages == 1)
+            return why;
+        snprintf(buf, size, "stage %zu: %s", i + 1, why);
+        return buf;
+    }
+    return NULL;
+}
+
+soren_status soren__choose_device(const soren_stage_spec *specs, size_t stages,
+                                  const soren_run_options *o, soren_device *where,
+                                  int *gpu, soren_error *err)
+{
+    char why[256] = "", unsupported_buf[256];
+    int gpus = o->device == SOREN_DEVICE_CPU ? 0 : soren_device_count(why, sizeof why);
+    const char *unsupported =
+        gpus > 0 ? gpu_unsupported(specs, stages, unsupported_buf, sizeof unsupported_buf) : NULL;
+    if (unsupported)
+        snprintf(why, sizeof why, "%s", unsupported);
+    int gpu_ok = gpus > 0 && !unsupported;
+
+    if ((o->device == SOREN_DEVICE_GPU || o->device == SOREN_DEVICE_BOTH) && !gpu_ok)
+        return soren_error_set(err, SOREN_EDEVICE, "--device %s: %s: %s; use --device cpu or "
+                               "auto", o->device == SOREN_DEVICE_GPU ? "gpu" : "both",
+                               gpus > 0 ? "the GPU cannot run this job" : "no usable GPU", why);
+    *where = gpu_ok ? SOREN_DEVICE_GPU : SOREN_DEVICE_CPU;
+    /* The ranks of a host share its GPUs, one each while there are enough. */
+    *gpu = gpu_ok && o->comm ? o->comm->local_rank % gpus : 0;
+    if (o->verbose) {
+        if (gpu_ok)
+            soren_progress_say(o->progress, "soren-host: device: gpu %d of %d\n", *gpu, gpus);
+        else if (o->device == SOREN_DEVICE_AUTO)
+            soren_progress_say(o->progress, "soren-host: device: cpu (%s: %s)\n",
+                               gpus > 0 ? "the GPU cannot run this job" : "no usable GPU",
+                               why);
+        else
+            soren_progress_say(o->progress, "soren-host: device: cpu (--device cpu)\n");
+    }
+    return SOREN_OK;
+}

@@ -1,0 +1,230 @@
+#include "run.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "../cpu/cpu.h"
+#include "both.h"
+
+double soren__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+soren_status soren__fold_received(const soren_stage_spec *spec, const soren_input *received,
+                                  const soren_params *params, const soren_run_options *o,
+                                  soren_result *res, soren_error *err)
+{
+    soren_stage_spec f = *spec;
+    f.input_format = SOREN_INPUT_PAIRS;
+    f.record_size = 0;
+    soren_cpu_options cpu = {.threads = o->threads, .distinct_keys = received->count, .fold = 1};
+    soren_status rc = soren_cpu_run(&f, received, 1, params, &cpu, res, err);
+    if (rc == SOREN_OK)
+        rc = soren_result_order(res, spec->order, spec->limit, err);
+    return rc;
+}
+
+soren_status soren__fold_pairs(const soren_stage_spec *spec, const char *what, soren_result *src,
+                               const soren_params *params, const soren_run_options *o,
+                               soren_result *res, soren_error *err)
+{
+    soren_input pairs;
+    soren_status rc = soren_input_pairs(&pairs, what, src, err);
+    soren_result_destroy(src);
+    if (rc != SOREN_OK)
+        return rc;
+    soren_progress_phase(o->progress, "fold", 0);
+    rc = soren__fold_received(spec, &pairs, params, o, res, err);
+    soren_input_close(&pairs);
+    return rc;
+}
+
+soren_status soren__run_gpu(const soren_stage_spec *spec, const soren_input *inputs,
+                            size_t input_count, const soren_params *params,
+                            const soren_run_options *o, soren_gpu_session **session,
+                            soren_result *res, soren_explain *x, soren_error *err)
+{
+    soren_gpu_options gpu = o->gpu;
+    if (soren_variant_parse(o->engine ? o->engine : "auto", &gpu.variant) != 0)
+        return soren_error_set(err, SOREN_EUSAGE, "--engine %s: expected one of %s", o->engine,
+                               soren_engine_names);
+    gpu.sample = o->sample;
+    gpu.small_keys = o->small_keys;
+    gpu.progress = o->progress;
+    gpu.device_memory = o->device_memory;
+    x->device = "gpu";
+    soren_status rc = SOREN_OK;
+    if (!session) {
+        rc = soren_gpu_run(spec, inputs, input_count, params, &gpu, res, x, err);
+    } else {
+        if (*session && !soren_gpu_session_fits(*session, spec, &gpu)) {
+            soren_gpu_session_free(*session);
+            *session = NULL;
+        }
+        if (!*session)
+            rc = soren_gpu_session_new(spec, &gpu, session, err);
+        if (rc == SOREN_OK)
+            rc = soren_gpu_session_run(*session, inputs, input_count, params,
+                                       o->param_versions, o->progress, res, x, err);
+    }
+    if (rc == SOREN_OK && x->key_parts > 1 && o->verbose)
+        soren_progress_say(o->progress, "soren-host: gpu engine: the table folded the key space "
+                           "in %llu parts under --device-memory (%llu passes began again on "
+                           "half their part)\n", (unsigned long long)x->key_parts,
+                           (unsigned long long)x->narrowings);
+    if (rc == SOREN_OK && o->verbose) {
+        soren_progress_say(o->progress,
+                           "soren-host: gpu engine: %s variant; ms: upload %.3f, split %.3f, "
+                           "map %.3f, merge %.3f, reduce %.3f, order %.3f, download %.3f\n",
+                           soren_variant_name(x->variant), x->ms.upload, x->ms.split,
+                           x->ms.map, x->ms.merge, x->ms.reduce, x->ms.sort, x->ms.download);
+        soren_progress_say(o->progress, "soren-host: variant: %s (%s)\n",
+                           soren_variant_name(x->variant),
+                           x->rule ? x->rule : "no rule recorded");
+    }
+    return rc;
+}
+
+/* Monitoring on the CPU, timed; with --sample 0 only the input's size is
+ * known (counting its lines would be a pass over it that nobody asked for). */
+static soren_status monitor_cpu(const soren_stage_spec *spec, const soren_input *inputs,
+                                size_t input_count, const soren_params *params,
+                                const soren_run_options *o, soren_explain *x, soren_error *err)
+{
+    if (!(o->sample > 0)) {
+        x->metrics.fraction = 0;
+        for (size_t i = 0; i < input_count; i++)
+            x->metrics.total_bytes += inputs[i].size;
+        return SOREN_OK;
+    }
+    soren_progress_phase(o->progress, "monitor", 0);
+    double t0 = soren__now_ms();
+    soren_status rc = soren_cpu_monitor(spec, inputs, input_count, params, o->sample,
+                                        o->threads, &x->metrics, err);
+    x->ms.monitor = soren__now_ms() - t0;
+    return rc;
+}
+
+/* The CPU engine's variant and the rule behind it.  It has hash (its
+ * per-thread tables) and direct (map-only); a forced GPU variant is reported
+ * as not applying, in rule_buf (which x->rule then points to). */
+static void choose_cpu(const soren_stage_spec *spec, const soren_run_options *o,
+                       soren_explain *x, char *rule_buf, size_t rule_size)
+{
+    x->rule = soren_choose(spec, &x->metrics, o->small_keys, 0, &x->variant);
+    if (o->engine && strcmp(o->engine, "auto") != 0) {
+        snprintf(rule_buf, rule_size, "--engine %s applies to the GPU; the CPU engine ran %s",
+                 o->engine, soren_variant_name(x->variant));
+        x->rule = rule_buf;
+    }
+}
+
+soren_status soren__run_cpu(const soren_stage_spec *spec, const soren_input *inputs,
+                            size_t input_count, const soren_params *params,
+                            const soren_run_options *o, soren_result *res, soren_explain *x,
+                            char *rule_buf, size_t rule_size, soren_error *err)
+{
+    x->device = "cpu";
+    if (o->verbose && o->engine && strcmp(o->engine, "auto") != 0)
+        soren_progress_say(o->progress, "soren-host: engine: the CPU engine has one variant; "
+                           "--engine %s applies to the GPU\n", o->engine);
+    if (o->verbose)
+        soren_progress_say(o->progress, "soren-host: cpu engine: %u threads\n",
+                           o->threads ? o->threads : soren_cpu_count());
+
+    soren_status rc = monitor_cpu(spec, inputs, input_count, params, o, x, err);
+    if (rc != SOREN_OK)
+        return rc;
+    choose_cpu(spec, o, x, rule_buf, rule_size);
+    soren_project(spec, &x->metrics, &x->projection);
+    if (o->verbose)
+        soren_progress_say(o->progress, "soren-host: variant: %s (%s)\n",
+                           soren_variant_name(x->variant), x->rule);
+
+    /* Without monitoring the projection is only a generous bound from the
+     * input's bytes: the tables then start small and grow. */
+    soren_cpu_options cpu = {
+        .threads = o->threads,
+        .distinct_keys = x->metrics.ran ? x->projection.distinct_keys : 0,
+        .table_slots = o->gpu.table_slots,
+        .explain = x,
+        .progress = o->progress,
+    };
+    rc = soren_cpu_run(spec, inputs, input_count, params, &cpu, res, err);
+    if (rc != SOREN_OK)
+        return rc;
+    soren_progress_phase(o->progress, "order", 0);
+    double t0 = soren__now_ms();
+    rc = soren_result_order(res, spec->order, spec->limit, err);
+    x->ms.sort = soren__now_ms() - t0;
+    return rc;
+}
+
+soren_status soren__run_stage(const soren_stage_spec *spec, size_t index, soren_device where,
+                              const soren_input *inputs, size_t input_count,
+                              const soren_params *params, const soren_run_options *o,
+                              soren_result *res, soren_explain *x, char *rule, size_t rule_size,
+                              soren_error *err)
+{
+    soren_result_init(res, spec);
+    soren_status cancelled = soren_progress_check(o->progress, spec->job_name, err);
+    if (cancelled != SOREN_OK)
+        return cancelled;
+    x->job = spec->job_name;
+    soren_gpu_session **session = o->gpu_sessions ? &o->gpu_sessions[index] : NULL;
+    if (where == SOREN_DEVICE_GPU && index == 0 && o->device == SOREN_DEVICE_BOTH)
+        return soren__run_both(spec, inputs, input_count, params, o, session, res, x, err);
+    if (where == SOREN_DEVICE_GPU)
+        return soren__run_gpu(spec, inputs, input_count, params, o, session, res, x, err);
+    return soren__run_cpu(spec, inputs, input_count, params, o, res, x, rule, rule_size, err);
+}
+
+soren_status soren__run_stages(const soren_run_plan *plan, soren_device where,
+                               const soren_input *inputs, size_t input_count,
+                               const soren_params *params, const soren_run_options *o,
+                               soren_result *res, soren_explain *xs,
+                               char (*rules)[256], soren_error *err)
+{
+    const soren_stage_spec *specs = plan->specs;
+    size_t stages = plan->stages;
+    soren_status rc = soren__run_stage(&specs[0], 0, where, inputs, input_count, params, o, res,
+                                       &xs[0], rules[0], sizeof rules[0], err);
+    for (size_t i = 1; rc == SOREN_OK && i < stages; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "(the pairs of stage %zu)", i);
+        soren_input pairs;
+        rc = soren_input_pairs(&pairs, name, res, err);
+        soren_result_destroy(res);
+        if (rc != SOREN_OK)
+            return rc;
+        if (o->verbose)
+            soren_progress_say(o->progress, "soren-host: %s: stage %zu of %zu: %llu pairs\n",
+                               plan->job, i + 1, stages,
+                               (unsigned long long)pairs.count);
+        rc = soren__run_stage(&specs[i], i, where, &pairs, 1, params, o, res, &xs[i], rules[i],
+                              sizeof rules[i], err);
+        soren_input_close(&pairs);
+    }
+    return rc;
+}
+
+int soren__stage_shuffles(const soren_stage_spec *s)
+{
+    return s->combine != SOREN_COMBINE_NONE || s->reduce != SOREN_REDUCE_NONE;
+}
+
+soren_stage_spec soren__local_spec(const soren_stage_spec *s)
+{
+    soren_stage_spec l = *s;
+    if (!soren__stage_shuffles(s))
+        return l;
+    if (l.reduce == SOREN_REDUCE_FUNCTION)
+        l.reduce = l.combine != SOREN_COMBINE_NONE ? SOREN_REDUCE_COMBINE : SOREN_REDUCE_NONE;
+    l.order = SOREN_ORDER_NONE;
+    l.limit = 0;
+    return l;
+}
