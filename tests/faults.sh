@@ -22,10 +22,12 @@
 set -u
 b=${SOREN_BUILDDIR:?set SOREN_BUILDDIR (make check does)}
 
-# The real programs, not libtool's wrapper scripts (a shell under the
-# preload would fail in its own allocations); the GPU bundle keeps them at
-# the top and the libraries in lib/.
-if [ -x "$b/.libs/soren-host" ]; then host=$b/.libs/soren-host; else host=$b/soren-host; fi
+# The real program, not a libtool wrapper script (a shell under the preload
+# would fail in its own allocations): soren-host holds libsoren's code, so
+# the build tree's soren-host is the program, as is the GPU bundle's, which
+# keeps the libraries in lib/.
+if head -c 4 "$b/soren-host" 2>/dev/null | grep -q ELF; then host=$b/soren-host
+else host=$b/.libs/soren-host; fi
 lib=$b/tests/faults/.libs/libsoren-faults.so
 export LD_LIBRARY_PATH="$b/.libs:$b/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 if [ ! -f "$lib" ]; then

@@ -14,8 +14,8 @@
 # under ROOT.  The programs were configured for the real prefix, so the
 # environment points into ROOT where the tutorial's `export` line would
 # point into the prefix: PATH and PKG_CONFIG_PATH as the tutorial sets them,
-# and three that only staging needs: LD_LIBRARY_PATH (soren-host's libsoren),
-# PKG_CONFIG="pkg-config --define-prefix" (soren.pc's prefix taken from where
+# and two that only staging needs (soren-host holds libsoren's code itself, so
+# it needs no LD_LIBRARY_PATH): PKG_CONFIG="pkg-config --define-prefix" (soren.pc's prefix taken from where
 # the file lies, so the SDK's paths lead into ROOT), and SOREN_DATADIR (where
 # `soren-host new` finds its templates).  HOME is a temporary folder, so the
 # tutorial's `make install` of the plugin stays inside the test.
@@ -89,10 +89,9 @@ fi
 PATH=$(dirname "$host"):$PATH
 PKG_CONFIG_PATH=$(dirname "$pc")
 PKG_CONFIG="pkg-config --define-prefix"
-LD_LIBRARY_PATH=$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 SOREN_DATADIR=$(dirname "$mk")
 HOME=$tmp/home
-export PATH PKG_CONFIG_PATH PKG_CONFIG LD_LIBRARY_PATH SOREN_DATADIR HOME
+export PATH PKG_CONFIG_PATH PKG_CONFIG SOREN_DATADIR HOME
 mkdir "$HOME" "$tmp/work" || exit 1
 
 # ---- The steps, in one shell -------------------------------------------------

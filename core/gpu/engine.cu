@@ -3,7 +3,7 @@
  * that does not depend on a plugin's functions: line splitting, compaction,
  * grouping, ordering and packing.
  */
-#include <soren/soren.h>
+#include <soren/engine/abi.h>
 
 #include <cub/device/device_merge_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>

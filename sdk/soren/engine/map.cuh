@@ -9,7 +9,7 @@
  *   hash        find or claim the key's slot in the global table (linear
  *               probing; a slot is claimed by atomicCAS of (hash, key ref))
  *               and fold the value into the slot's accumulator; where the
- *               launch has shared memory (shared_bytes, ABI 1.4), keys of up
+ *               launch has shared memory (shared_bytes), keys of up
  *               to 12 bytes go through a per-block table there that caches
  *               (key, global slot) and folds values, flushed into the global
  *               table when the block ends; a key whose entry is taken (one
@@ -41,6 +41,7 @@
 
 #include <cooperative_groups.h>
 #include <cooperative_groups/scan.h>
+#include <soren/engine/abi.h>
 #include <soren/engine/combine.cuh>
 #include <soren/engine/sketch.h>
 #include <soren/soren.h>

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <utility>
 
+#include <soren/engine/abi.h>
 #include <soren/engine/map.cuh>
 
 namespace soren {
