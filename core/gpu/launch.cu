@@ -32,52 +32,52 @@ static void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint6
                     : s->input_format == SOREN_INPUT_INDEX   ? SOREN_GPU_INDEX
                     : s->input_format == SOREN_INPUT_PAIRS   ? SOREN_GPU_PAIRS
                                                              : SOREN_GPU_LINES;
-    a->input = r->cur_input;
+    a->input = r->in.cur_input;
     a->input_size = size;
-    a->line_starts = r->line_starts;
+    a->line_starts = r->in.line_starts;
     a->record_count = records;
     a->record_size = s->record_size;
-    a->params = r->params;
+    a->params = r->in.params;
     a->key_type = s->key_type;
     a->key_max_size = s->key_max_size;
     a->key_count = s->key_count;
     a->value_size = (uint32_t)s->value_size;
     a->value_type = s->value_type;
     a->combine = s->combine;
-    a->keys = r->keys;
-    a->keys_capacity = r->keys_capacity;
+    a->keys = r->reg.keys;
+    a->keys_capacity = r->reg.keys_capacity;
     a->keys_used = r->counters + KEYS_USED;
-    a->slots = r->slots;
-    a->slot_count = r->slot_count;
-    a->slot_values = r->slot_values;
+    a->slots = r->reg.slots;
+    a->slot_count = r->reg.slot_count;
+    a->slot_values = r->reg.slot_values;
     a->slots_used = r->counters + SLOTS_USED;
-    a->slot_limit = r->slot_limit;
-    a->pair_keys = r->pair_keys;
-    a->pair_values = r->pair_values;
-    a->pair_capacity = r->pair_capacity;
+    a->slot_limit = r->reg.slot_limit;
+    a->pair_keys = r->reg.pair_keys;
+    a->pair_values = r->reg.pair_values;
+    a->pair_capacity = r->reg.pair_capacity;
     a->pairs_used = r->counters + PAIRS_USED;
-    a->record_pairs = r->record_pairs;
-    a->record_key_bytes = r->record_key_bytes;
+    a->record_pairs = r->reg.record_pairs;
+    a->record_key_bytes = r->reg.record_key_bytes;
     a->status = (unsigned int *)(r->counters + STATUS);
     a->bad_key = r->counters + BAD_KEY;
-    a->max_threads = r->max_threads;
+    a->max_threads = r->map.max_threads;
     if (variant == SOREN_GPU_HASH || variant == SOREN_GPU_BLOCK || variant == SOREN_GPU_DIRECT ||
         variant == SOREN_GPU_GROUP || variant == SOREN_GPU_REDUCE)
-        a->resume = r->resume;
+        a->resume = r->map.resume;
     if (variant == SOREN_GPU_HASH || variant == SOREN_GPU_BLOCK)
-        a->shared_bytes = r->block_slots * (SOREN_GPU_BLOCK_BYTES + (uint32_t)s->value_size);
+        a->shared_bytes = r->reg.block_slots * (SOREN_GPU_BLOCK_BYTES + (uint32_t)s->value_size);
     if (variant == SOREN_GPU_DENSE)
-        a->shared_bytes = r->dense_shared;
-    a->sample_count = r->sample_count;
+        a->shared_bytes = r->reg.dense_shared;
+    a->sample_count = r->map.sample_count;
     a->sample_counts = r->counters + SAMPLE_PAIRS;
-    a->sketch = r->sketch;
-    a->group_refs = r->group_refs;
-    a->group_start = r->group_start;
-    a->group_values = r->group_values;
+    a->sketch = r->map.sketch;
+    a->group_refs = r->list.group_refs;
+    a->group_start = r->list.group_start;
+    a->group_values = r->list.group_values;
     /* reduce numbers groups, not records */
-    a->record_base = variant == SOREN_GPU_REDUCE ? 0 : r->cur_base;
-    a->key_first = r->key_first;
-    a->key_last = r->key_last;
+    a->record_base = variant == SOREN_GPU_REDUCE ? 0 : r->in.cur_base;
+    a->key_first = r->reg.key_first;
+    a->key_last = r->reg.key_last;
 }
 
 /* A bad key recorded by a launch, in the CPU engine's words: the launch
@@ -96,15 +96,15 @@ soren_status bad_key_error(gpu_run *r, unsigned long long bad)
                            "allow (%#llx)", r->spec->job_name, r->emitter, bad);
 }
 
-/* Resumes the launch in r->launch, whose counters c the host has read,
+/* Resumes the launch in r->map.args, whose counters c the host has read,
  * after each stop for room (growing a region), until it has mapped
  * everything or its pass is to begin again on half its part of the key
- * space (r->narrowed). */
+ * space (r->reg.narrowed). */
 soren_status finish_launch(gpu_run *r, unsigned long long *c)
 {
     /* Each resume at least doubles a region: this many cover any size. */
     enum { RESUMES_MAX = 64 };
-    soren_gpu_map_args *a = &r->launch;
+    soren_gpu_map_args *a = &r->map.args;
     for (unsigned resumes = 0;; resumes++) {
         unsigned status = (unsigned)c[STATUS];
         if (status & SOREN_GPU_BAD_KEY)
@@ -135,13 +135,13 @@ soren_status finish_launch(gpu_run *r, unsigned long long *c)
  * until every record is done (or its part of the key space is halved). */
 soren_status launch_map(gpu_run *r, uint32_t variant, uint64_t size, uint64_t records)
 {
-    fill_args(r, &r->launch, variant, size, records);
-    CUDA_TRY(r, r->gpu->map(&r->launch, r->stream));
+    fill_args(r, &r->map.args, variant, size, records);
+    CUDA_TRY(r, r->gpu->map(&r->map.args, r->stream));
     /* A dense array holds every key and no key bytes: its launch cannot
      * stop for room, and merge_table reads a bad key's status with the
      * merged count, so the host need not wait here.  A re-run in one wait
      * reads the status with its result. */
-    if (r->leave_unread || (variant == SOREN_GPU_DENSE && !groups_pairs(r->spec)))
+    if (r->map.leave_unread || (variant == SOREN_GPU_DENSE && !groups_pairs(r->spec)))
         return SOREN_OK;
     unsigned long long c[COUNTER_COUNT];
     soren_status st = read_counters(r, c);
@@ -155,27 +155,28 @@ static soren_status map_sort(gpu_run *r, uint64_t size, uint64_t records)
     if (st != SOREN_OK || records == 0)
         return st;
     uint64_t last[2];
-    CUDA_TRY(r, cudaMemcpyAsync(&last[0], r->record_pairs + records - 1, 8,
+    CUDA_TRY(r, cudaMemcpyAsync(&last[0], r->reg.record_pairs + records - 1, 8,
                                 cudaMemcpyDeviceToHost, r->stream));
-    CUDA_TRY(r, cudaMemcpyAsync(&last[1], r->record_key_bytes + records - 1, 8,
+    CUDA_TRY(r, cudaMemcpyAsync(&last[1], r->reg.record_key_bytes + records - 1, 8,
                                 cudaMemcpyDeviceToHost, r->stream));
-    CUB_RUN(r, cub::DeviceScan::ExclusiveSum, r->record_pairs, r->record_pairs, (int64_t)records);
-    CUB_RUN(r, cub::DeviceScan::ExclusiveSum, r->record_key_bytes, r->record_key_bytes,
+    CUB_RUN(r, cub::DeviceScan::ExclusiveSum, r->reg.record_pairs, r->reg.record_pairs,
+            (int64_t)records);
+    CUB_RUN(r, cub::DeviceScan::ExclusiveSum, r->reg.record_key_bytes, r->reg.record_key_bytes,
             (int64_t)records);
     unsigned long long used[2], scanned[2];
     CUDA_TRY(r, cudaMemcpyAsync(used, r->counters, sizeof used, cudaMemcpyDeviceToHost,
                                 r->stream));
-    CUDA_TRY(r, cudaMemcpyAsync(&scanned[0], r->record_pairs + records - 1, 8,
+    CUDA_TRY(r, cudaMemcpyAsync(&scanned[0], r->reg.record_pairs + records - 1, 8,
                                 cudaMemcpyDeviceToHost, r->stream));
-    CUDA_TRY(r, cudaMemcpyAsync(&scanned[1], r->record_key_bytes + records - 1, 8,
+    CUDA_TRY(r, cudaMemcpyAsync(&scanned[1], r->reg.record_key_bytes + records - 1, 8,
                                 cudaMemcpyDeviceToHost, r->stream));
     WAIT_STREAM(r);
     uint64_t pairs = scanned[0] + last[0], key_bytes = scanned[1] + last[1];
     /* Pass 1 counted exactly: grow to fit before writing. */
-    if (used[PAIRS_USED] + pairs > r->pair_capacity &&
+    if (used[PAIRS_USED] + pairs > r->reg.pair_capacity &&
         (st = grow_pairs(r, used[PAIRS_USED], used[PAIRS_USED] + pairs)) != SOREN_OK)
         return st;
-    if (used[KEYS_USED] + key_bytes > r->keys_capacity &&
+    if (used[KEYS_USED] + key_bytes > r->reg.keys_capacity &&
         (st = grow_keys(r, used[KEYS_USED], used[KEYS_USED] + key_bytes)) != SOREN_OK)
         return st;
     st = launch_map(r, SOREN_GPU_SORT_WRITE, size, records);
@@ -221,30 +222,30 @@ soren_status monitor(gpu_run *r, uint64_t size, uint64_t records, uint64_t total
      * distinct keys alone: how fast they grow (soren_project). */
     unsigned int ranks[SOREN_SKETCH_REGISTERS];
     m->half_distinct_keys = 0;
-    r->sample_count = sample / 2;
-    if (r->sample_count) {
+    r->map.sample_count = sample / 2;
+    if (r->map.sample_count) {
         soren_status st = launch_map(r, SOREN_GPU_MONITOR, size, records);
         if (st != SOREN_OK)
             return st;
-        CUDA_TRY(r, cudaMemcpyAsync(ranks, r->sketch, sizeof ranks, cudaMemcpyDeviceToHost,
+        CUDA_TRY(r, cudaMemcpyAsync(ranks, r->map.sketch, sizeof ranks, cudaMemcpyDeviceToHost,
                                     r->stream));
-        CUDA_TRY(r, cudaMemsetAsync(r->sketch, 0, sizeof ranks, r->stream));
+        CUDA_TRY(r, cudaMemsetAsync(r->map.sketch, 0, sizeof ranks, r->stream));
         if ((st = counters_reset(r)) != SOREN_OK)
             return st;
         WAIT_STREAM(r);
         m->half_distinct_keys = estimate_of_ranks(ranks);
     }
-    r->sample_count = sample;
+    r->map.sample_count = sample;
     soren_status st = launch_map(r, SOREN_GPU_MONITOR, size, records);
     if (st != SOREN_OK)
         return st;
     unsigned long long c[COUNTER_COUNT];
     CUDA_TRY(r, cudaMemcpyAsync(c, r->counters, sizeof c, cudaMemcpyDeviceToHost, r->stream));
-    CUDA_TRY(r, cudaMemcpyAsync(ranks, r->sketch, sizeof ranks, cudaMemcpyDeviceToHost,
+    CUDA_TRY(r, cudaMemcpyAsync(ranks, r->map.sketch, sizeof ranks, cudaMemcpyDeviceToHost,
                                 r->stream));
     WAIT_STREAM(r);
     m->ran = 1;
-    m->sampled_records = r->sample_count;
+    m->sampled_records = r->map.sample_count;
     m->sampled_bytes = c[SAMPLE_BYTES];
     m->pairs = c[SAMPLE_PAIRS];
     m->key_bytes = c[SAMPLE_KEY_BYTES];

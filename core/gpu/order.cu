@@ -22,18 +22,18 @@ namespace soren__gpu {
 static soren_status select_used(gpu_run *r, uint64_t *used)
 {
     thrust::counting_iterator<uint64_t> slots(0);
-    CUB_RUN(r, cub::DeviceSelect::If, slots, used, r->counters + SELECTED, (int64_t)r->slot_count,
-            slot_used{r->slots});
+    CUB_RUN(r, cub::DeviceSelect::If, slots, used, r->counters + SELECTED,
+            (int64_t)r->reg.slot_count, slot_used{r->reg.slots});
     return SOREN_OK;
 }
 
 /* The combine's identity value on the device, which emptied slots get. */
 static soren_status ensure_identity(gpu_run *r)
 {
-    if (r->identity)
+    if (r->reg.identity)
         return SOREN_OK;
-    ALLOC(r, r->identity, r->spec->value_size, "the identity value");
-    CUDA_TRY(r, r->gpu->fill_identity(r->identity, 1, r->stream));
+    ALLOC(r, r->reg.identity, r->spec->value_size, "the identity value");
+    CUDA_TRY(r, r->gpu->fill_identity(r->reg.identity, 1, r->stream));
     return SOREN_OK;
 }
 
@@ -43,7 +43,7 @@ static soren_status merge_table(gpu_run *r)
 {
     uint32_t vs = (uint32_t)r->spec->value_size;
     uint64_t *used = NULL;
-    ALLOC(r, used, r->slot_count * sizeof(uint64_t), "the list of used slots");
+    ALLOC(r, used, r->reg.slot_count * sizeof(uint64_t), "the list of used slots");
     soren_status st = select_used(r, used);
     unsigned long long c[COUNTER_COUNT];
     if (st == SOREN_OK)
@@ -52,16 +52,16 @@ static soren_status merge_table(gpu_run *r)
     if (st == SOREN_OK && (c[STATUS] & SOREN_GPU_BAD_KEY))
         st = bad_key_error(r, c[BAD_KEY]);
     uint64_t n = st == SOREN_OK ? c[SELECTED] : 0;
-    r->n = r->last_keys = n;
+    r->list.n = r->list.last_keys = n;
     if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&r->refs, n * 4, "the merged keys");
+        st = dev_alloc(r, (void **)&r->list.refs, n * 4, "the merged keys");
     if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&r->values, n * vs, "the merged values");
+        st = dev_alloc(r, (void **)&r->list.values, n * vs, "the merged values");
     if (st == SOREN_OK)
         st = ensure_identity(r);
     if (st == SOREN_OK) {
-        launch_gather_slots(GRID(r), used, n, r->slots, r->slot_values, r->identity, vs,
-                           r->refs, r->values);
+        launch_gather_slots(GRID(r), used, n, r->reg.slots, r->reg.slot_values, r->reg.identity, vs,
+                            r->list.refs, r->list.values);
         cudaError_t rc = cudaGetLastError();
         if (rc != cudaSuccess)
             st = cuda_fail(r, rc, "gather_slots_kernel", __FILE__, __LINE__);
@@ -72,11 +72,11 @@ static soren_status merge_table(gpu_run *r)
 
 static soren_status alloc_order_buffers(gpu_run *r)
 {
-    ALLOC(r, r->perm, r->n * 4, "the sort order");
-    ALLOC(r, r->perm_alt, r->n * 4, "the sort order");
-    ALLOC(r, r->bits, r->n * 8, "the sort keys");
-    ALLOC(r, r->bits_alt, r->n * 8, "the sort keys");
-    launch_iota(GRID(r), r->perm, r->n);
+    ALLOC(r, r->list.perm, r->list.n * 4, "the sort order");
+    ALLOC(r, r->list.perm_alt, r->list.n * 4, "the sort order");
+    ALLOC(r, r->list.bits, r->list.n * 8, "the sort keys");
+    ALLOC(r, r->list.bits_alt, r->list.n * 8, "the sort keys");
+    launch_iota(GRID(r), r->list.perm, r->list.n);
     CUDA_TRY(r, cudaGetLastError());
     return SOREN_OK;
 }
@@ -85,18 +85,18 @@ static soren_status alloc_order_buffers(gpu_run *r)
  * current perm). */
 static soren_status radix_perm(gpu_run *r, int end_bit)
 {
-    cub::DoubleBuffer<uint64_t> keys(r->bits, r->bits_alt);
-    cub::DoubleBuffer<uint32_t> perm(r->perm, r->perm_alt);
-    CUB_RUN(r, cub::DeviceRadixSort::SortPairs, keys, perm, (int64_t)r->n, 0, end_bit);
-    if (perm.Current() != r->perm) {
-        uint32_t *t = r->perm;
-        r->perm = r->perm_alt;
-        r->perm_alt = t;
+    cub::DoubleBuffer<uint64_t> keys(r->list.bits, r->list.bits_alt);
+    cub::DoubleBuffer<uint32_t> perm(r->list.perm, r->list.perm_alt);
+    CUB_RUN(r, cub::DeviceRadixSort::SortPairs, keys, perm, (int64_t)r->list.n, 0, end_bit);
+    if (perm.Current() != r->list.perm) {
+        uint32_t *t = r->list.perm;
+        r->list.perm = r->list.perm_alt;
+        r->list.perm_alt = t;
     }
-    if (keys.Current() != r->bits) {
-        uint64_t *t = r->bits;
-        r->bits = r->bits_alt;
-        r->bits_alt = t;
+    if (keys.Current() != r->list.bits) {
+        uint64_t *t = r->list.bits;
+        r->list.bits = r->list.bits_alt;
+        r->list.bits_alt = t;
     }
     return SOREN_OK;
 }
@@ -105,19 +105,21 @@ static soren_status radix_perm(gpu_run *r, int end_bit)
 static soren_status sort_by_key(gpu_run *r)
 {
     if (r->spec->key_type == SOREN_TYPE_STRING) {
-        CUB_RUN(r, cub::DeviceMergeSort::StableSortKeys, r->perm, (int64_t)r->n,
-                string_key_less{r->keys, r->refs});
+        CUB_RUN(r, cub::DeviceMergeSort::StableSortKeys, r->list.perm, (int64_t)r->list.n,
+                string_key_less{r->reg.keys, r->list.refs});
         return SOREN_OK;
     }
-    launch_key_bits(GRID(r), r->perm, r->n, r->refs, r->keys, r->spec->key_type, r->bits);
+    launch_key_bits(GRID(r), r->list.perm, r->list.n, r->list.refs, r->reg.keys,
+                    r->spec->key_type, r->list.bits);
     CUDA_TRY(r, cudaGetLastError());
     return radix_perm(r, 64);
 }
 
 static soren_status sort_by_value(gpu_run *r, bool descending)
 {
-    launch_value_bits(GRID(r), r->perm, r->n, r->values, (uint32_t)r->spec->value_size,
-                     r->spec->value_type, descending, r->bits);
+    launch_value_bits(GRID(r), r->list.perm, r->list.n, r->list.values,
+                      (uint32_t)r->spec->value_size, r->spec->value_type, descending,
+                      r->list.bits);
     CUDA_TRY(r, cudaGetLastError());
     return radix_perm(r, 64);
 }
@@ -129,19 +131,19 @@ static soren_status take_pairs(gpu_run *r)
     soren_status st = read_counters(r, c);
     if (st != SOREN_OK)
         return st;
-    r->n = c[PAIRS_USED];
-    r->refs = r->pair_keys;
-    r->values = r->pair_values;
-    r->pair_keys = NULL;
-    r->pair_values = NULL;
+    r->list.n = c[PAIRS_USED];
+    r->list.refs = r->reg.pair_keys;
+    r->list.values = r->reg.pair_values;
+    r->reg.pair_keys = NULL;
+    r->reg.pair_values = NULL;
     return SOREN_OK;
 }
 
 /* The order buffers are sized for the list: drop them when it changes. */
 static void free_order_buffers(gpu_run *r)
 {
-    uint64_t **bits[] = {&r->bits, &r->bits_alt};
-    uint32_t **perms[] = {&r->perm, &r->perm_alt};
+    uint64_t **bits[] = {&r->list.bits, &r->list.bits_alt};
+    uint32_t **perms[] = {&r->list.perm, &r->list.perm_alt};
     for (int i = 0; i < 2; i++) {
         dev_free(r, *bits[i]);
         *bits[i] = NULL;
@@ -154,10 +156,11 @@ static void free_order_buffers(gpu_run *r)
  * gets their running count, and *runs the number of runs. */
 static soren_status find_runs(gpu_run *r, bool by_ref, uint64_t *runs)
 {
-    launch_run_heads(GRID(r), r->perm, r->n, r->refs, r->keys, by_ref, r->bits);
+    launch_run_heads(GRID(r), r->list.perm, r->list.n, r->list.refs, r->reg.keys, by_ref,
+                     r->list.bits);
     CUDA_TRY(r, cudaGetLastError());
-    CUB_RUN(r, cub::DeviceScan::InclusiveSum, r->bits, r->bits_alt, (int64_t)r->n);
-    CUDA_TRY(r, cudaMemcpyAsync(runs, r->bits_alt + r->n - 1, 8, cudaMemcpyDeviceToHost,
+    CUB_RUN(r, cub::DeviceScan::InclusiveSum, r->list.bits, r->list.bits_alt, (int64_t)r->list.n);
+    CUDA_TRY(r, cudaMemcpyAsync(runs, r->list.bits_alt + r->list.n - 1, 8, cudaMemcpyDeviceToHost,
                                 r->stream));
     WAIT_STREAM(r);
     return SOREN_OK;
@@ -168,7 +171,7 @@ static soren_status find_runs(gpu_run *r, bool by_ref, uint64_t *runs)
 static soren_status merge_pairs(gpu_run *r)
 {
     soren_status st = take_pairs(r);
-    if (st != SOREN_OK || r->spec->combine == SOREN_COMBINE_NONE || r->n == 0)
+    if (st != SOREN_OK || r->spec->combine == SOREN_COMBINE_NONE || r->list.n == 0)
         return st;
     st = alloc_order_buffers(r);
     if (st == SOREN_OK)
@@ -182,21 +185,21 @@ static soren_status merge_pairs(gpu_run *r)
     uint32_t *run_refs = NULL;
     uint8_t *run_values = NULL;
     uint32_t vs = (uint32_t)r->spec->value_size;
-    st = dev_alloc(r, (void **)&target, r->n * 8, "the run of each pair");
+    st = dev_alloc(r, (void **)&target, r->list.n * 8, "the run of each pair");
     if (st == SOREN_OK)
         st = dev_alloc(r, (void **)&run_refs, runs * 4, "the merged keys");
     if (st == SOREN_OK)
         st = dev_alloc(r, (void **)&run_values, runs * vs, "the merged values");
     cudaError_t rc = cudaSuccess;
     if (st == SOREN_OK) {
-        launch_run_targets(GRID(r), r->perm, r->n, r->bits_alt, r->bits, r->refs, target,
-                          run_refs);
+        launch_run_targets(GRID(r), r->list.perm, r->list.n, r->list.bits_alt, r->list.bits,
+                           r->list.refs, target, run_refs);
         rc = cudaGetLastError();
     }
     if (st == SOREN_OK && rc == cudaSuccess)
         rc = (cudaError_t)r->gpu->fill_identity(run_values, runs, r->stream);
     if (st == SOREN_OK && rc == cudaSuccess) {
-        soren_gpu_combine_args c = {r->values, target, run_values, r->n};
+        soren_gpu_combine_args c = {r->list.values, target, run_values, r->list.n};
         rc = (cudaError_t)r->gpu->combine(&c, r->stream);
     }
     if (st == SOREN_OK && rc != cudaSuccess)
@@ -208,12 +211,12 @@ static soren_status merge_pairs(gpu_run *r)
         return st;
     }
     /* The runs, already in key order, are the list now. */
-    dev_free(r, r->refs);
-    dev_free(r, r->values);
-    r->refs = run_refs;
-    r->values = run_values;
-    r->n = runs;
-    launch_iota(GRID(r), r->perm, r->n);
+    dev_free(r, r->list.refs);
+    dev_free(r, r->list.values);
+    r->list.refs = run_refs;
+    r->list.values = run_values;
+    r->list.n = runs;
+    launch_iota(GRID(r), r->list.perm, r->list.n);
     CUDA_TRY(r, cudaGetLastError());
     return SOREN_OK;
 }
@@ -221,42 +224,43 @@ static soren_status merge_pairs(gpu_run *r)
 /* Stable sort of perm by the hash table's key refs. */
 static soren_status sort_by_ref(gpu_run *r)
 {
-    launch_ref_bits(GRID(r), r->perm, r->n, r->refs, r->bits);
+    launch_ref_bits(GRID(r), r->list.perm, r->list.n, r->list.refs, r->list.bits);
     CUDA_TRY(r, cudaGetLastError());
     return radix_perm(r, 32);
 }
 
 /* A reduce without a combine: the pairs, grouped by key, become groups
- * (group_refs, group_start, group_values; r->n counts them).  Within a
+ * (group_refs, group_start, group_values; r->list.n counts them).  Within a
  * group the values are in the CPU engine's order: sort by value first, then
  * stably by key.  The hash variant's pairs carry the table's refs, which
  * group as they are; the others compare key bytes. */
 static soren_status group_pairs(gpu_run *r)
 {
     soren_status st = take_pairs(r);
-    if (st != SOREN_OK || r->n == 0)
+    if (st != SOREN_OK || r->list.n == 0)
         return st;
     const bool by_ref = r->variant == SOREN_VARIANT_HASH;
     const uint32_t vs = (uint32_t)r->spec->value_size;
-    uint64_t groups = 0, pairs = r->n;
+    uint64_t groups = 0, pairs = r->list.n;
     if ((st = alloc_order_buffers(r)) == SOREN_OK && (st = sort_by_value(r, false)) == SOREN_OK)
         st = by_ref ? sort_by_ref(r) : sort_by_key(r);
     if (st == SOREN_OK)
         st = find_runs(r, by_ref, &groups);
     if (st != SOREN_OK)
         return st;
-    ALLOC(r, r->group_refs, groups * 4, "the keys of the groups");
-    ALLOC(r, r->group_start, (groups + 1) * 8, "the starts of the groups");
-    ALLOC(r, r->group_values, pairs * vs, "the grouped values");
-    launch_groups(GRID(r), r->perm, pairs, r->bits_alt, r->bits, r->refs, r->values, vs,
-                 r->group_refs, r->group_start, r->group_values);
+    ALLOC(r, r->list.group_refs, groups * 4, "the keys of the groups");
+    ALLOC(r, r->list.group_start, (groups + 1) * 8, "the starts of the groups");
+    ALLOC(r, r->list.group_values, pairs * vs, "the grouped values");
+    launch_groups(GRID(r), r->list.perm, pairs, r->list.bits_alt, r->list.bits, r->list.refs,
+                  r->list.values, vs, r->list.group_refs, r->list.group_start,
+                  r->list.group_values);
     CUDA_TRY(r, cudaGetLastError());
-    CUDA_TRY(r, cudaMemcpyAsync(r->group_start + groups, &pairs, 8, cudaMemcpyHostToDevice,
+    CUDA_TRY(r, cudaMemcpyAsync(r->list.group_start + groups, &pairs, 8, cudaMemcpyHostToDevice,
                                 r->stream));
     if (pairs > UINT32_MAX) {
         unsigned long long largest = 0;
         CUDA_TRY(r, cudaMemsetAsync(r->counters + SELECTED, 0, 8, r->stream));
-        launch_largest_group(GRID(r), r->group_start, groups, r->counters + SELECTED);
+        launch_largest_group(GRID(r), r->list.group_start, groups, r->counters + SELECTED);
         CUDA_TRY(r, cudaGetLastError());
         CUDA_TRY(r, cudaMemcpyAsync(&largest, r->counters + SELECTED, 8,
                                     cudaMemcpyDeviceToHost, r->stream));
@@ -267,12 +271,12 @@ static soren_status group_pairs(gpu_run *r)
                                    UINT32_MAX);
     }
     /* The stream orders the frees after the gather. */
-    dev_free(r, r->refs);
-    dev_free(r, r->values);
-    r->refs = NULL;
-    r->values = NULL;
+    dev_free(r, r->list.refs);
+    dev_free(r, r->list.values);
+    r->list.refs = NULL;
+    r->list.values = NULL;
     free_order_buffers(r);
-    r->n = groups;
+    r->list.n = groups;
     return SOREN_OK;
 }
 
@@ -281,29 +285,29 @@ static soren_status group_pairs(gpu_run *r)
  * list.  The reduce launch grows and resumes on overflow as map does. */
 static soren_status reduce_list(gpu_run *r)
 {
-    uint64_t groups = r->n;
-    if (!r->group_refs) {
-        r->group_refs = r->refs;
-        r->group_values = r->values;
-        r->refs = NULL;
-        r->values = NULL;
+    uint64_t groups = r->list.n;
+    if (!r->list.group_refs) {
+        r->list.group_refs = r->list.refs;
+        r->list.group_values = r->list.values;
+        r->list.refs = NULL;
+        r->list.values = NULL;
     }
     free_order_buffers(r);
     r->emitter = "reduce";
-    dev_free(r, r->pair_keys);
-    dev_free(r, r->pair_values);
-    r->pair_keys = NULL;
-    r->pair_values = NULL;
-    r->map_pair_capacity = r->pair_capacity;
-    r->pair_capacity = r->opt->pair_slots ? r->opt->pair_slots : groups + groups / 4 + 1024;
-    ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
-    ALLOC(r, r->pair_values, r->pair_capacity * r->spec->value_size, "the pair values");
+    dev_free(r, r->reg.pair_keys);
+    dev_free(r, r->reg.pair_values);
+    r->reg.pair_keys = NULL;
+    r->reg.pair_values = NULL;
+    r->reg.map_pair_capacity = r->reg.pair_capacity;
+    r->reg.pair_capacity = r->opt->pair_slots ? r->opt->pair_slots : groups + groups / 4 + 1024;
+    ALLOC(r, r->reg.pair_keys, r->reg.pair_capacity * sizeof(uint32_t), "the pair keys");
+    ALLOC(r, r->reg.pair_values, r->reg.pair_capacity * r->spec->value_size, "the pair values");
     CUDA_TRY(r, cudaMemsetAsync(r->counters + PAIRS_USED, 0, 8, r->stream));
     soren_status st = launch_map(r, SOREN_GPU_REDUCE, 0, groups);
     if (st != SOREN_OK)
         return st;
-    void **spent[] = {(void **)&r->group_refs, (void **)&r->group_start,
-                      (void **)&r->group_values};
+    void **spent[] = {(void **)&r->list.group_refs, (void **)&r->list.group_start,
+                      (void **)&r->list.group_values};
     for (int i = 0; i < 3; i++) {
         dev_free(r, *spent[i]);
         *spent[i] = NULL;
@@ -314,10 +318,10 @@ static soren_status reduce_list(gpu_run *r)
 /* Puts the list in the stage's order (the CPU engine's, see result.h). */
 static soren_status order_list(gpu_run *r, bool key_sorted)
 {
-    if (r->n == 0)
+    if (r->list.n == 0)
         return SOREN_OK;
     soren_status st = SOREN_OK;
-    if (!r->perm)
+    if (!r->list.perm)
         st = alloc_order_buffers(r);
     if (st != SOREN_OK)
         return st;
@@ -345,21 +349,21 @@ static soren_status order_list(gpu_run *r, bool key_sorted)
             st = sort_by_value(r, r->spec->order == SOREN_ORDER_VALUE_DESC);
         break;
     }
-    if (st == SOREN_OK && r->spec->limit && r->n > r->spec->limit)
-        r->n = r->spec->limit;
+    if (st == SOREN_OK && r->spec->limit && r->list.n > r->spec->limit)
+        r->list.n = r->spec->limit;
     return st;
 }
 
 /* The last run's packed result, spent. */
 static void free_packed(gpu_run *r)
 {
-    void **packed[] = {(void **)&r->packed_keys, (void **)&r->packed_values,
-                       (void **)&r->packed_offsets};
+    void **packed[] = {(void **)&r->packed.keys, (void **)&r->packed.values,
+                       (void **)&r->packed.offsets};
     for (int i = 0; i < 3; i++) {
         dev_free(r, *packed[i]);
         *packed[i] = NULL;
     }
-    r->packed_n = r->packed_key_bytes = 0;
+    r->packed.n = r->packed.key_bytes = 0;
 }
 
 /* Packs the ordered list on the device as a soren_result lays it out (keys
@@ -368,35 +372,35 @@ static void free_packed(gpu_run *r)
 static soren_status pack_result(gpu_run *r)
 {
     free_packed(r);
-    uint64_t n = r->n;
+    uint64_t n = r->list.n;
     uint32_t vs = (uint32_t)r->spec->value_size;
-    r->packed_n = n;
+    r->packed.n = n;
     if (n == 0)
         return SOREN_OK;
-    ALLOC(r, r->packed_offsets, (n + 1) * 8, "the result's key offsets");
+    ALLOC(r, r->packed.offsets, (n + 1) * 8, "the result's key offsets");
     /* Typed keys have one size: their offsets need no scan, and the host
      * knows their total without asking the device. */
     const uint32_t key_size = (uint32_t)soren_type_size((soren_type)r->spec->key_type);
     if (key_size) {
-        r->packed_key_bytes = n * key_size;
+        r->packed.key_bytes = n * key_size;
     } else {
-        launch_key_sizes(GRID(r), r->perm, n, r->refs, r->keys, r->bits_alt);
+        launch_key_sizes(GRID(r), r->list.perm, n, r->list.refs, r->reg.keys, r->list.bits_alt);
         CUDA_TRY(r, cudaGetLastError());
-        CUB_RUN(r, cub::DeviceScan::ExclusiveSum, r->bits_alt, r->packed_offsets, (int64_t)n);
+        CUB_RUN(r, cub::DeviceScan::ExclusiveSum, r->list.bits_alt, r->packed.offsets, (int64_t)n);
         uint64_t last_offset = 0, last_size = 0;
-        CUDA_TRY(r, cudaMemcpyAsync(&last_offset, r->packed_offsets + n - 1, 8,
+        CUDA_TRY(r, cudaMemcpyAsync(&last_offset, r->packed.offsets + n - 1, 8,
                                     cudaMemcpyDeviceToHost, r->stream));
-        CUDA_TRY(r, cudaMemcpyAsync(&last_size, r->bits_alt + n - 1, 8, cudaMemcpyDeviceToHost,
+        CUDA_TRY(r, cudaMemcpyAsync(&last_size, r->list.bits_alt + n - 1, 8, cudaMemcpyDeviceToHost,
                                     r->stream));
         WAIT_STREAM(r);
-        r->packed_key_bytes = last_offset + last_size;
-        CUDA_TRY(r, cudaMemcpyAsync(r->packed_offsets + n, &r->packed_key_bytes, 8,
+        r->packed.key_bytes = last_offset + last_size;
+        CUDA_TRY(r, cudaMemcpyAsync(r->packed.offsets + n, &r->packed.key_bytes, 8,
                                     cudaMemcpyHostToDevice, r->stream));
     }
-    ALLOC(r, r->packed_keys, r->packed_key_bytes, "the result's keys");
-    ALLOC(r, r->packed_values, n * vs, "the result's values");
-    launch_pack(GRID(r), r->perm, n, r->refs, r->keys, key_size, r->packed_offsets,
-               r->values, vs, r->packed_keys, r->packed_values);
+    ALLOC(r, r->packed.keys, r->packed.key_bytes, "the result's keys");
+    ALLOC(r, r->packed.values, n * vs, "the result's values");
+    launch_pack(GRID(r), r->list.perm, n, r->list.refs, r->reg.keys, key_size, r->packed.offsets,
+                r->list.values, vs, r->packed.keys, r->packed.values);
     CUDA_TRY(r, cudaGetLastError());
     return SOREN_OK;
 }
@@ -438,10 +442,10 @@ static soren_status take_host_pairs(gpu_run *r, soren_result *out, uint64_t n, c
  * mark. */
 static soren_status copy_result(gpu_run *r, soren_result *out)
 {
-    uint64_t n = r->packed_n, key_total = r->packed_key_bytes;
+    uint64_t n = r->packed.n, key_total = r->packed.key_bytes;
     uint32_t vs = (uint32_t)r->spec->value_size;
     uint64_t sizes[3] = {key_total, n ? (n + 1) * 8 : 0, n * vs};
-    const void *from[3] = {r->packed_keys, r->packed_offsets, r->packed_values};
+    const void *from[3] = {r->packed.keys, r->packed.offsets, r->packed.values};
     if (sizes[0] + sizes[1] + sizes[2] <= READBACK_BYTES) {
         for (uint64_t i = 0, at = 0; i < 3 && n; at += sizes[i], i++)
             CUDA_TRY(r, cudaMemcpyAsync(r->readback + at, from[i], sizes[i],
@@ -487,15 +491,15 @@ static soren_status copy_result(gpu_run *r, soren_result *out)
 /* The list and its order buffers, spent once the result is packed. */
 void release_list(gpu_run *r)
 {
-    void **spent[] = {(void **)&r->refs,        (void **)&r->values,
-                      (void **)&r->group_refs,  (void **)&r->group_start,
-                      (void **)&r->group_values};
+    void **spent[] = {(void **)&r->list.refs,        (void **)&r->list.values,
+                      (void **)&r->list.group_refs,  (void **)&r->list.group_start,
+                      (void **)&r->list.group_values};
     for (size_t i = 0; i < sizeof spent / sizeof spent[0]; i++) {
         dev_free(r, *spent[i]);
         *spent[i] = NULL;
     }
     free_order_buffers(r);
-    r->n = 0;
+    r->list.n = 0;
 }
 
 /* Merges the table or the pairs, reduces, orders, packs and copies the
@@ -510,7 +514,7 @@ soren_status result_after_map(gpu_run *r, soren_result *out)
     if (st == SOREN_OK) {
         if (groups_pairs(s)) {
             st = group_pairs(r);
-        } else if (r->slots) {
+        } else if (r->reg.slots) {
             st = merge_table(r);
             /* dense: slot i is key i, and the select keeps the slots' order */
             key_sorted = r->variant == SOREN_VARIANT_DENSE;
@@ -520,7 +524,7 @@ soren_status result_after_map(gpu_run *r, soren_result *out)
         }
     }
     if (st == SOREN_OK && (st = mark(r, 5, "reduce", reducing ? "reduce" : NULL)) == SOREN_OK &&
-        reducing && r->n) {
+        reducing && r->list.n) {
         st = reduce_list(r);
         key_sorted = false;
     }
@@ -544,9 +548,9 @@ static_assert(COUNTER_COUNT * 8 + SMALL_KEYS * 16 <= READBACK_BYTES,
 bool one_wait(const gpu_run *r)
 {
     const soren_stage_spec *s = r->spec;
-    return r->runs > 0 && r->slots && s->combine != SOREN_COMBINE_NONE &&
+    return r->runs > 0 && r->reg.slots && s->combine != SOREN_COMBINE_NONE &&
            s->reduce != SOREN_REDUCE_FUNCTION && soren_type_size((soren_type)s->key_type) &&
-           r->last_keys <= SMALL_KEYS && whole_key_space(r);
+           r->list.last_keys <= SMALL_KEYS && whole_key_space(r);
 }
 
 /* The merge, order, packing and copy of a re-run in one wait: one block
@@ -567,28 +571,28 @@ soren_status result_in_one_wait(gpu_run *r, soren_result *out, bool *again)
         st = ensure_identity(r);
     free_packed(r);
     if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&r->packed_keys, SMALL_KEYS * key_size, "the result's keys");
+        st = dev_alloc(r, (void **)&r->packed.keys, SMALL_KEYS * key_size, "the result's keys");
     if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&r->packed_values, SMALL_KEYS * vs, "the result's values");
+        st = dev_alloc(r, (void **)&r->packed.values, SMALL_KEYS * vs, "the result's values");
     if (st == SOREN_OK)
-        st = dev_alloc(r, (void **)&r->packed_offsets, (SMALL_KEYS + 1) * 8,
+        st = dev_alloc(r, (void **)&r->packed.offsets, (SMALL_KEYS + 1) * 8,
                        "the result's key offsets");
     if (st != SOREN_OK)
         return st;
-    small_result_args a = {r->slots,
-                           r->slot_values,
-                           r->slot_count,
-                           r->keys,
-                           r->identity,
+    small_result_args a = {r->reg.slots,
+                           r->reg.slot_values,
+                           r->reg.slot_count,
+                           r->reg.keys,
+                           r->reg.identity,
                            (uint32_t)s->key_type,
                            key_size,
                            (uint32_t)s->value_type,
                            vs,
                            (uint32_t)s->order,
                            r->counters,
-                           r->packed_keys,
-                           r->packed_values,
-                           r->packed_offsets,
+                           r->packed.keys,
+                           r->packed.values,
+                           r->packed.offsets,
                            r->readback_on_device};
     launch_small_result(r->stream, a);
     CUDA_TRY(r, cudaGetLastError());
@@ -608,14 +612,14 @@ soren_status result_in_one_wait(gpu_run *r, soren_result *out, bool *again)
         return finish_launch(r, c);
     }
     const uint64_t n = c[SELECTED];
-    r->last_keys = n;
+    r->list.last_keys = n;
     r->counters_fresh = true;
-    r->packed_n = s->limit && n > s->limit ? s->limit : n;
-    r->packed_key_bytes = r->packed_n * key_size;
-    if (r->packed_n == 0)
+    r->packed.n = s->limit && n > s->limit ? s->limit : n;
+    r->packed.key_bytes = r->packed.n * key_size;
+    if (r->packed.n == 0)
         free_packed(r); /* as an empty list leaves them */
     const uint8_t *keys = r->readback + COUNTER_COUNT * 8;
-    return take_host_pairs(r, out, r->packed_n, keys, r->packed_key_bytes, NULL, key_size,
+    return take_host_pairs(r, out, r->packed.n, keys, r->packed.key_bytes, NULL, key_size,
                            keys + n * key_size);
 }
 

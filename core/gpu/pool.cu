@@ -27,15 +27,15 @@ soren_status cuda_fail(gpu_run *r, cudaError_t rc, const char *call, const char 
 size_t pool_release_free(gpu_run *r)
 {
     size_t kept = 0, released = 0;
-    for (size_t i = 0; i < r->pool_count; i++) {
-        if (r->pool[i].used) {
-            r->pool[kept++] = r->pool[i];
+    for (size_t i = 0; i < r->pool.count; i++) {
+        if (r->pool.blocks[i].used) {
+            r->pool.blocks[kept++] = r->pool.blocks[i];
         } else {
-            cudaFree(r->pool[i].p);
+            cudaFree(r->pool.blocks[i].p);
             released++;
         }
     }
-    r->pool_count = kept;
+    r->pool.count = kept;
     return released;
 }
 
@@ -43,8 +43,8 @@ size_t pool_release_free(gpu_run *r)
  * need must not hold a large block), or NULL. */
 static void *pool_take(gpu_run *r, uint64_t bytes)
 {
-    for (size_t i = 0; i < r->pool_count; i++) {
-        pool_block *b = &r->pool[i];
+    for (size_t i = 0; i < r->pool.count; i++) {
+        pool_block *b = &r->pool.blocks[i];
         if (!b->used && b->size >= bytes && b->size <= 2 * bytes + (1u << 20)) {
             b->used = true;
             return b->p;
@@ -58,27 +58,27 @@ static void *pool_take(gpu_run *r, uint64_t bytes)
 soren_status dev_alloc(gpu_run *r, void **p, uint64_t bytes, const char *what)
 {
     bytes = bytes ? bytes : 1;
-    if (r->pooled && (*p = pool_take(r, bytes)) != NULL)
+    if (r->pool.pooled && (*p = pool_take(r, bytes)) != NULL)
         return SOREN_OK;
     *p = NULL;
-    if (r->pooled && r->pool_count == r->pool_cap) {
-        size_t cap = r->pool_cap ? 2 * r->pool_cap : 64;
-        pool_block *grown = (pool_block *)realloc(r->pool, cap * sizeof *grown);
+    if (r->pool.pooled && r->pool.count == r->pool.cap) {
+        size_t cap = r->pool.cap ? 2 * r->pool.cap : 64;
+        pool_block *grown = (pool_block *)realloc(r->pool.blocks, cap * sizeof *grown);
         if (!grown)
             return soren_error_set(r->err, SOREN_ENOMEM, "%s: out of host memory for the "
                                    "device memory pool", r->spec->job_name);
-        r->pool = grown;
-        r->pool_cap = cap;
+        r->pool.blocks = grown;
+        r->pool.cap = cap;
     }
     cudaError_t rc = cudaMalloc(p, bytes);
-    if (rc != cudaSuccess && r->pooled && pool_release_free(r) > 0) {
+    if (rc != cudaSuccess && r->pool.pooled && pool_release_free(r) > 0) {
         /* the pool held what the device needs now */
         (void)cudaGetLastError();
         rc = cudaMalloc(p, bytes);
     }
     if (rc == cudaSuccess) {
-        if (r->pooled)
-            r->pool[r->pool_count++] = pool_block{*p, bytes, true};
+        if (r->pool.pooled)
+            r->pool.blocks[r->pool.count++] = pool_block{*p, bytes, true};
         return SOREN_OK;
     }
     *p = NULL;
@@ -98,10 +98,10 @@ void dev_free(gpu_run *r, void *p)
 {
     if (!p)
         return;
-    if (r->pooled)
-        for (size_t i = 0; i < r->pool_count; i++)
-            if (r->pool[i].p == p) {
-                r->pool[i].used = false;
+    if (r->pool.pooled)
+        for (size_t i = 0; i < r->pool.count; i++)
+            if (r->pool.blocks[i].p == p) {
+                r->pool.blocks[i].used = false;
                 return;
             }
     cudaFree(p);
@@ -127,13 +127,13 @@ soren_status wait_mark(gpu_run *r, int i)
 /* CUB's temporary storage, grown on demand and kept for the run. */
 soren_status temp_reserve(gpu_run *r, size_t bytes)
 {
-    if (bytes <= r->temp_size)
+    if (bytes <= r->pool.temp_size)
         return SOREN_OK;
-    dev_free(r, r->temp);
-    r->temp = NULL;
-    r->temp_size = 0;
-    ALLOC(r, r->temp, bytes, "sort and scan scratch space");
-    r->temp_size = bytes;
+    dev_free(r, r->pool.temp);
+    r->pool.temp = NULL;
+    r->pool.temp_size = 0;
+    ALLOC(r, r->pool.temp, bytes, "sort and scan scratch space");
+    r->pool.temp_size = bytes;
     return SOREN_OK;
 }
 

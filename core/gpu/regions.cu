@@ -49,7 +49,7 @@ static const uint64_t TABLE_SLOTS_MAX = 1ull << 31; /* block entries hold slot +
 
 static soren_status grow_table(gpu_run *r)
 {
-    uint64_t count = r->slot_count * 2;
+    uint64_t count = r->reg.slot_count * 2;
     if (count > TABLE_SLOTS_MAX)
         return soren_error_set(r->err, SOREN_EJOB, "%s: the hash table cannot grow past %llu "
                                "slots", r->spec->job_name, (unsigned long long)TABLE_SLOTS_MAX);
@@ -58,22 +58,22 @@ static soren_status grow_table(gpu_run *r)
     soren_status st = alloc_table(r, count, &slots, &values);
     if (st != SOREN_OK)
         return st;
-    launch_rehash(GRID(r), r->slots, r->slot_values, r->slot_count, slots, values, count,
-                  (uint32_t)r->spec->value_size, r->keys);
+    launch_rehash(GRID(r), r->reg.slots, r->reg.slot_values, r->reg.slot_count, slots, values,
+                  count, (uint32_t)r->spec->value_size, r->reg.keys);
     cudaError_t rc = cudaGetLastError();
     if (rc != cudaSuccess) {
         dev_free(r, slots);
         dev_free(r, values);
         return cuda_fail(r, rc, "rehash_kernel", __FILE__, __LINE__);
     }
-    st = soren_explain_overflow(r->x, "table", r->slot_count, count, r->err);
+    st = soren_explain_overflow(r->x, "table", r->reg.slot_count, count, r->err);
     /* The stream orders the frees after the rehash. */
-    dev_free(r, r->slots);
-    dev_free(r, r->slot_values);
-    r->slots = slots;
-    r->slot_values = values;
-    r->slot_count = count;
-    r->slot_limit = count - count / 4;
+    dev_free(r, r->reg.slots);
+    dev_free(r, r->reg.slot_values);
+    r->reg.slots = slots;
+    r->reg.slot_values = values;
+    r->reg.slot_count = count;
+    r->reg.slot_limit = count - count / 4;
     return st;
 }
 
@@ -99,36 +99,37 @@ static soren_status grow_region(gpu_run *r, void **region, uint64_t used, uint64
 
 soren_status grow_keys(gpu_run *r, uint64_t used, uint64_t need)
 {
-    uint64_t size = r->keys_capacity;
+    uint64_t size = r->reg.keys_capacity;
     while (size < need)
         size *= 2;
     if (size > KEY_SPACE_MAX)
         size = KEY_SPACE_MAX;
-    if (size <= r->keys_capacity || size < need)
+    if (size <= r->reg.keys_capacity || size < need)
         return soren_error_set(r->err, SOREN_EJOB, "%s: the key space cannot grow past %llu "
                                "bytes (key references are 32-bit)", r->spec->job_name,
                                (unsigned long long)KEY_SPACE_MAX);
-    soren_status st = grow_region(r, (void **)&r->keys, used, size, "the key space");
+    soren_status st = grow_region(r, (void **)&r->reg.keys, used, size, "the key space");
     if (st == SOREN_OK)
-        st = soren_explain_overflow(r->x, "keys", r->keys_capacity, size, r->err);
+        st = soren_explain_overflow(r->x, "keys", r->reg.keys_capacity, size, r->err);
     if (st == SOREN_OK)
-        r->keys_capacity = size;
+        r->reg.keys_capacity = size;
     return st;
 }
 
 soren_status grow_pairs(gpu_run *r, uint64_t used, uint64_t need)
 {
-    uint64_t count = r->pair_capacity ? r->pair_capacity : 1;
+    uint64_t count = r->reg.pair_capacity ? r->reg.pair_capacity : 1;
     while (count < need)
         count *= 2;
     uint32_t vs = (uint32_t)r->spec->value_size;
-    soren_status st = grow_region(r, (void **)&r->pair_keys, used * 4, count * 4, "the pair keys");
+    soren_status st = grow_region(r, (void **)&r->reg.pair_keys, used * 4, count * 4,
+                                  "the pair keys");
     if (st == SOREN_OK)
-        st = grow_region(r, (void **)&r->pair_values, used * vs, count * vs, "the pair values");
+        st = grow_region(r, (void **)&r->reg.pair_values, used * vs, count * vs, "the pair values");
     if (st == SOREN_OK)
-        st = soren_explain_overflow(r->x, "pairs", r->pair_capacity, count, r->err);
+        st = soren_explain_overflow(r->x, "pairs", r->reg.pair_capacity, count, r->err);
     if (st == SOREN_OK)
-        r->pair_capacity = count;
+        r->reg.pair_capacity = count;
     return st;
 }
 
@@ -147,30 +148,34 @@ cudaError_t restart_counters(gpu_run *r, uint64_t keys_used, uint64_t pairs_used
 soren_status grow_after_overflow(gpu_run *r, const unsigned long long *c)
 {
     unsigned status = (unsigned)c[STATUS];
-    uint64_t keys_used = c[KEYS_USED] < r->keys_capacity ? c[KEYS_USED] : r->keys_capacity;
-    uint64_t pairs_used = c[PAIRS_USED] < r->pair_capacity ? c[PAIRS_USED] : r->pair_capacity;
+    uint64_t keys_used = c[KEYS_USED] < r->reg.keys_capacity ? c[KEYS_USED] : r->reg.keys_capacity;
+    uint64_t pairs_used = c[PAIRS_USED] < r->reg.pair_capacity ? c[PAIRS_USED]
+                                                                : r->reg.pair_capacity;
     soren_status st = SOREN_OK;
     if (status & SOREN_GPU_TABLE_FULL)
         st = grow_table(r);
     if (st == SOREN_OK && (status & SOREN_GPU_KEYS_FULL))
-        st = grow_keys(r, keys_used, r->keys_capacity * 2);
+        st = grow_keys(r, keys_used, r->reg.keys_capacity * 2);
     if (st == SOREN_OK && (status & SOREN_GPU_PAIRS_FULL))
-        st = grow_pairs(r, pairs_used, r->pair_capacity * 2);
+        st = grow_pairs(r, pairs_used, r->reg.pair_capacity * 2);
     if (st != SOREN_OK)
         return st;
     CUDA_TRY(r, restart_counters(r, keys_used, pairs_used));
     /* Count the slots taken, those kept for a key that comes again among
      * them (a grown table has none): plugins before ABI 1.5 counted the
      * claims that lost a race, or found the key space full. */
-    if (r->slots) {
-        launch_count_used(GRID(r), r->slots, r->slot_count, r->counters + SLOTS_USED);
+    if (r->reg.slots) {
+        launch_count_used(GRID(r), r->reg.slots, r->reg.slot_count, r->counters + SLOTS_USED);
         CUDA_TRY(r, cudaGetLastError());
     }
     return SOREN_OK;
 }
 
 /* Whether this pass folds every key (no part of the key space waits). */
-bool whole_key_space(const gpu_run *r) { return r->key_first == 0 && r->key_last == KEY_LAST; }
+bool whole_key_space(const gpu_run *r)
+{
+    return r->reg.key_first == 0 && r->reg.key_last == KEY_LAST;
+}
 
 /* Whether a full table folds half its part of the key space instead of
  * growing: under a device memory budget, where growing would take the
@@ -185,14 +190,14 @@ bool narrowing_due(const gpu_run *r, const unsigned long long *c)
     enum { NARROW_MIN_KEYS = 256 };
     const uint64_t budget = r->opt->device_memory;
     const unsigned status = (unsigned)c[STATUS];
-    if (!budget || !r->slots || r->spec->combine == SOREN_COMBINE_NONE ||
+    if (!budget || !r->reg.slots || r->spec->combine == SOREN_COMBINE_NONE ||
         (r->variant != SOREN_VARIANT_HASH && r->variant != SOREN_VARIANT_BLOCK) ||
         !(status & (SOREN_GPU_TABLE_FULL | SOREN_GPU_KEYS_FULL)) ||
-        c[SLOTS_USED] < NARROW_MIN_KEYS || r->key_first == r->key_last)
+        c[SLOTS_USED] < NARROW_MIN_KEYS || r->reg.key_first == r->reg.key_last)
         return false;
-    const uint64_t slots = r->slot_count * (status & SOREN_GPU_TABLE_FULL ? 2 : 1);
+    const uint64_t slots = r->reg.slot_count * (status & SOREN_GPU_TABLE_FULL ? 2 : 1);
     const uint64_t table = table_bytes(r, slots);
-    const uint64_t keys = r->keys_capacity * (status & SOREN_GPU_KEYS_FULL ? 2 : 1);
+    const uint64_t keys = r->reg.keys_capacity * (status & SOREN_GPU_KEYS_FULL ? 2 : 1);
     return table + keys > budget / 2;
 }
 
@@ -207,8 +212,8 @@ soren_status narrow_key_range(gpu_run *r)
                                "folds the key space a part at a time; rebuild it with this "
                                "Soren's SDK, or give it more device memory",
                                r->spec->job_name, (unsigned long long)r->opt->device_memory);
-    r->key_last = r->key_first + (r->key_last - r->key_first) / 2;
-    r->narrowed = true;
+    r->reg.key_last = r->reg.key_first + (r->reg.key_last - r->reg.key_first) / 2;
+    r->reg.narrowed = true;
     r->x->narrowings++;
     return SOREN_OK;
 }
@@ -216,8 +221,8 @@ soren_status narrow_key_range(gpu_run *r)
 /* Every slot of the table (or dense array) empty, its value the identity. */
 soren_status empty_slots(gpu_run *r)
 {
-    CUDA_TRY(r, cudaMemsetAsync(r->slots, 0, r->slot_count * 8, r->stream));
-    CUDA_TRY(r, r->gpu->fill_identity(r->slot_values, r->slot_count, r->stream));
+    CUDA_TRY(r, cudaMemsetAsync(r->reg.slots, 0, r->reg.slot_count * 8, r->stream));
+    CUDA_TRY(r, r->gpu->fill_identity(r->reg.slot_values, r->reg.slot_count, r->stream));
     return SOREN_OK;
 }
 
@@ -264,27 +269,27 @@ soren_status allocate_regions(gpu_run *r)
     case SOREN_VARIANT_DENSE: {
         /* No hashing: slot i holds key i, whose bytes the host stores. */
         uint64_t k = s->key_count, vs = s->value_size;
-        r->slot_count = k;
-        r->keys_capacity = 4 + 8 * k;
-        ALLOC(r, r->slots, k * 8, "the dense array");
-        ALLOC(r, r->slot_values, k * vs, "the dense array's values");
+        r->reg.slot_count = k;
+        r->reg.keys_capacity = 4 + 8 * k;
+        ALLOC(r, r->reg.slots, k * 8, "the dense array");
+        ALLOC(r, r->reg.slot_values, k * vs, "the dense array's values");
         soren_status st = empty_slots(r);
         if (st != SOREN_OK)
             return st;
-        ALLOC(r, r->keys, r->keys_capacity, "the key space");
-        launch_dense_keys(GRID(r), r->keys, k);
+        ALLOC(r, r->reg.keys, r->reg.keys_capacity, "the key space");
+        launch_dense_keys(GRID(r), r->reg.keys, k);
         CUDA_TRY(r, cudaGetLastError());
         /* the values, then a presence byte per key (soren/engine/map.cuh) */
         uint64_t shared = ((k * vs + 7) & ~7ull) + ((k + 7) & ~7ull);
-        r->dense_shared = shared <= (48u << 10) ? (uint32_t)shared : 0;
+        r->reg.dense_shared = shared <= (48u << 10) ? (uint32_t)shared : 0;
         return SOREN_OK;
     }
     case SOREN_VARIANT_HASH:
     case SOREN_VARIANT_BLOCK: {
-        r->block_slots = block_table_entries(r);
-        r->x->block_slots = r->block_slots;
+        r->reg.block_slots = block_table_entries(r);
+        r->x->block_slots = r->reg.block_slots;
         uint64_t slots = next_pow2(o->table_slots ? o->table_slots : p->table_slots);
-        r->keys_capacity = o->key_bytes ? o->key_bytes : p->key_space;
+        r->reg.keys_capacity = o->key_bytes ? o->key_bytes : p->key_space;
         if (o->device_memory && s->combine != SOREN_COMBINE_NONE) {
             /* Under a budget the projection may not have it all: a quarter
              * of the budget each for the table and the key space, which
@@ -293,49 +298,51 @@ soren_status allocate_regions(gpu_run *r)
             const uint64_t quarter = o->device_memory / 4;
             while (slots > 1024 && table_bytes(r, slots) > quarter)
                 slots /= 2;
-            if (r->keys_capacity > quarter)
-                r->keys_capacity = quarter;
+            if (r->reg.keys_capacity > quarter)
+                r->reg.keys_capacity = quarter;
         }
         if (slots > TABLE_SLOTS_MAX)
             slots = TABLE_SLOTS_MAX;
-        r->slot_count = slots < 2 ? 2 : slots;
-        r->slot_limit = r->slot_count - r->slot_count / 4;
-        soren_status st = alloc_table(r, r->slot_count, &r->slots, &r->slot_values);
+        r->reg.slot_count = slots < 2 ? 2 : slots;
+        r->reg.slot_limit = r->reg.slot_count - r->reg.slot_count / 4;
+        soren_status st = alloc_table(r, r->reg.slot_count, &r->reg.slots, &r->reg.slot_values);
         if (st != SOREN_OK)
             return st;
         if (s->combine == SOREN_COMBINE_NONE) {
             /* grouping for a reduce: the pairs refer to the table's keys */
-            r->pair_capacity = o->pair_slots ? o->pair_slots : p->pair_slots;
-            ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
-            ALLOC(r, r->pair_values, r->pair_capacity * s->value_size, "the pair values");
+            r->reg.pair_capacity = o->pair_slots ? o->pair_slots : p->pair_slots;
+            ALLOC(r, r->reg.pair_keys, r->reg.pair_capacity * sizeof(uint32_t), "the pair keys");
+            ALLOC(r, r->reg.pair_values, r->reg.pair_capacity * s->value_size, "the pair values");
         }
         break;
     }
     default: {
         /* Each pair keeps its own copy of its key. */
-        r->pair_capacity = o->pair_slots ? o->pair_slots : p->pair_slots;
+        r->reg.pair_capacity = o->pair_slots ? o->pair_slots : p->pair_slots;
         uint64_t per_pair = m->ran && m->pairs ? (m->key_bytes + m->pairs - 1) / m->pairs
                                                  : soren__key_footprint(8);
-        r->keys_capacity = o->key_bytes ? o->key_bytes
-                                        : r->pair_capacity * per_pair + (1 << 20);
+        r->reg.keys_capacity = o->key_bytes ? o->key_bytes
+                                        : r->reg.pair_capacity * per_pair + (1 << 20);
         if (r->variant == SOREN_VARIANT_SORT) {
             /* as many as the record index holds; ensure_records grows both */
-            ALLOC(r, r->record_pairs, (r->record_capacity + 1) * 8, "the per-record pair counts");
-            ALLOC(r, r->record_key_bytes, (r->record_capacity + 1) * 8,
+            ALLOC(r, r->reg.record_pairs, (r->in.record_capacity + 1) * 8,
+                  "the per-record pair counts");
+            ALLOC(r, r->reg.record_key_bytes, (r->in.record_capacity + 1) * 8,
                   "the per-record key sizes");
         }
-        ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
-        ALLOC(r, r->pair_values, r->pair_capacity * s->value_size, "the pair values");
+        ALLOC(r, r->reg.pair_keys, r->reg.pair_capacity * sizeof(uint32_t), "the pair keys");
+        ALLOC(r, r->reg.pair_values, r->reg.pair_capacity * s->value_size, "the pair values");
     }
     }
-    if (r->keys_capacity > KEY_SPACE_MAX)
-        r->keys_capacity = KEY_SPACE_MAX;
-    if (r->keys_capacity < 64)
-        r->keys_capacity = 64;
+    if (r->reg.keys_capacity > KEY_SPACE_MAX)
+        r->reg.keys_capacity = KEY_SPACE_MAX;
+    if (r->reg.keys_capacity < 64)
+        r->reg.keys_capacity = 64;
     /* A whole number of key units: after an overflow the bytes used are cut
      * back to the capacity, and the next key must start aligned. */
-    r->keys_capacity = (r->keys_capacity + SOREN_KEY_ALIGN - 1) & ~(uint64_t)(SOREN_KEY_ALIGN - 1);
-    ALLOC(r, r->keys, r->keys_capacity, "the key space");
+    r->reg.keys_capacity =
+        (r->reg.keys_capacity + SOREN_KEY_ALIGN - 1) & ~(uint64_t)(SOREN_KEY_ALIGN - 1);
+    ALLOC(r, r->reg.keys, r->reg.keys_capacity, "the key space");
     return SOREN_OK;
 }
 

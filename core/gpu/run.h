@@ -54,65 +54,98 @@ struct pool_block {
     bool used;
 };
 
-/* Everything the runs of a stage allocated on the device; gpu_run_destroy
- * frees it all.  One soren-host run uses it once; a session (the library's
- * soren_job_run, again and again) keeps it from run to run. */
-struct gpu_run {
-    const soren_stage_spec *spec;
-    const soren_gpu_options *opt;
-    const soren_gpu_stage *gpu;
-    soren_variant variant; /* resolved: never AUTO */
-    soren_error *err;
-    const char *phase;
-    const char *emitter; /* "map" or "reduce": who emits in the launch under way */
-    cudaStream_t stream;
-    int grid; /* blocks for the engine's own grid-stride kernels */
+/* The device memory pool and CUB's scratch space (pool.cu).  A session
+ * keeps the device blocks a run frees for the next run, so that a run of
+ * the same shape allocates nothing; a single run frees them at once. */
+struct gpu_pool {
+    bool pooled;
+    pool_block *blocks;
+    size_t count, cap;
+    void *temp; /* CUB's scratch space, grown on demand (temp_reserve) */
+    size_t temp_size;
+};
 
+/* The inputs on the device and their way up, and the job's parameters
+ * (staging.cu). */
+struct gpu_inputs {
     uint8_t *input;
+    uint64_t input_capacity;  /* bytes of input */
     uint64_t *line_starts;
-    uint64_t *tile_first;       /* split_lines: each tile's first line, kept (a free would
-                                   wait for the next input's copies) */
+    uint64_t record_capacity; /* records line_starts (and the sort variant's
+                                 record arrays) can hold */
+    uint64_t *tile_first;     /* split_lines: each tile's first line, kept (a free would
+                                 wait for the next input's copies) */
     uint64_t tile_capacity;
+    const uint8_t *cur_input; /* this launch's input: input, or the caller's
+                                 device memory */
+    uint64_t cur_base;        /* its place in the whole (soren_input.base) */
+
+    /* the pinned pieces the input passes through on its way up: copy
+     * thread t fills pieces 2t and 2t + 1 in turn; staged[i] is recorded
+     * once piece i's copy to the device has been issued */
+    uint8_t *pieces;
+    cudaEvent_t staged[2 * COPY_THREADS_MAX];
+    unsigned copy_threads;
+
+    /* Inputs in chunks (or several host inputs of lines or fixed records)
+     * go up through two device buffers, input and input_alt: the next on
+     * copy_stream, by an uploader thread, while split and map read the
+     * other on the run's stream.  uploaded[b] and upload_began[b] bracket
+     * buffer b's copy; began marks the run's start, for the chunks'
+     * timeline. */
+    uint8_t *input_alt;
+    uint64_t input_alt_capacity;
+    cudaStream_t copy_stream;
+    cudaEvent_t upload_began[2], uploaded[2], began;
+
+    /* the job's parameters on the device (params.data points into the
+     * blocks) */
+    void *param_blocks[SOREN_MAX_PARAMS];
+    soren_params params;
+    uint64_t param_capacity[SOREN_MAX_PARAMS];
+    uint64_t param_version[SOREN_MAX_PARAMS]; /* the version each block holds (0: none) */
+};
+
+/* The regions the map fills: the table (or dense array), the key space and
+ * the pair space (regions.cu). */
+struct gpu_regions {
     uint8_t *keys;
     uint64_t keys_capacity;
-    unsigned long long *counters; /* keys_used, pairs_used, status, bad_key, selected */
-    /* pinned host memory (see READBACK_BYTES): the counters as the host last
-     * read them, the fresh counters a run starts from, a small result, and
-     * small parameters on their way up (PARAM_STAGING_BYTES) */
-    unsigned long long *host_counters, *fresh_counters;
-    uint8_t *readback, *param_staging;
-    uint8_t *readback_on_device; /* readback, as the device addresses it */
     unsigned long long *slots;
     uint8_t *slot_values;
     uint64_t slot_count;
-    uint64_t slot_limit;        /* claims allowed before the table counts as full */
-    soren_gpu_resume *resume;   /* hash, block, direct: where each thread stopped */
-    uint64_t max_threads;       /* resume entries: every thread the device can hold */
-    uint32_t dense_shared;      /* dense: shared bytes per block (0: arrays in global memory) */
-    uint32_t block_slots;       /* hash and block: per-block table entries (0: none) */
-    uint8_t *identity;          /* the combine's identity value, for emptied slots */
-    /* Under a device memory budget a table that would outgrow it folds the
-     * key space a part at a time, one pass over the inputs each: the part
-     * now (soren_gpu_map_args.key_first, key_last), whether its pass
-     * stopped because the part's keys did not fit (it begins again on half
-     * the part), and the finished parts' pairs. */
-    uint32_t key_first, key_last;
-    bool narrowed;
-    soren_result parts;
-    uint64_t *part_ends; /* where each finished part's pairs end in parts */
-    size_t part_ends_cap;
-    unsigned int *sketch;       /* monitor: SOREN_SKETCH_REGISTERS ranks */
-    uint64_t sample_count;
-    soren_explain *x;
+    uint64_t slot_limit;   /* claims allowed before the table counts as full */
+    uint32_t dense_shared; /* dense: shared bytes per block (0: arrays in global memory) */
+    uint32_t block_slots;  /* hash and block: per-block table entries (0: none) */
+    uint8_t *identity;     /* the combine's identity value, for emptied slots */
     uint32_t *pair_keys;
     uint8_t *pair_values;
     uint64_t pair_capacity;
-    unsigned long long *record_pairs, *record_key_bytes;
-    void *temp;
-    size_t temp_size;
-    void *param_blocks[SOREN_MAX_PARAMS];
-    soren_params params;
+    uint64_t map_pair_capacity; /* the map's pair space, before a reduce's */
+    unsigned long long *record_pairs, *record_key_bytes; /* sort: per-record counts */
+    /* Under a device memory budget a table that would outgrow it folds the
+     * key space a part at a time, one pass over the inputs each: the part
+     * now (soren_gpu_map_args.key_first, key_last), and whether its pass
+     * stopped because the part's keys did not fit (it begins again on half
+     * the part). */
+    uint32_t key_first, key_last;
+    bool narrowed;
+};
 
+/* The map's launches (launch.cu). */
+struct gpu_launch {
+    /* The last map launch's arguments, for its resumes.  A re-run in one
+     * wait (one_wait) leaves its last launch unread (leave_unread). */
+    soren_gpu_map_args args;
+    bool leave_unread;
+    soren_gpu_resume *resume; /* hash, block, direct: where each thread stopped */
+    uint64_t max_threads;     /* resume entries: every thread the device can hold */
+    unsigned int *sketch;     /* monitor: SOREN_SKETCH_REGISTERS ranks */
+    uint64_t sample_count;
+};
+
+/* The merged list and its order (order.cu). */
+struct gpu_list {
     /* reduce: groups of values, each with its key (see soren_gpu_map_args) */
     uint32_t *group_refs;
     uint64_t *group_start;
@@ -124,58 +157,61 @@ struct gpu_run {
     uint32_t *perm, *perm_alt;
     uint64_t *bits, *bits_alt;
     uint64_t n;
+    uint64_t last_keys; /* the keys the last run's table held */
+};
 
+/* The last run's result packed on the device: keys back to back at
+ * offsets, values in order; kept until the next run (order.cu). */
+struct gpu_packed {
+    uint8_t *keys, *values;
+    uint64_t *offsets;
+    uint64_t n, key_bytes;
+};
+
+/* Everything the runs of a stage allocated on the device; gpu_run_destroy
+ * frees it all.  One soren-host run uses it once; a session (the library's
+ * soren_job_run, again and again) keeps it from run to run.  Each part is
+ * owned by one file (see the top of this header); the rest is the run's
+ * own: the stage, the stream, the counters and the phases' marks. */
+struct gpu_run {
+    const soren_stage_spec *spec;
+    const soren_gpu_options *opt;
+    const soren_gpu_stage *gpu;
+    soren_variant variant; /* resolved: never AUTO */
+    soren_error *err;
+    soren_explain *x;
+    const char *phase;
+    const char *emitter; /* "map" or "reduce": who emits in the launch under way */
+    cudaStream_t stream;
+    int grid; /* blocks for the engine's own grid-stride kernels */
     cudaEvent_t mark[MARKS];
 
-    /* the pinned pieces the input passes through on its way up: copy
-     * thread t fills pieces 2t and 2t + 1 in turn; staged[i] is recorded
-     * once piece i's copy to the device has been issued */
-    uint8_t *staging;
-    cudaEvent_t staged[2 * COPY_THREADS_MAX];
-    unsigned copy_threads;
+    unsigned long long *counters; /* keys_used, pairs_used, status, bad_key, selected */
+    /* pinned host memory (see READBACK_BYTES): the counters as the host last
+     * read them, the fresh counters a run starts from, a small result, and
+     * small parameters on their way up (PARAM_STAGING_BYTES) */
+    unsigned long long *host_counters, *fresh_counters;
+    uint8_t *readback, *param_staging;
+    uint8_t *readback_on_device; /* readback, as the device addresses it */
+    bool counters_fresh;         /* the last run left the counters as a run starts them */
 
-    /* Inputs in chunks (or several host inputs of lines or fixed records)
-     * go up through two device buffers, input and input_alt: the next on
-     * copy_stream, by an uploader thread, while split and map read the
-     * other on stream.  uploaded[b] and upload_began[b] bracket buffer b's
-     * copy; began marks the run's start, for the chunks' timeline. */
-    uint8_t *input_alt;
-    uint64_t input_alt_capacity;
-    cudaStream_t copy_stream;
-    cudaEvent_t upload_began[2], uploaded[2], began;
+    gpu_pool pool;
+    gpu_inputs in;
+    gpu_regions reg;
+    gpu_launch map;
+    gpu_list list;
+    gpu_packed packed;
 
-    /* A session keeps the device blocks a run frees for the next run, so
-     * that a run of the same shape allocates nothing; a single run frees
-     * them at once. */
-    bool pooled;
-    pool_block *pool;
-    size_t pool_count, pool_cap;
+    /* the finished parts of the key space's pairs (see gpu_regions) */
+    soren_result parts;
+    uint64_t *part_ends; /* where each finished part's pairs end in parts */
+    size_t part_ends_cap;
 
-    /* What a session's later runs reuse, and how large it is. */
-    int runs;                                /* runs completed */
-    uint64_t input_capacity;                 /* bytes of input */
-    uint64_t record_capacity;                /* records line_starts (and the sort
-                                                variant's record arrays) can hold */
-    uint64_t param_capacity[SOREN_MAX_PARAMS];
-    uint64_t param_version[SOREN_MAX_PARAMS]; /* the version each block holds (0: none) */
-    const uint8_t *cur_input;                /* this launch's input: input, or the
-                                                caller's device memory */
-    uint64_t cur_base;                       /* its place in the whole (soren_input.base) */
-    soren_metrics first_metrics;             /* the first run's sample, sizes and */
-    soren_projection first_projection;       /* rule (a static string), which */
-    const char *first_rule;                  /* later runs report */
-    uint64_t map_pair_capacity;              /* the map's pair space, before a reduce's */
-    /* the last run's result packed on the device: keys back to back at
-     * packed_offsets, values in order; kept until the next run */
-    uint8_t *packed_keys, *packed_values;
-    uint64_t *packed_offsets;
-    uint64_t packed_n, packed_key_bytes;
-    /* The last map launch's arguments, for its resumes.  A re-run in one
-     * wait (one_wait) leaves its last launch unread (leave_unread). */
-    soren_gpu_map_args launch;
-    bool leave_unread;
-    uint64_t last_keys;  /* the keys the last run's table held */
-    bool counters_fresh; /* the last run left the counters as a run starts them */
+    /* What a session's later runs reuse. */
+    int runs;                          /* runs completed */
+    soren_metrics first_metrics;       /* the first run's sample, sizes and */
+    soren_projection first_projection; /* rule (a static string), which */
+    const char *first_rule;            /* later runs report */
 };
 
 /* A result of up to this many bytes comes back through the run's pinned
@@ -233,7 +269,7 @@ soren_status temp_reserve(gpu_run *r, size_t bytes);
         soren_status st_ = temp_reserve(r, need_);                                         \
         if (st_ != SOREN_OK)                                                               \
             return st_;                                                                    \
-        CUDA_TRY(r, fn(r->temp, need_, __VA_ARGS__, r->stream));                           \
+        CUDA_TRY(r, fn(r->pool.temp, need_, __VA_ARGS__, r->stream));                      \
     } while (0)
 
 /* The engine's grid-stride launches (kernels.cuh's launch_*): the run's

@@ -17,44 +17,46 @@ static void gpu_run_destroy(gpu_run *r)
     /* Copies from the staging buffers may still be in flight after an error. */
     if (r->stream)
         (void)cudaStreamSynchronize(r->stream);
-    if (r->copy_stream)
-        (void)cudaStreamSynchronize(r->copy_stream);
-    void *owned[] = {r->input,       r->input_alt,   r->line_starts,  r->tile_first,
-                     r->keys,        r->counters,
-                     r->resume,      r->sketch,
-                     r->slots,       r->slot_values, r->pair_keys,    r->pair_values,
-                     r->record_pairs, r->record_key_bytes, r->temp,   r->refs,
-                     r->values,      r->perm,        r->perm_alt,     r->bits,
-                     r->bits_alt,    r->group_refs,  r->group_start,  r->group_values,
-                     r->packed_keys, r->packed_values, r->packed_offsets, r->identity};
+    if (r->in.copy_stream)
+        (void)cudaStreamSynchronize(r->in.copy_stream);
+    void *owned[] = {r->in.input,           r->in.input_alt,         r->in.line_starts,
+                     r->in.tile_first,      r->reg.keys,             r->counters,
+                     r->map.resume,         r->map.sketch,           r->reg.slots,
+                     r->reg.slot_values,    r->reg.pair_keys,        r->reg.pair_values,
+                     r->reg.record_pairs,   r->reg.record_key_bytes, r->pool.temp,
+                     r->list.refs,          r->list.values,          r->list.perm,
+                     r->list.perm_alt,      r->list.bits,            r->list.bits_alt,
+                     r->list.group_refs,    r->list.group_start,     r->list.group_values,
+                     r->packed.keys,        r->packed.values,        r->packed.offsets,
+                     r->reg.identity};
     soren_result_destroy(&r->parts);
     free(r->part_ends);
     for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
         dev_free(r, owned[i]);
     for (int i = 0; i < SOREN_MAX_PARAMS; i++)
-        dev_free(r, r->param_blocks[i]);
+        dev_free(r, r->in.param_blocks[i]);
     pool_release_free(r);
-    free(r->pool);
+    free(r->pool.blocks);
     for (int i = 0; i < MARKS; i++)
         if (r->mark[i])
             cudaEventDestroy(r->mark[i]);
-    if (r->staging)
-        cudaFreeHost(r->staging);
+    if (r->in.pieces)
+        cudaFreeHost(r->in.pieces);
     for (int i = 0; i < 2 * COPY_THREADS_MAX; i++)
-        if (r->staged[i])
-            cudaEventDestroy(r->staged[i]);
+        if (r->in.staged[i])
+            cudaEventDestroy(r->in.staged[i]);
     for (int b = 0; b < 2; b++) {
-        cudaEvent_t events[] = {r->upload_began[b], r->uploaded[b]};
+        cudaEvent_t events[] = {r->in.upload_began[b], r->in.uploaded[b]};
         for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
             if (events[i])
                 cudaEventDestroy(events[i]);
     }
     if (r->host_counters)
         cudaFreeHost(r->host_counters);
-    if (r->began)
-        cudaEventDestroy(r->began);
-    if (r->copy_stream)
-        cudaStreamDestroy(r->copy_stream);
+    if (r->in.began)
+        cudaEventDestroy(r->in.began);
+    if (r->in.copy_stream)
+        cudaStreamDestroy(r->in.copy_stream);
     if (r->stream)
         cudaStreamDestroy(r->stream);
 }
@@ -106,12 +108,12 @@ static soren_status session_start(gpu_run *r)
     CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->opt->device));
     CUDA_TRY(r, cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor,
                                        r->opt->device));
-    r->max_threads = (uint64_t)sms * (uint64_t)per_sm;
-    ALLOC(r, r->resume, r->max_threads * sizeof(soren_gpu_resume), "the resume points");
+    r->map.max_threads = (uint64_t)sms * (uint64_t)per_sm;
+    ALLOC(r, r->map.resume, r->map.max_threads * sizeof(soren_gpu_resume), "the resume points");
     /* Monitoring's registers, here with the rest of the setup so that the
      * monitor phase times only the sample. */
-    ALLOC(r, r->sketch, SOREN_SKETCH_REGISTERS * sizeof(unsigned int), "the key sketch");
-    CUDA_TRY(r, cudaMemsetAsync(r->sketch, 0, SOREN_SKETCH_REGISTERS * sizeof(unsigned int),
+    ALLOC(r, r->map.sketch, SOREN_SKETCH_REGISTERS * sizeof(unsigned int), "the key sketch");
+    CUDA_TRY(r, cudaMemsetAsync(r->map.sketch, 0, SOREN_SKETCH_REGISTERS * sizeof(unsigned int),
                                 r->stream));
     return SOREN_OK;
 }
@@ -138,25 +140,25 @@ static soren_status session_reset(gpu_run *r)
 {
     /* merge_table emptied the slots it took; grouping leaves its slots
      * claimed (a run that failed left its session unusable) */
-    if (r->slots && groups_pairs(r->spec)) {
+    if (r->reg.slots && groups_pairs(r->spec)) {
         soren_status st = empty_slots(r);
         if (st != SOREN_OK)
             return st;
     }
     bool pairs = r->variant == SOREN_VARIANT_DIRECT || r->variant == SOREN_VARIANT_SORT ||
                  (r->variant == SOREN_VARIANT_HASH && r->spec->combine == SOREN_COMBINE_NONE);
-    if (pairs && !r->pair_keys) {
-        if (r->map_pair_capacity)
-            r->pair_capacity = r->map_pair_capacity;
-        ALLOC(r, r->pair_keys, r->pair_capacity * sizeof(uint32_t), "the pair keys");
-        ALLOC(r, r->pair_values, r->pair_capacity * r->spec->value_size, "the pair values");
+    if (pairs && !r->reg.pair_keys) {
+        if (r->reg.map_pair_capacity)
+            r->reg.pair_capacity = r->reg.map_pair_capacity;
+        ALLOC(r, r->reg.pair_keys, r->reg.pair_capacity * sizeof(uint32_t), "the pair keys");
+        ALLOC(r, r->reg.pair_values, r->reg.pair_capacity * r->spec->value_size, "the pair values");
     }
     soren_explain *x = r->x;
     x->metrics = r->first_metrics;
     x->projection = r->first_projection;
     x->variant = r->variant;
     x->rule = r->first_rule;
-    x->block_slots = r->block_slots;
+    x->block_slots = r->reg.block_slots;
     return SOREN_OK;
 }
 
@@ -181,7 +183,7 @@ static float elapsed(gpu_run *r, int from, int to)
 static void add_input_times(gpu_run *r, bool piped, size_t i)
 {
     soren_phase_times *ms = &r->x->ms;
-    ms->upload += piped ? elapsed_between(r->upload_began[i % 2], r->uploaded[i % 2])
+    ms->upload += piped ? elapsed_between(r->in.upload_began[i % 2], r->in.uploaded[i % 2])
                         : elapsed(r, 0, 1);
     ms->split += elapsed(r, 1, 2);
     ms->monitor += elapsed(r, 2, 3);
@@ -189,15 +191,15 @@ static void add_input_times(gpu_run *r, bool piped, size_t i)
 }
 
 /* Maps every input once (a pass) for the part of the key space in
- * r->key_first .. key_last, the first input sampled and the variant chosen
+ * r->reg.key_first .. key_last, the first input sampled and the variant chosen
  * first where sampling; stops after the input whose map halved the part
- * (r->narrowed).  Inputs go up one after another, or pipelined (the next
+ * (r->reg.narrowed).  Inputs go up one after another, or pipelined (the next
  * on its way up while the map reads this one). */
 static soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t input_count, bool piped,
                              bool sampling, uint64_t total)
 {
     const soren_stage_spec *s = r->spec;
-    r->narrowed = false;
+    r->reg.narrowed = false;
     soren_status st = SOREN_OK;
     uploader up = {};
     for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
@@ -219,16 +221,16 @@ static soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t input
             if (st == SOREN_OK)
                 st = allocate_regions(r);
         }
-        r->leave_unread = i + 1 == input_count && one_wait(r);
+        r->map.leave_unread = i + 1 == input_count && one_wait(r);
         if (st == SOREN_OK)
             st = map_input(r, in->size, records);
         /* The next input reuses the marks: its times are read now.  The
          * last input's are read with the result, mark 4 then the merge's
          * start, so that the host need not wait between map and merge. */
-        if (st == SOREN_OK && (i + 1 < input_count || r->narrowed) &&
+        if (st == SOREN_OK && (i + 1 < input_count || r->reg.narrowed) &&
             (st = mark(r, 4, "map", NULL)) == SOREN_OK && (st = wait_mark(r, 4)) == SOREN_OK)
             add_input_times(r, piped, i);
-        if (r->narrowed)
+        if (r->reg.narrowed)
             break;
     }
     if (up.running) /* a failed or stopped pass: the next input's copies must end first */
@@ -242,21 +244,21 @@ static soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t input
  * and of the result phases added to the run's. */
 static soren_status pass_result(gpu_run *r, size_t input_count, bool piped, soren_result *part)
 {
-    const bool quick = r->leave_unread;
-    r->leave_unread = false;
+    const bool quick = r->map.leave_unread;
+    r->map.leave_unread = false;
     bool again = false;
     soren_status st = SOREN_OK;
     if (quick)
         st = result_in_one_wait(r, part, &again);
-    if (st == SOREN_OK && !r->narrowed && (!quick || again))
+    if (st == SOREN_OK && !r->reg.narrowed && (!quick || again))
         st = result_after_map(r, part);
-    if (st != SOREN_OK || r->narrowed)
+    if (st != SOREN_OK || r->reg.narrowed)
         return st;
     soren_phase_times *ms = &r->x->ms;
     if (input_count)
         add_input_times(r, piped, input_count - 1);
     if (piped)
-        r->x->chunks.inputs_ms = elapsed_between(r->began, r->mark[4]);
+        r->x->chunks.inputs_ms = elapsed_between(r->in.began, r->mark[4]);
     ms->merge += elapsed(r, 4, 5);
     ms->reduce += elapsed(r, 5, 6);
     ms->sort += elapsed(r, 6, 7);
@@ -345,8 +347,8 @@ static soren_status session_run(gpu_run *r, const soren_input *inputs, size_t in
     r->emitter = "map";
     soren_result_destroy(&r->parts);
     soren_result_init(&r->parts, s);
-    r->key_first = 0;
-    r->key_last = KEY_LAST;
+    r->reg.key_first = 0;
+    r->reg.key_last = KEY_LAST;
     r->x->key_parts = r->x->narrowings = r->x->waits = 0;
     /* a session may run from another thread than its first run's */
     int device = -1;
@@ -384,9 +386,9 @@ static soren_status session_run(gpu_run *r, const soren_input *inputs, size_t in
             st = configure(r); /* no input: nothing to monitor, an empty result */
         if (st == SOREN_OK && input_count == 0 && sampling)
             st = allocate_regions(r);
-        if (st == SOREN_OK && !r->narrowed)
+        if (st == SOREN_OK && !r->reg.narrowed)
             st = pass_result(r, input_count, piped, &part);
-        if (st == SOREN_OK && r->narrowed) {
+        if (st == SOREN_OK && r->reg.narrowed) {
             st = empty_table(r);
             continue;
         }
@@ -401,15 +403,17 @@ static soren_status session_run(gpu_run *r, const soren_input *inputs, size_t in
         }
         if ((st = add_part(r, &part)) != SOREN_OK)
             break;
-        if (r->key_last == KEY_LAST) {
+        if (r->reg.key_last == KEY_LAST) {
             if ((st = join_parts(r, out)) == SOREN_OK)
                 session_done(r, first);
             return st;
         }
         /* The next part as wide as this one, which fitted. */
-        const uint64_t width = (uint64_t)r->key_last - r->key_first;
-        r->key_first = r->key_last + 1;
-        r->key_last = KEY_LAST - r->key_first > width ? (uint32_t)(r->key_first + width) : KEY_LAST;
+        const uint64_t width = (uint64_t)r->reg.key_last - r->reg.key_first;
+        r->reg.key_first = r->reg.key_last + 1;
+        r->reg.key_last = KEY_LAST - r->reg.key_first > width
+                              ? (uint32_t)(r->reg.key_first + width)
+                              : KEY_LAST;
         CUDA_TRY(r, restart_counters(r, SOREN_KEY_ALIGN, 0));
     }
     soren_result_destroy(&part);
@@ -454,7 +458,7 @@ static void session_init(soren_gpu_session *s, const soren_stage_spec *spec,
     s->run.spec = &s->spec;
     s->run.opt = &s->opt;
     s->run.gpu = spec->code->gpu;
-    s->run.pooled = pooled;
+    s->run.pool.pooled = pooled;
 }
 
 extern "C" soren_status soren_gpu_session_new(const soren_stage_spec *spec,
@@ -518,10 +522,10 @@ extern "C" soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_
 
 extern "C" void soren_gpu_session_pairs(const soren_gpu_session *s, soren_gpu_pairs *out)
 {
-    out->count = s->run.packed_n;
-    out->key_bytes = s->run.packed_keys;
-    out->key_offset = s->run.packed_offsets;
-    out->values = s->run.packed_values;
+    out->count = s->run.packed.n;
+    out->key_bytes = s->run.packed.keys;
+    out->key_offset = s->run.packed.offsets;
+    out->values = s->run.packed.values;
 }
 
 extern "C" void soren_gpu_session_free(soren_gpu_session *s)

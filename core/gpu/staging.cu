@@ -24,33 +24,33 @@ namespace soren__gpu {
 soren_status upload_params(gpu_run *r, const soren_params *host, const uint64_t *versions)
 {
     uint64_t staged = 0;
-    r->params = *host;
+    r->in.params = *host;
     for (uint32_t i = 0; i < host->count && i < SOREN_MAX_PARAMS; i++) {
-        r->params.data[i] = NULL;
+        r->in.params.data[i] = NULL;
         if (!host->data[i])
             continue;
         const uint64_t version = versions ? versions[i] : 0;
-        if (version && version == r->param_version[i] && r->param_blocks[i]) {
-            r->params.data[i] = r->param_blocks[i];
+        if (version && version == r->in.param_version[i] && r->in.param_blocks[i]) {
+            r->in.params.data[i] = r->in.param_blocks[i];
             continue;
         }
-        r->param_version[i] = 0;
-        if (host->size[i] > r->param_capacity[i] || !r->param_blocks[i]) {
-            dev_free(r, r->param_blocks[i]);
-            r->param_blocks[i] = NULL;
-            r->param_capacity[i] = 0;
-            ALLOC(r, r->param_blocks[i], host->size[i], "a job parameter");
-            r->param_capacity[i] = host->size[i];
+        r->in.param_version[i] = 0;
+        if (host->size[i] > r->in.param_capacity[i] || !r->in.param_blocks[i]) {
+            dev_free(r, r->in.param_blocks[i]);
+            r->in.param_blocks[i] = NULL;
+            r->in.param_capacity[i] = 0;
+            ALLOC(r, r->in.param_blocks[i], host->size[i], "a job parameter");
+            r->in.param_capacity[i] = host->size[i];
         }
         const void *from = host->data[i];
         if (host->size[i] <= PARAM_STAGING_BYTES - staged) {
             from = memcpy(r->param_staging + staged, host->data[i], host->size[i]);
             staged += host->size[i];
         }
-        CUDA_TRY(r, cudaMemcpyAsync(r->param_blocks[i], from, host->size[i],
+        CUDA_TRY(r, cudaMemcpyAsync(r->in.param_blocks[i], from, host->size[i],
                                     cudaMemcpyHostToDevice, r->stream));
-        r->params.data[i] = r->param_blocks[i];
-        r->param_version[i] = version;
+        r->in.params.data[i] = r->in.param_blocks[i];
+        r->in.param_version[i] = version;
     }
     return SOREN_OK;
 }
@@ -60,23 +60,23 @@ soren_status upload_params(gpu_run *r, const soren_params *host, const uint64_t 
  * a session: pinning host memory costs milliseconds). */
 soren_status alloc_staging(gpu_run *r, uint64_t largest)
 {
-    if (largest == 0 || r->staging)
+    if (largest == 0 || r->in.pieces)
         return SOREN_OK;
     unsigned cpus = soren_cpu_count();
-    r->copy_threads = cpus < COPY_THREADS_MAX ? cpus : COPY_THREADS_MAX;
-    uint64_t size = 2ull * r->copy_threads * STAGING_PIECE;
-    cudaError_t rc = cudaHostAlloc((void **)&r->staging, size, cudaHostAllocDefault);
+    r->in.copy_threads = cpus < COPY_THREADS_MAX ? cpus : COPY_THREADS_MAX;
+    uint64_t size = 2ull * r->in.copy_threads * STAGING_PIECE;
+    cudaError_t rc = cudaHostAlloc((void **)&r->in.pieces, size, cudaHostAllocDefault);
     if (rc != cudaSuccess) {
-        r->staging = NULL;
+        r->in.pieces = NULL;
         (void)cudaGetLastError();
         return soren_error_set(r->err, SOREN_EDEVICE, "%s: cannot allocate %llu bytes of "
                                "pinned host memory to stage the input (%s); check the "
                                "locked-memory limit (ulimit -l)", r->spec->job_name,
                                (unsigned long long)size, cudaGetErrorString(rc));
     }
-    for (unsigned i = 0; i < 2 * r->copy_threads; i++)
-        if (!r->staged[i])
-            CUDA_TRY(r, cudaEventCreateWithFlags(&r->staged[i], cudaEventDisableTiming));
+    for (unsigned i = 0; i < 2 * r->in.copy_threads; i++)
+        if (!r->in.staged[i])
+            CUDA_TRY(r, cudaEventCreateWithFlags(&r->in.staged[i], cudaEventDisableTiming));
     return SOREN_OK;
 }
 
@@ -135,10 +135,10 @@ static void *stager_main(void *arg)
             break;
         uint64_t n = size - off < piece ? size - off : piece;
         unsigned i = 2 * g->t + k;
-        uint8_t *buf = r->staging + (uint64_t)i * piece;
+        uint8_t *buf = r->in.pieces + (uint64_t)i * piece;
         /* The piece's previous copy must be on the device before refilling. */
         f->call = "cudaEventSynchronize(staged)";
-        if ((f->rc = cudaEventSynchronize(r->staged[i])) != cudaSuccess)
+        if ((f->rc = cudaEventSynchronize(r->in.staged[i])) != cudaSuccess)
             break;
         if (g->fd < 0)
             memcpy(buf, g->in->data + off, n);
@@ -149,7 +149,7 @@ static void *stager_main(void *arg)
                                      g->stream)) != cudaSuccess)
             break;
         f->call = "cudaEventRecord(staged)";
-        if ((f->rc = cudaEventRecord(r->staged[i], g->stream)) != cudaSuccess)
+        if ((f->rc = cudaEventRecord(r->in.staged[i], g->stream)) != cudaSuccess)
             break;
         soren_progress_add(g->progress, n);
     }
@@ -178,7 +178,7 @@ static bool stage_up(gpu_run *r, const soren_input *in, uint8_t *dst, cudaStream
     std::atomic<uint64_t> next{0};
     stager g[COPY_THREADS_MAX];
     uint64_t pieces = (in->size + STAGING_PIECE - 1) / STAGING_PIECE;
-    unsigned threads = pieces < r->copy_threads ? (unsigned)pieces : r->copy_threads;
+    unsigned threads = pieces < r->in.copy_threads ? (unsigned)pieces : r->in.copy_threads;
     for (unsigned t = 0; t < threads; t++) {
         g[t] = {r, in, fd, dst, stream, &next, progress, t, pthread_t(), false, NO_FAULT};
         if (t > 0)
@@ -201,15 +201,15 @@ static bool stage_up(gpu_run *r, const soren_input *in, uint8_t *dst, cudaStream
  * record starts (index input has nothing to copy). */
 soren_status upload_input(gpu_run *r, const soren_input *in)
 {
-    r->cur_input = in->on_device ? in->data : r->input;
-    r->cur_base = in->base;
+    r->in.cur_input = in->on_device ? in->data : r->in.input;
+    r->in.cur_base = in->base;
     if (r->spec->input_format == SOREN_INPUT_INDEX || in->on_device)
         return SOREN_OK;
     if (r->spec->input_format == SOREN_INPUT_PAIRS)
-        CUDA_TRY(r, cudaMemcpyAsync(r->line_starts, in->starts, (in->count + 1) * 8,
+        CUDA_TRY(r, cudaMemcpyAsync(r->in.line_starts, in->starts, (in->count + 1) * 8,
                                     cudaMemcpyHostToDevice, r->stream));
     upload_fault f;
-    return stage_up(r, in, r->input, r->stream, r->opt->progress, &f)
+    return stage_up(r, in, r->in.input, r->stream, r->opt->progress, &f)
                ? SOREN_OK
                : upload_failed(r, in, &f, __FILE__, __LINE__);
 }
@@ -229,7 +229,7 @@ bool pipelined(const soren_stage_spec *s, const soren_input *inputs, size_t n)
     return true;
 }
 
-static uint8_t *buffer_of(gpu_run *r, int b) { return b ? r->input_alt : r->input; }
+static uint8_t *buffer_of(gpu_run *r, int b) { return b ? r->in.input_alt : r->in.input; }
 
 static void *uploader_main(void *arg)
 {
@@ -240,11 +240,11 @@ static void *uploader_main(void *arg)
     if ((f->rc = cudaSetDevice(r->opt->device)) != cudaSuccess)
         return NULL;
     f->call = "cudaEventRecord(upload_began)";
-    if ((f->rc = cudaEventRecord(r->upload_began[u->b], r->copy_stream)) != cudaSuccess)
+    if ((f->rc = cudaEventRecord(r->in.upload_began[u->b], r->in.copy_stream)) != cudaSuccess)
         return NULL;
-    if (stage_up(r, u->in, buffer_of(r, u->b), r->copy_stream, NULL, f)) {
+    if (stage_up(r, u->in, buffer_of(r, u->b), r->in.copy_stream, NULL, f)) {
         f->call = "cudaEventRecord(uploaded)";
-        f->rc = cudaEventRecord(r->uploaded[u->b], r->copy_stream);
+        f->rc = cudaEventRecord(r->in.uploaded[u->b], r->in.copy_stream);
     }
     return NULL;
 }
@@ -273,34 +273,34 @@ static soren_status upload_finish(gpu_run *r, uploader *u)
     soren_progress_add(r->opt->progress, u->in->size);
     if (soren_progress_check(r->opt->progress, r->spec->job_name, r->err) != SOREN_OK)
         return r->err->code;
-    CUDA_TRY(r, cudaStreamWaitEvent(r->stream, r->uploaded[u->b], 0));
-    r->cur_input = buffer_of(r, u->b);
-    r->cur_base = u->in->base;
+    CUDA_TRY(r, cudaStreamWaitEvent(r->stream, r->in.uploaded[u->b], 0));
+    r->in.cur_input = buffer_of(r, u->b);
+    r->in.cur_base = u->in->base;
     return SOREN_OK;
 }
 
 /* The copy stream, its events and the second buffer, once. */
 soren_status pipeline_setup(gpu_run *r)
 {
-    if (!r->copy_stream)
-        CUDA_TRY(r, cudaStreamCreateWithFlags(&r->copy_stream, cudaStreamNonBlocking));
+    if (!r->in.copy_stream)
+        CUDA_TRY(r, cudaStreamCreateWithFlags(&r->in.copy_stream, cudaStreamNonBlocking));
     for (int b = 0; b < 2; b++) {
-        if (!r->upload_began[b])
-            CUDA_TRY(r, cudaEventCreate(&r->upload_began[b]));
-        if (!r->uploaded[b])
-            CUDA_TRY(r, cudaEventCreate(&r->uploaded[b]));
+        if (!r->in.upload_began[b])
+            CUDA_TRY(r, cudaEventCreate(&r->in.upload_began[b]));
+        if (!r->in.uploaded[b])
+            CUDA_TRY(r, cudaEventCreate(&r->in.uploaded[b]));
     }
     /* as large as the first (session_inputs sized it) */
-    if (r->input_alt_capacity < r->input_capacity) {
-        dev_free(r, r->input_alt);
-        r->input_alt = NULL;
-        r->input_alt_capacity = 0;
-        ALLOC(r, r->input_alt, (r->input_capacity + 15) & ~15ull, "the second input buffer");
-        r->input_alt_capacity = r->input_capacity;
+    if (r->in.input_alt_capacity < r->in.input_capacity) {
+        dev_free(r, r->in.input_alt);
+        r->in.input_alt = NULL;
+        r->in.input_alt_capacity = 0;
+        ALLOC(r, r->in.input_alt, (r->in.input_capacity + 15) & ~15ull, "the second input buffer");
+        r->in.input_alt_capacity = r->in.input_capacity;
     }
-    if (!r->began)
-        CUDA_TRY(r, cudaEventCreate(&r->began));
-    CUDA_TRY(r, cudaEventRecord(r->began, r->stream));
+    if (!r->in.began)
+        CUDA_TRY(r, cudaEventCreate(&r->in.began));
+    CUDA_TRY(r, cudaEventRecord(r->in.began, r->stream));
     return SOREN_OK;
 }
 
@@ -324,14 +324,14 @@ static soren_status ensure_records(gpu_run *r, uint64_t records)
     const soren_stage_spec *s = r->spec;
     const bool indexed = s->input_format == SOREN_INPUT_LINES ||
                          s->input_format == SOREN_INPUT_PAIRS;
-    if (records <= r->record_capacity && (r->line_starts || !indexed))
+    if (records <= r->in.record_capacity && (r->in.line_starts || !indexed))
         return SOREN_OK;
     if (indexed) {
-        dev_free(r, r->line_starts);
-        r->line_starts = NULL;
-        ALLOC(r, r->line_starts, (records + 2) * sizeof(uint64_t), "the record index");
+        dev_free(r, r->in.line_starts);
+        r->in.line_starts = NULL;
+        ALLOC(r, r->in.line_starts, (records + 2) * sizeof(uint64_t), "the record index");
     }
-    unsigned long long **arrays[] = {&r->record_pairs, &r->record_key_bytes};
+    unsigned long long **arrays[] = {&r->reg.record_pairs, &r->reg.record_key_bytes};
     for (int i = 0; i < 2; i++) {
         if (!*arrays[i])
             continue;
@@ -339,7 +339,7 @@ static soren_status ensure_records(gpu_run *r, uint64_t records)
         *arrays[i] = NULL;
         ALLOC(r, *arrays[i], (records + 1) * 8, "the per-record counts");
     }
-    r->record_capacity = records;
+    r->in.record_capacity = records;
     return SOREN_OK;
 }
 
@@ -350,13 +350,13 @@ static soren_status ensure_records(gpu_run *r, uint64_t records)
 soren_status session_inputs(gpu_run *r, uint64_t largest, uint64_t records)
 {
     const soren_stage_spec *s = r->spec;
-    if (s->input_format != SOREN_INPUT_INDEX && largest > r->input_capacity) {
-        dev_free(r, r->input);
-        r->input = NULL;
-        r->input_capacity = 0;
+    if (s->input_format != SOREN_INPUT_INDEX && largest > r->in.input_capacity) {
+        dev_free(r, r->in.input);
+        r->in.input = NULL;
+        r->in.input_capacity = 0;
         /* padded to 16 bytes: the splitter reads whole uint4s */
-        ALLOC(r, r->input, (largest + 15) & ~15ull, "the input");
-        r->input_capacity = largest;
+        ALLOC(r, r->in.input, (largest + 15) & ~15ull, "the input");
+        r->in.input_capacity = largest;
     }
     return s->input_format == SOREN_INPUT_LINES ? SOREN_OK : ensure_records(r, records);
 }
@@ -368,21 +368,21 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
     if (size == 0)
         return SOREN_OK;
     uint64_t tiles = (size + SPLIT_TILE - 1) / SPLIT_TILE;
-    if (tiles > r->tile_capacity) {
-        dev_free(r, r->tile_first);
-        r->tile_first = NULL;
-        r->tile_capacity = 0;
-        ALLOC(r, r->tile_first, (tiles + 1) * sizeof(uint64_t),
+    if (tiles > r->in.tile_capacity) {
+        dev_free(r, r->in.tile_first);
+        r->in.tile_first = NULL;
+        r->in.tile_capacity = 0;
+        ALLOC(r, r->in.tile_first, (tiles + 1) * sizeof(uint64_t),
               "the line counts of the input's tiles");
-        r->tile_capacity = tiles;
+        r->in.tile_capacity = tiles;
     }
-    uint64_t *tile_first = r->tile_first;
+    uint64_t *tile_first = r->in.tile_first;
     soren_status st = SOREN_OK;
     cudaError_t rc = cudaSuccess;
     unsigned grid = (unsigned)(tiles < (uint64_t)r->grid ? tiles : (uint64_t)r->grid);
     uint64_t lines = 0;
     do {
-        launch_split_count(grid, r->stream, r->cur_input, size, tiles, tile_first);
+        launch_split_count(grid, r->stream, r->in.cur_input, size, tiles, tile_first);
         if ((rc = cudaGetLastError()) != cudaSuccess)
             break;
         size_t need = 0;
@@ -392,7 +392,7 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
         if ((st = temp_reserve(r, need)) != SOREN_OK)
             break;
         /* tile_first[tiles] is scanned too: it becomes the total. */
-        if ((rc = cub::DeviceScan::ExclusiveSum(r->temp, need, tile_first, tile_first,
+        if ((rc = cub::DeviceScan::ExclusiveSum(r->pool.temp, need, tile_first, tile_first,
                                                 (int64_t)tiles + 1, r->stream)) != cudaSuccess)
             break;
         /* The total sizes the record index exactly: a bound from the bytes
@@ -402,8 +402,8 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
             break;
         if ((st = wait_stream(r)) != SOREN_OK || (st = ensure_records(r, lines + 1)) != SOREN_OK)
             break;
-        launch_split_write(grid, r->stream, r->cur_input, size, tiles, tile_first,
-                           r->line_starts);
+        launch_split_write(grid, r->stream, r->in.cur_input, size, tiles, tile_first,
+                           r->in.line_starts);
         rc = cudaGetLastError();
     } while (0);
     if (rc != cudaSuccess)
@@ -414,7 +414,7 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
     *count = lines + 1;
     /* The sentinel makes record i = [starts[i], starts[i+1] - 1) hold for
      * the last line too, newline-terminated or not. */
-    launch_line_end(r->stream, r->line_starts, *count, r->cur_input, size);
+    launch_line_end(r->stream, r->in.line_starts, *count, r->in.cur_input, size);
     CUDA_TRY(r, cudaGetLastError());
     return SOREN_OK;
 }
