@@ -238,11 +238,11 @@ soren_status empty_table(gpu_run *r)
 
 /* The entries of a hash or block launch's per-block table: block's holds
  * its few keys, hash's caches the frequent short keys of many, so that they
- * fold in shared memory instead of waiting on the global table (1.8x on
- * wordcount's Zipf text: bench/results/block-tables-*.md).  Both take the
- * largest size by default: a table sized to a few keys (64 entries for a
- * rare grep) was no faster, and made k-means 2x slower, its more resident
- * blocks flushing the same 24 keys into the global table.  Plugins built
+ * fold in shared memory instead of waiting on the global table
+ * (bench/results/h100/per-block-tables.md).  Both take the largest size by
+ * default: a table sized to a few keys (64 entries for a rare grep) is no
+ * faster, and slows k-means, its more resident blocks flushing the same 24
+ * keys into the global table.  Plugins built
  * before ABI 1.4 have a fixed block table and none for hash. */
 static uint32_t block_table_entries(gpu_run *r)
 {

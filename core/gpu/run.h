@@ -222,8 +222,8 @@ struct gpu_run {
 enum { READBACK_BYTES = 1 << 20 };
 
 /* Changed parameters of up to this many bytes in all go up through pinned
- * memory: a copy from pageable memory costs the host 20 to 30 us even for
- * a few bytes (a k-means re-run's centroids).  A run ends waiting for the
+ * memory: a copy from pageable memory holds the host up even for a few
+ * bytes (a k-means re-run's centroids).  A run ends waiting for the
  * stream, so the next run finds the buffer free. */
 enum { PARAM_STAGING_BYTES = 64 << 10 };
 

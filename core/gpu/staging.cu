@@ -161,10 +161,9 @@ static void *stager_main(void *arg)
 /* Copies a host input's bytes to dst on stream through the pinned pieces,
  * by up to copy_threads threads (the caller is one): a copy from the page
  * cache is bound by the host's memory, which one thread does not saturate
- * (bench-staging on the H100 host: 7.4 GB/s from one thread, 50.6 from 16,
- * the bus 54.5).  A mapped file's bytes are read from the file, as fast
- * (50.6 GB/s either way with the copies to the device): the mapping's pages
- * stay untouched, so the kernel neither maps them now nor unmaps them at
+ * (bench/results/h100/staging.md).  A mapped file's bytes are read from
+ * the file, as fast as from the mapping: the mapping's pages stay
+ * untouched, so the kernel neither maps them now nor unmaps them at
  * munmap.  Every copy has been queued on stream when it returns true; else
  * *f says what failed.  Touches nothing but the pinned pieces and their
  * events, so an uploader thread may run it. */
