@@ -14,7 +14,8 @@
  *   session.cu   a run's phases, and the public soren_gpu_* entry points;
  *   kernels.cu   the device code those launch (kernels.cuh).
  * Everything here is internal: namespace soren__gpu, hidden from the
- * library's exports.
+ * library's exports.  Each function's contract is in the comment at its
+ * definition; what a file alone uses is static there.
  */
 #ifndef SOREN_GPU_RUN_H
 #define SOREN_GPU_RUN_H

@@ -63,7 +63,7 @@ soren_status alloc_staging(gpu_run *r, uint64_t largest)
     if (largest == 0 || r->in.pieces)
         return SOREN_OK;
     unsigned cpus = soren_cpu_count();
-    r->in.copy_threads = cpus < COPY_THREADS_MAX ? cpus : COPY_THREADS_MAX;
+    r->in.copy_threads = cpus < COPY_THREADS_MAX ? cpus : (unsigned)COPY_THREADS_MAX;
     uint64_t size = 2ull * r->in.copy_threads * STAGING_PIECE;
     cudaError_t rc = cudaHostAlloc((void **)&r->in.pieces, size, cudaHostAllocDefault);
     if (rc != cudaSuccess) {
