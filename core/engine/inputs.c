@@ -1,44 +1,29 @@
 #include "inputs.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "../file.h"
+
+static void count_read(void *progress, size_t bytes)
+{
+    soren_progress_add(progress, (uint64_t)bytes);
+}
 
 /* Standard input is read whole: it cannot be mapped, and records may span
  * any two reads. */
 static soren_status slurp_stdin(soren_progress *progress, int fd, char **out, size_t *size,
                                 soren_error *err)
 {
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
+    soren_file_rules rules = {.what = "standard input",
+                              .max = SIZE_MAX,
+                              .read_code = SOREN_EINPUT,
+                              .on_read = count_read,
+                              .on_read_arg = progress};
     soren_progress_phase(progress, "read", 0);
-    for (;;) {
-        if (!buf)
-            return soren_error_set(err, SOREN_ENOMEM, "out of memory reading standard input");
-        ssize_t got = read(fd, buf + n, cap - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            int e = errno;
-            free(buf);
-            return soren_error_errno(err, SOREN_EINPUT, e, "cannot read standard input");
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-        soren_progress_add(progress, (uint64_t)got);
-        if (n < cap)
-            continue;
-        char *bigger = realloc(buf, cap *= 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
-    }
-    *out = buf;
-    *size = n;
-    return SOREN_OK;
+    return soren__file_read_fd(fd, "standard input", &rules, out, size, err);
 }
 
 /* What param_product found. */
