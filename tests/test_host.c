@@ -424,6 +424,14 @@ Test(host, plugin_that_crashes_in_the_host)
     cr_expect(strstr(err, "stopped while running job crashes"), "%s", err);
     cr_expect(strstr(err, "crashes.json"), "the message names the plugin: %s", err);
     cr_expect(!exists_in_dir("out.tsv"));
+    /* The host, started with --detach, wrote its own line to its log. */
+    char log[4200];
+    snprintf(log, sizeof log, "%s.log", sock);
+    char *said = tu_read(log, NULL);
+    cr_expect(strstr(said, "crashed (SIGSEGV) while running job crashes"), "the log: %s", said);
+    struct stat st;
+    cr_expect(stat(log, &st) == 0 && (st.st_mode & 0777) == 0600, "the log's mode");
+    free(said);
     free(out);
     free(err);
 }

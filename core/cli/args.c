@@ -117,7 +117,7 @@ static const char usage_text[] =
     "                       (a run goes through the host when one answers)\n"
     "      --socket PATH    the resident host's socket (default: $SOREN_HOST, else\n"
     "                       $XDG_RUNTIME_DIR/soren/host.sock)\n"
-    "      --detach         serve: start the host in the background\n"
+    "      --detach         serve: start the host in the background, its log in SOCKET.log\n"
     "      --load NAME      serve: load this plugin at start (repeatable)\n"
     "      --jobs N         serve: run up to N jobs at once (default 2)\n"
     "  -h, --help           show this help\n"

@@ -152,8 +152,9 @@ int soren__cli_run_in_host(const soren__cli_args *c, const soren_search_path *sp
     close(host);
     if (stopped) {
         fprintf(stderr, "soren-host: the host at %s stopped while running job %s (plugin %s): "
-                "nothing was written; its log may say more, and the next run starts afresh "
-                "(soren-host serve, or the service manager)\n", path, c->args[0], absolute);
+                "nothing was written; its log may say more (%s.log, where it was started with "
+                "--detach), and the next run starts afresh (soren-host serve, or the service "
+                "manager)\n", path, c->args[0], absolute, path);
         rc = 1;
     }
     if (rc == 0 && soren_output_commit(&out, &err) != SOREN_OK)

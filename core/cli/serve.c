@@ -608,17 +608,28 @@ static int say(const soren_error *err)
     return soren_status_exit_code(err->code);
 }
 
-/* Detaches from the terminal: the parent returns 0 once the child runs. */
+/* Detaches from the terminal: the parent returns 0 once the child runs.
+ * The host's standard error (a job's fault, a lost GPU context) goes on in
+ * PATH.log, the user's alone; a link there is refused, not followed. */
 static int detach(const char *path)
 {
+    char log[4200];
+    snprintf(log, sizeof log, "%s.log", path);
+    int log_fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (log_fd < 0) {
+        fprintf(stderr, "soren-host: cannot open the host's log %s: %s\n", log, strerror(errno));
+        return 1;
+    }
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "soren-host: cannot start the host in the background: %s\n",
                 strerror(errno));
+        close(log_fd);
         return 1;
     }
     if (pid > 0) {
-        printf("soren-host: serving at %s (pid %ld)\n", path, (long)pid);
+        printf("soren-host: serving at %s (pid %ld), its log in %s\n", path, (long)pid, log);
+        close(log_fd);
         return 0;
     }
     setsid();
@@ -626,10 +637,11 @@ static int detach(const char *path)
     if (null >= 0) {
         dup2(null, STDIN_FILENO);
         dup2(null, STDOUT_FILENO);
-        dup2(null, STDERR_FILENO);
         if (null > STDERR_FILENO)
             close(null);
     }
+    dup2(log_fd, STDERR_FILENO);
+    close(log_fd);
     return -1;
 }
 
