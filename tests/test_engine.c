@@ -2125,6 +2125,44 @@ Test(engine, dense_index_keys_equal_the_tables)
     free(data);
 }
 
+static void kv32_map_u64(soren_emitter *e, const soren_record *r, const soren_params *p)
+{
+    (void)p;
+    uint32_t v;
+    memcpy(&v, r->data + 4, 4);
+    uint64_t wide = v;
+    soren_emit(e, r->data, 4, &wide);
+}
+
+/* 64-bit sums take the dense arrays' own adder: the tables' bytes too. */
+Test(engine, dense_u64_sums_equal_the_tables)
+{
+    enum { RECORDS = 50000, KEYS = 300 };
+    uint32_t count[KEYS], min[KEYS], sum[KEYS];
+    uint8_t *data = kv32_data(RECORDS, KEYS, count, min, sum);
+    soren_stage code = {.map = kv32_map_u64};
+    soren_stage_spec spec = make_spec("dense", &code, SOREN_INPUT_FIXED, SOREN_TYPE_INDEX,
+                                      SOREN_TYPE_U64, SOREN_COMBINE_SUM, SOREN_REDUCE_COMBINE);
+    spec.record_size = 8;
+    spec.key_count = 1000;
+    cr_assert(soren_cpu_dense(&spec, 3));
+    soren_cpu_options opt = {.threads = 3, .chunk_bytes = 800};
+    soren_result dense, hash;
+    run_opt(&spec, data, RECORDS * 8, &opt, &dense);
+    opt.hash_only = 1;
+    run_opt(&spec, data, RECORDS * 8, &opt, &hash);
+    expect_same_result(&dense, &hash, "dense and hash");
+    cr_assert_eq(dense.count, KEYS);
+    for (uint32_t k = 0; k < KEYS; k++) {
+        uint64_t v;
+        memcpy(&v, dense.values + k * 8, 8);
+        cr_assert_eq((uint32_t)v, sum[k], "key %u", k);
+    }
+    soren_result_destroy(&dense);
+    soren_result_destroy(&hash);
+    free(data);
+}
+
 /* The arrays are taken only for index keys with a combine, and only while
  * every thread's accumulators and flags stay within 64 MiB. */
 Test(engine, dense_only_where_the_arrays_fit)

@@ -721,27 +721,70 @@ static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const 
         g->ops.fold(acc, value, &g->combine);
 }
 
-/* Dense mode: the key numbers its accumulator; a key the manifest refuses
- * (not 4 bytes, not under key.count) fails the worker as in the tables. */
+/* Dense mode: the accumulator of key (*fresh: the worker had not seen it),
+ * or NULL once the worker has failed or the key is refused (not 4 bytes,
+ * not under key.count: the manifest's words, as the tables give them). */
+static ALWAYS_INLINE uint8_t *dense_acc(worker *w, const void *key, uint32_t len, int *fresh)
+{
+    engine *g = w->g;
+    if (__builtin_expect(len == 4 && !w->failed, 1)) {
+        uint32_t k;
+        memcpy(&k, key, 4);
+        if (__builtin_expect(k < g->key_count, 1)) {
+            *fresh = !w->dense_seen[k];
+            w->dense_seen[k] = 1;
+            return w->dense_vals + (size_t)k * g->vsize;
+        }
+    }
+    if (!w->failed && key_refused(g, "map", key, len, &w->err))
+        worker_fail(w);
+    return NULL;
+}
+
 static void emit_dense(soren_emitter *e, const void *key, uint32_t len, const void *value)
 {
     worker *w = e->ctx;
     engine *g = w->g;
-    if (w->failed)
+    int fresh;
+    uint8_t *acc = dense_acc(w, key, len, &fresh);
+    if (!acc)
         return;
-    if (key_refused(g, "map", key, len, &w->err)) {
-        worker_fail(w);
-        return;
-    }
-    uint32_t k;
-    memcpy(&k, key, 4);
-    uint8_t *acc = w->dense_vals + (size_t)k * g->vsize;
-    if (w->dense_seen[k]) {
-        g->ops.fold(acc, value, &g->combine);
-    } else {
-        w->dense_seen[k] = 1;
+    if (fresh)
         g->ops.first(acc, value, &g->combine);
+    else
+        g->ops.fold(acc, value, &g->combine);
+}
+
+/* The integer sums (the histogram's), without a call per value: the same
+ * wrapping additions as sum_u32 and sum_u64, a fresh key taking the value
+ * as sum_first does. */
+#define DEFINE_DENSE_SUM(name, T)                                                        \
+    static void emit_dense_sum_##name(soren_emitter *e, const void *key, uint32_t len,  \
+                                      const void *value)                                 \
+    {                                                                                    \
+        int fresh;                                                                       \
+        uint8_t *acc = dense_acc(e->ctx, key, len, &fresh);                              \
+        if (!acc)                                                                        \
+            return;                                                                      \
+        T x = 0, y;                                                                      \
+        if (!fresh)                                                                      \
+            memcpy(&x, acc, sizeof x);                                                   \
+        memcpy(&y, value, sizeof y);                                                     \
+        x += y;                                                                          \
+        memcpy(acc, &x, sizeof x);                                                       \
     }
+DEFINE_DENSE_SUM(u32, uint32_t)
+DEFINE_DENSE_SUM(u64, uint64_t)
+
+/* The dense emitter for the engine's combine. */
+static soren_emit_fn *dense_emitter(const engine *g)
+{
+    if (g->spec->combine == SOREN_COMBINE_SUM && g->spec->value_type == SOREN_TYPE_U32)
+        return emit_dense_sum_u32;
+    if (g->spec->combine == SOREN_COMBINE_SUM &&
+        (g->spec->value_type == SOREN_TYPE_U64 || g->spec->value_type == SOREN_TYPE_I64))
+        return emit_dense_sum_u64;
+    return emit_dense;
 }
 
 static void emit_collect(soren_emitter *e, const void *key, uint32_t len, const void *value)
@@ -1538,7 +1581,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
         rc = soren_error_set(err, SOREN_ENOMEM, "out of memory starting the CPU engine");
         goto done;
     }
-    soren_emit_fn *emit = g->dense                  ? emit_dense
+    soren_emit_fn *emit = g->dense                  ? dense_emitter(g)
                           : g->mode == MODE_COMBINE ? emit_combine
                           : g->mode == MODE_COLLECT ? emit_collect
                                                     : emit_list;
