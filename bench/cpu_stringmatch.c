@@ -13,20 +13,9 @@
  * is `soren-host run stringmatch --device cpu -p pattern=PATTERN`'s:
  * "OFFSET\tLINE", so tests/cpu-baselines.sh compares them byte for byte.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* memmem, memrchr, MAP_POPULATE */
-#endif
-#include <errno.h>
-#include <fcntl.h>
+#include "cpu_baseline.h"
+
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 typedef struct share {
     const uint8_t *data;
@@ -81,62 +70,18 @@ static void *search_share(void *arg)
     return NULL;
 }
 
-static int usage(void)
-{
-    fprintf(stderr, "usage: cpu-stringmatch [--threads N] PATTERN FILE\n");
-    return 2;
-}
-
 int main(int argc, char **argv)
 {
-    long threads = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *args[2] = {NULL, NULL};
-    int nargs = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            char *end;
-            threads = strtol(argv[++i], &end, 10);
-            if (*end || threads < 1 || threads > 4096) {
-                fprintf(stderr, "cpu-stringmatch: --threads takes 1 to 4096, not %s\n",
-                        argv[i]);
-                return 2;
-            }
-        } else if (nargs < 2) {
-            args[nargs++] = argv[i];
-        } else {
-            return usage();
-        }
-    }
-    if (nargs != 2)
-        return usage();
-    if (threads < 1)
-        threads = 1;
-    const char *pattern = args[0], *path = args[1];
+    static const char name[] = "cpu-stringmatch";
+    const char *args[2];
+    long threads;
+    baseline_args(argc, argv, name, "PATTERN FILE", 2, args, &threads);
+    const char *pattern = args[0];
     size_t m = strlen(pattern);
+    uint64_t size;
+    const uint8_t *data = baseline_map(name, args[1], &size);
 
-    int fd = open(path, O_RDONLY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        fprintf(stderr, "cpu-stringmatch: cannot read %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    uint64_t size = (uint64_t)st.st_size;
-    const uint8_t *data = (const uint8_t *)"";
-    if (size > 0) {
-        data = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-        if (data == MAP_FAILED) {
-            fprintf(stderr, "cpu-stringmatch: cannot map %s: %s\n", path, strerror(errno));
-            return 1;
-        }
-    }
-    close(fd);
-
-    share *shares = calloc((size_t)threads, sizeof *shares);
-    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
-    if (!shares || !tid) {
-        fprintf(stderr, "cpu-stringmatch: out of memory for %ld threads\n", threads);
-        return 1;
-    }
+    share *shares = baseline_calloc(name, (size_t)threads, sizeof *shares, "the threads");
     int none = m == 0 || memchr(pattern, '\n', m) != NULL;
     for (long t = 0; t < threads; t++)
         shares[t] = (share){
@@ -147,18 +92,11 @@ int main(int argc, char **argv)
             .pattern = (const uint8_t *)pattern,
             .pattern_size = m,
         };
-    for (long t = 1; t < threads; t++)
-        if (pthread_create(&tid[t], NULL, search_share, &shares[t]) != 0) {
-            fprintf(stderr, "cpu-stringmatch: cannot start thread %ld\n", t);
-            return 1;
-        }
-    search_share(&shares[0]);
-    for (long t = 1; t < threads; t++)
-        pthread_join(tid[t], NULL);
+    baseline_run(name, threads, search_share, shares, sizeof *shares);
 
     for (long t = 0; t < threads; t++) {
         if (shares[t].failed) {
-            fprintf(stderr, "cpu-stringmatch: out of memory for the matches\n");
+            fprintf(stderr, "%s: out of memory for the matches\n", name);
             return 1;
         }
         for (uint64_t k = 0; k < shares[t].count; k++)
@@ -167,12 +105,6 @@ int main(int argc, char **argv)
         free(shares[t].pairs);
     }
     free(shares);
-    free(tid);
-    if (size > 0)
-        munmap((void *)data, (size_t)size);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "cpu-stringmatch: cannot write the output: %s\n", strerror(errno));
-        return 1;
-    }
-    return 0;
+    baseline_unmap(data, size);
+    return baseline_done(name);
 }

@@ -16,20 +16,9 @@
  * (wrapping, as the plugin's sum does).  tests/cpu-baselines.sh compares
  * the two byte for byte.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* MAP_POPULATE */
-#endif
-#include <errno.h>
-#include <fcntl.h>
+#include "cpu_baseline.h"
+
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define INLINE_KEY 16
 #define FIRST_SLOTS (1u << 16)
@@ -193,58 +182,16 @@ static void put_word(const uint8_t *w, uint32_t n)
     fwrite(w + run, 1, n - run, stdout);
 }
 
-static int usage(void)
-{
-    fprintf(stderr, "usage: cpu-wordcount [--threads N] FILE\n");
-    return 2;
-}
-
 int main(int argc, char **argv)
 {
-    long threads = sysconf(_SC_NPROCESSORS_ONLN);
-    const char *path = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            char *end;
-            threads = strtol(argv[++i], &end, 10);
-            if (*end || threads < 1 || threads > 4096) {
-                fprintf(stderr, "cpu-wordcount: --threads takes 1 to 4096, not %s\n", argv[i]);
-                return 2;
-            }
-        } else if (!path && argv[i][0] != '-') {
-            path = argv[i];
-        } else {
-            return usage();
-        }
-    }
-    if (!path)
-        return usage();
-    if (threads < 1)
-        threads = 1;
+    static const char name[] = "cpu-wordcount";
+    const char *path;
+    long threads;
+    baseline_args(argc, argv, name, "FILE", 1, &path, &threads);
+    uint64_t size;
+    const uint8_t *data = baseline_map(name, path, &size);
 
-    int fd = open(path, O_RDONLY);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        fprintf(stderr, "cpu-wordcount: cannot read %s: %s\n", path, strerror(errno));
-        return 1;
-    }
-    uint64_t size = (uint64_t)st.st_size;
-    const uint8_t *data = (const uint8_t *)"";
-    if (size > 0) {
-        data = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-        if (data == MAP_FAILED) {
-            fprintf(stderr, "cpu-wordcount: cannot map %s: %s\n", path, strerror(errno));
-            return 1;
-        }
-    }
-    close(fd);
-
-    share *shares = calloc((size_t)threads, sizeof *shares);
-    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
-    if (!shares || !tid) {
-        fprintf(stderr, "cpu-wordcount: out of memory for %ld threads\n", threads);
-        return 1;
-    }
+    share *shares = baseline_calloc(name, (size_t)threads, sizeof *shares, "the threads");
     /* Share t starts at its even split, moved past the rest of a word that
      * began before it. */
     for (long t = 0; t <= threads; t++) {
@@ -256,30 +203,20 @@ int main(int argc, char **argv)
         if (t > 0)
             shares[t - 1].end = data + at;
     }
-    for (long t = 0; t < threads; t++)
-        if (shares[t].end < shares[t].begin)
-            shares[t].end = shares[t].begin;
-    for (long t = 1; t < threads; t++)
-        if (pthread_create(&tid[t], NULL, count_share, &shares[t]) != 0) {
-            fprintf(stderr, "cpu-wordcount: cannot start thread %ld\n", t);
-            return 1;
-        }
-    count_share(&shares[0]);
-    for (long t = 1; t < threads; t++)
-        pthread_join(tid[t], NULL);
-
-    table *all = &shares[0].t;
+    baseline_run(name, threads, count_share, shares, sizeof *shares);
     for (long t = 0; t < threads; t++)
         if (shares[t].failed) {
-            fprintf(stderr, "cpu-wordcount: out of memory for the words\n");
+            fprintf(stderr, "%s: out of memory for the words\n", name);
             return 1;
         }
+
+    table *all = &shares[0].t;
     for (long t = 1; t < threads; t++) {
         const table *o = &shares[t].t;
         for (uint64_t i = 0; i <= o->mask; i++) {
             const slot *s = &o->slots[i];
             if (s->hash && table_add(all, slot_key(s), s->len, s->hash, s->count) != 0) {
-                fprintf(stderr, "cpu-wordcount: out of memory merging the words\n");
+                fprintf(stderr, "%s: out of memory merging the words\n", name);
                 return 1;
             }
         }
@@ -287,11 +224,7 @@ int main(int argc, char **argv)
     }
     /* Inline keys point into their slot: the table must not grow after
      * the order is taken. */
-    slot **order = malloc((all->used + 1) * sizeof *order);
-    if (!order) {
-        fprintf(stderr, "cpu-wordcount: out of memory ordering the words\n");
-        return 1;
-    }
+    slot **order = baseline_calloc(name, all->used + 1, sizeof *order, "ordering the words");
     uint64_t n = 0;
     for (uint64_t i = 0; i <= all->mask; i++)
         if (all->slots[i].hash)
@@ -304,12 +237,6 @@ int main(int argc, char **argv)
     free(order);
     free(all->slots);
     free(shares);
-    free(tid);
-    if (size > 0)
-        munmap((void *)data, (size_t)size);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "cpu-wordcount: cannot write the output: %s\n", strerror(errno));
-        return 1;
-    }
-    return 0;
+    baseline_unmap(data, size);
+    return baseline_done(name);
 }

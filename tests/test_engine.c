@@ -2074,6 +2074,23 @@ Test(engine, output_through_a_symbolic_link)
 
 /* ---- Dense index keys ---------------------------------------------------- */
 
+/* Runs spec through the dense arrays into *dense (key order) and through
+ * the tables: both must give the same bytes, keys pairs. */
+static void run_dense_and_hash(const soren_stage_spec *spec, const void *data, size_t size,
+                               unsigned threads, uint64_t chunk, uint64_t keys,
+                               soren_result *dense)
+{
+    cr_assert(soren_cpu_dense(spec, threads));
+    soren_cpu_options opt = {.threads = threads, .chunk_bytes = chunk};
+    soren_result hash;
+    run_opt(spec, data, size, &opt, dense);
+    opt.hash_only = 1;
+    run_opt(spec, data, size, &opt, &hash);
+    expect_same_result(dense, &hash, "dense and hash");
+    cr_assert_eq(dense->count, keys);
+    soren_result_destroy(&hash);
+}
+
 /* Index keys under key.count fold into per-thread arrays where they fit:
  * the same bytes as the tables (hash_only), for every builtin combine, a
  * reduce after the combine, any thread count and chunk size; keys no
@@ -2095,16 +2112,10 @@ Test(engine, dense_index_keys_equal_the_tables)
                       with_reduce ? SOREN_REDUCE_FUNCTION : SOREN_REDUCE_COMBINE);
         spec.record_size = 8;
         spec.key_count = 1000;
-        cr_assert(soren_cpu_dense(&spec, 7));
         for (unsigned threads = 1; threads <= 7; threads += 3) {
             for (uint64_t chunk = 800; chunk <= 80000; chunk *= 100) {
-                soren_cpu_options opt = {.threads = threads, .chunk_bytes = chunk};
-                soren_result dense, hash;
-                run_opt(&spec, data, RECORDS * 8, &opt, &dense);
-                opt.hash_only = 1;
-                run_opt(&spec, data, RECORDS * 8, &opt, &hash);
-                expect_same_result(&dense, &hash, "dense and hash");
-                cr_assert_eq(dense.count, KEYS);
+                soren_result dense;
+                run_dense_and_hash(&spec, data, RECORDS * 8, threads, chunk, KEYS, &dense);
                 for (uint32_t k = 0; k < KEYS; k++) {
                     uint32_t key, v;
                     memcpy(&key, dense.key_bytes + dense.key_offset[k], 4);
@@ -2118,7 +2129,6 @@ Test(engine, dense_index_keys_equal_the_tables)
                     cr_assert_eq(v, want, "combine %zu, %u threads: key %u", o, threads, k);
                 }
                 soren_result_destroy(&dense);
-                soren_result_destroy(&hash);
             }
         }
     }
@@ -2145,21 +2155,14 @@ Test(engine, dense_u64_sums_equal_the_tables)
                                       SOREN_TYPE_U64, SOREN_COMBINE_SUM, SOREN_REDUCE_COMBINE);
     spec.record_size = 8;
     spec.key_count = 1000;
-    cr_assert(soren_cpu_dense(&spec, 3));
-    soren_cpu_options opt = {.threads = 3, .chunk_bytes = 800};
-    soren_result dense, hash;
-    run_opt(&spec, data, RECORDS * 8, &opt, &dense);
-    opt.hash_only = 1;
-    run_opt(&spec, data, RECORDS * 8, &opt, &hash);
-    expect_same_result(&dense, &hash, "dense and hash");
-    cr_assert_eq(dense.count, KEYS);
+    soren_result dense;
+    run_dense_and_hash(&spec, data, RECORDS * 8, 3, 800, KEYS, &dense);
     for (uint32_t k = 0; k < KEYS; k++) {
         uint64_t v;
         memcpy(&v, dense.values + k * 8, 8);
         cr_assert_eq((uint32_t)v, sum[k], "key %u", k);
     }
     soren_result_destroy(&dense);
-    soren_result_destroy(&hash);
     free(data);
 }
 
