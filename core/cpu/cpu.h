@@ -6,7 +6,9 @@
  * emits into its own open-addressing table that applies the combine as pairs
  * arrive, then the tables are merged by key partition (thread t merges
  * partition t of every table), reduced, and concatenated.  Map-only stages
- * append pairs to per-thread lists instead.  The result is unordered; the
+ * append pairs to per-thread lists instead; index keys that fit
+ * (soren_cpu_dense) fold into per-thread arrays of key.count accumulators,
+ * merged by key range.  The result is unordered; the
  * caller orders it (soren_result_order).
  *
  * Its output, once ordered, is the reference every GPU variant must equal.
