@@ -2071,3 +2071,120 @@ Test(engine, output_through_a_symbolic_link)
     free(link);
     soren_result_destroy(&r);
 }
+
+/* ---- Dense index keys ---------------------------------------------------- */
+
+/* Runs spec through the dense arrays into *dense (key order) and through
+ * the tables: both must give the same bytes, keys pairs. */
+static void run_dense_and_hash(const soren_stage_spec *spec, const void *data, size_t size,
+                               unsigned threads, uint64_t chunk, uint64_t keys,
+                               soren_result *dense)
+{
+    cr_assert(soren_cpu_dense(spec, threads));
+    soren_cpu_options opt = {.threads = threads, .chunk_bytes = chunk};
+    soren_result hash;
+    run_opt(spec, data, size, &opt, dense);
+    opt.hash_only = 1;
+    run_opt(spec, data, size, &opt, &hash);
+    expect_same_result(dense, &hash, "dense and hash");
+    cr_assert_eq(dense->count, keys);
+    soren_result_destroy(&hash);
+}
+
+/* Index keys under key.count fold into per-thread arrays where they fit:
+ * the same bytes as the tables (hash_only), for every builtin combine, a
+ * reduce after the combine, any thread count and chunk size; keys no
+ * record emits (300 .. key_count-1) appear in neither. */
+Test(engine, dense_index_keys_equal_the_tables)
+{
+    enum { RECORDS = 50000, KEYS = 300 };
+    uint32_t count[KEYS], min[KEYS], sum[KEYS];
+    uint8_t *data = kv32_data(RECORDS, KEYS, count, min, sum);
+    const soren_combine_op ops[] = {SOREN_COMBINE_SUM, SOREN_COMBINE_COUNT, SOREN_COMBINE_MIN,
+                                    SOREN_COMBINE_MAX};
+    soren_stage code = {.map = kv32_map};
+    soren_stage reduced = {.map = kv32_map, .combine = SOREN_SUM_U32, .reduce = reduce_double};
+    for (size_t o = 0; o <= sizeof ops / sizeof *ops; o++) {
+        int with_reduce = o == sizeof ops / sizeof *ops;
+        soren_stage_spec spec =
+            make_spec("dense", with_reduce ? &reduced : &code, SOREN_INPUT_FIXED,
+                      SOREN_TYPE_INDEX, SOREN_TYPE_U32, with_reduce ? SOREN_COMBINE_SUM : ops[o],
+                      with_reduce ? SOREN_REDUCE_FUNCTION : SOREN_REDUCE_COMBINE);
+        spec.record_size = 8;
+        spec.key_count = 1000;
+        for (unsigned threads = 1; threads <= 7; threads += 3) {
+            for (uint64_t chunk = 800; chunk <= 80000; chunk *= 100) {
+                soren_result dense;
+                run_dense_and_hash(&spec, data, RECORDS * 8, threads, chunk, KEYS, &dense);
+                for (uint32_t k = 0; k < KEYS; k++) {
+                    uint32_t key, v;
+                    memcpy(&key, dense.key_bytes + dense.key_offset[k], 4);
+                    memcpy(&v, dense.values + k * 4, 4);
+                    uint32_t want = with_reduce                       ? 2 * sum[k]
+                                    : ops[o] == SOREN_COMBINE_SUM   ? sum[k]
+                                    : ops[o] == SOREN_COMBINE_COUNT ? count[k]
+                                    : ops[o] == SOREN_COMBINE_MIN   ? min[k]
+                                                                    : v;
+                    cr_assert_eq(key, k);
+                    cr_assert_eq(v, want, "combine %zu, %u threads: key %u", o, threads, k);
+                }
+                soren_result_destroy(&dense);
+            }
+        }
+    }
+    free(data);
+}
+
+static void kv32_map_u64(soren_emitter *e, const soren_record *r, const soren_params *p)
+{
+    (void)p;
+    uint32_t v;
+    memcpy(&v, r->data + 4, 4);
+    uint64_t wide = v;
+    soren_emit(e, r->data, 4, &wide);
+}
+
+/* 64-bit sums take the dense arrays' own adder: the tables' bytes too. */
+Test(engine, dense_u64_sums_equal_the_tables)
+{
+    enum { RECORDS = 50000, KEYS = 300 };
+    uint32_t count[KEYS], min[KEYS], sum[KEYS];
+    uint8_t *data = kv32_data(RECORDS, KEYS, count, min, sum);
+    soren_stage code = {.map = kv32_map_u64};
+    soren_stage_spec spec = make_spec("dense", &code, SOREN_INPUT_FIXED, SOREN_TYPE_INDEX,
+                                      SOREN_TYPE_U64, SOREN_COMBINE_SUM, SOREN_REDUCE_COMBINE);
+    spec.record_size = 8;
+    spec.key_count = 1000;
+    soren_result dense;
+    run_dense_and_hash(&spec, data, RECORDS * 8, 3, 800, KEYS, &dense);
+    for (uint32_t k = 0; k < KEYS; k++) {
+        uint64_t v;
+        memcpy(&v, dense.values + k * 8, 8);
+        cr_assert_eq((uint32_t)v, sum[k], "key %u", k);
+    }
+    soren_result_destroy(&dense);
+    free(data);
+}
+
+/* The arrays are taken only for index keys with a combine, and only while
+ * every thread's accumulators and flags stay within 64 MiB. */
+Test(engine, dense_only_where_the_arrays_fit)
+{
+    soren_stage code = {.map = kv32_map};
+    soren_stage_spec spec = make_spec("dense", &code, SOREN_INPUT_FIXED, SOREN_TYPE_INDEX,
+                                      SOREN_TYPE_U32, SOREN_COMBINE_SUM, SOREN_REDUCE_COMBINE);
+    spec.key_count = 768;
+    cr_assert(soren_cpu_dense(&spec, 16));
+    spec.key_count = 1u << 20; /* 5 MiB a thread */
+    cr_assert(soren_cpu_dense(&spec, 12));
+    cr_assert_not(soren_cpu_dense(&spec, 13));
+    spec.key_count = 0;
+    cr_assert_not(soren_cpu_dense(&spec, 1));
+    spec.key_count = 768;
+    spec.combine = SOREN_COMBINE_NONE;
+    spec.reduce = SOREN_REDUCE_FUNCTION;
+    cr_assert_not(soren_cpu_dense(&spec, 1));
+    spec = make_spec("dense", &code, SOREN_INPUT_FIXED, SOREN_TYPE_U32, SOREN_TYPE_U32,
+                     SOREN_COMBINE_SUM, SOREN_REDUCE_COMBINE);
+    cr_assert_not(soren_cpu_dense(&spec, 1));
+}

@@ -217,8 +217,8 @@ const char *soren_choose(const soren_stage_spec *spec, const soren_metrics *m,
     if (spec->key_type == SOREN_TYPE_INDEX && (!on_gpu || dense_fits)) {
         *out = on_gpu ? SOREN_VARIANT_DENSE : SOREN_VARIANT_HASH;
         return on_gpu ? "index keys bounded by the manifest: dense"
-                      : "index keys bounded by the manifest: hash (the CPU engine has no dense "
-                        "variant)";
+                      : "index keys bounded by the manifest: hash (the CPU engine chooses "
+                        "dense itself, where its arrays fit)";
     }
     if (!m->ran) {
         *out = SOREN_VARIANT_HASH;

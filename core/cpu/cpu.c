@@ -12,10 +12,17 @@
  *          give (from the projection, or forced) and doubles as it fills;
  *          each growth is reported to --explain.  At the end w groups its
  *          entries by key partition (P partitions by hash).
+ *          Dense mode (index keys under key.count with a combine, where
+ *          soren_cpu_dense says the arrays fit): w folds into its own
+ *          array of key.count accumulators instead, with a flag per key it
+ *          has seen; no hashing, no table.
  *  merge   Partition t is merged from partition t of every worker's table,
  *          applying the combine again (or gathering every value of a key).
  *          Keys are not copied: merged entries point into the workers' key
- *          arenas, which live until the end.
+ *          arenas, which live until the end.  Dense mode: partition t is
+ *          the t-th range of keys, folded from every worker's array in
+ *          worker order (as the tables merge), keeping only keys some
+ *          worker saw.
  *  reduce  Each partition's keys go through the reduce function, if any.
  *  copy    The partitions (or, map-only, the chunks in input order) are
  *          copied into the result at offsets computed beforehand.
@@ -55,6 +62,9 @@
 #define ARENA_FIRST_BLOCK (64u << 10)
 #define ARENA_MAX_BLOCK (4u << 20)
 #define NO_ENTRY UINT32_MAX
+/* Dense mode's memory, every thread's accumulators and flags and the keys'
+ * bytes together: past it index keys go through the tables. */
+#define DENSE_BYTES_MAX (UINT64_C(64) << 20)
 
 /* ---- Hashing ------------------------------------------------------------- */
 
@@ -602,6 +612,10 @@ struct worker {
     uint64_t pair_count, pair_cap;
     uint64_t *pair_part_start; /* P + 1 */
 
+    /* dense mode: key.count accumulators and a seen flag per key */
+    uint8_t *dense_vals;
+    uint8_t *dense_seen;
+
     /* list mode */
     pairbuf list;
     segment *segs;
@@ -639,6 +653,9 @@ struct engine {
     atomic_uint_fast64_t next;
     atomic_int stop;
     int fold; /* the records are pairs to fold (soren_cpu_options.fold) */
+    int dense; /* combine mode with per-thread arrays of key_count accumulators */
+    uint64_t key_count;
+    uint32_t *dense_keys; /* dense: key k's bytes at dense_keys[k], which entries point to */
 
     const pass *pass; /* the pass the threads run */
     worker *workers;
@@ -702,6 +719,72 @@ static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const 
         g->ops.first(acc, value, &g->combine);
     else
         g->ops.fold(acc, value, &g->combine);
+}
+
+/* Dense mode: the accumulator of key (*fresh: the worker had not seen it),
+ * or NULL once the worker has failed or the key is refused (not 4 bytes,
+ * not under key.count: the manifest's words, as the tables give them). */
+static ALWAYS_INLINE uint8_t *dense_acc(worker *w, const void *key, uint32_t len, int *fresh)
+{
+    engine *g = w->g;
+    if (__builtin_expect(len == 4 && !w->failed, 1)) {
+        uint32_t k;
+        memcpy(&k, key, 4);
+        if (__builtin_expect(k < g->key_count, 1)) {
+            *fresh = !w->dense_seen[k];
+            w->dense_seen[k] = 1;
+            return w->dense_vals + (size_t)k * g->vsize;
+        }
+    }
+    if (!w->failed && key_refused(g, "map", key, len, &w->err))
+        worker_fail(w);
+    return NULL;
+}
+
+static void emit_dense(soren_emitter *e, const void *key, uint32_t len, const void *value)
+{
+    worker *w = e->ctx;
+    engine *g = w->g;
+    int fresh;
+    uint8_t *acc = dense_acc(w, key, len, &fresh);
+    if (!acc)
+        return;
+    if (fresh)
+        g->ops.first(acc, value, &g->combine);
+    else
+        g->ops.fold(acc, value, &g->combine);
+}
+
+/* The integer sums (the histogram's), without a call per value: the same
+ * wrapping additions as sum_u32 and sum_u64, a fresh key taking the value
+ * as sum_first does. */
+#define DEFINE_DENSE_SUM(name, T)                                                        \
+    static void emit_dense_sum_##name(soren_emitter *e, const void *key, uint32_t len,  \
+                                      const void *value)                                 \
+    {                                                                                    \
+        int fresh;                                                                       \
+        uint8_t *acc = dense_acc(e->ctx, key, len, &fresh);                              \
+        if (!acc)                                                                        \
+            return;                                                                      \
+        T x = 0, y;                                                                      \
+        if (!fresh)                                                                      \
+            memcpy(&x, acc, sizeof x);                                                   \
+        memcpy(&y, value, sizeof y);                                                     \
+        x += y;                                                                          \
+        memcpy(acc, &x, sizeof x);                                                       \
+    }
+DEFINE_DENSE_SUM(u32, uint32_t)
+DEFINE_DENSE_SUM(u64, uint64_t)
+
+/* The dense emitter for the engine's combine. */
+static soren_emit_fn *dense_emitter(const engine *g)
+{
+    if (g->spec->combine == SOREN_COMBINE_SUM && g->spec->value_type == SOREN_TYPE_U32)
+        return emit_dense_sum_u32;
+    if (g->spec->combine == SOREN_COMBINE_SUM &&
+        (g->spec->value_type == SOREN_TYPE_U64 || g->spec->value_type == SOREN_TYPE_I64))
+        return emit_dense_sum_u64;
+    return emit_dense;
 }
 
 static void emit_collect(soren_emitter *e, const void *key, uint32_t len, const void *value)
@@ -909,7 +992,7 @@ static int map_chunk(worker *w, uint64_t c)
  * merge (list mode keeps its pairs in chunk order). */
 static void map_finish(worker *w)
 {
-    if (w->g->mode != MODE_LIST)
+    if (w->g->mode != MODE_LIST && !w->g->dense)
         group_by_partition(w);
 }
 
@@ -957,6 +1040,48 @@ static void merge_combine(part *p, unsigned t)
                 else
                     g->ops.merge(table_value(&p->tab, i), v, &g->combine);
             }
+        }
+    }
+}
+
+/* Dense mode: partition t's keys are the t-th of nthreads ranges of
+ * 0 .. key_count-1; each key some worker saw becomes an entry, in key
+ * order, its accumulators merged in worker order. */
+static void merge_dense(part *p, unsigned t)
+{
+    engine *g = p->g;
+    uint64_t lo = g->key_count * t / g->nthreads, hi = g->key_count * (t + 1) / g->nthreads;
+    table *tab = &p->tab;
+    memset(tab, 0, sizeof *tab);
+    tab->vsize = g->vsize;
+    p->src = tab;
+    if (hi == lo)
+        return;
+    tab->entries = malloc((size_t)(hi - lo) * sizeof *tab->entries);
+    tab->values = malloc((size_t)(hi - lo) * g->vsize);
+    if (!tab->entries || !tab->values) {
+        part_nomem(p, "the key ranges");
+        return;
+    }
+    tab->cap = (uint32_t)(hi - lo);
+    for (uint64_t k = lo; k < hi; k++) {
+        uint8_t *acc = tab->values + (size_t)tab->count * g->vsize;
+        int seen = 0;
+        for (unsigned s = 0; s < g->nthreads; s++) {
+            const worker *w = &g->workers[s];
+            if (!w->dense_seen[k])
+                continue;
+            const uint8_t *v = w->dense_vals + (size_t)k * g->vsize;
+            if (seen)
+                g->ops.merge(acc, v, &g->combine);
+            else
+                memcpy(acc, v, g->vsize);
+            seen = 1;
+        }
+        if (seen) {
+            tab->entries[tab->count++] =
+                (entry){.key = (const uint8_t *)&g->dense_keys[k], .len = 4};
+            tab->key_total += 4;
         }
     }
 }
@@ -1087,7 +1212,9 @@ static void reduce_collected(part *p)
 static int merge_part(worker *w, uint64_t t)
 {
     part *p = &w->g->parts[t];
-    if (w->g->mode == MODE_COMBINE)
+    if (w->g->dense)
+        merge_dense(p, (unsigned)t);
+    else if (w->g->mode == MODE_COMBINE)
         merge_combine(p, (unsigned)t);
     else
         merge_collect(p, (unsigned)t);
@@ -1364,6 +1491,18 @@ static soren_status run_parts(engine *g, const pass *p, soren_error *err)
     return SOREN_OK;
 }
 
+int soren_cpu_dense(const soren_stage_spec *spec, unsigned threads)
+{
+    if (spec->key_type != SOREN_TYPE_INDEX || spec->key_count == 0 ||
+        spec->combine == SOREN_COMBINE_NONE || spec->value_size == 0)
+        return 0;
+    if (threads == 0)
+        threads = soren_cpu_count();
+    uint64_t per_key = (uint64_t)spec->value_size + 1; /* accumulator and seen flag */
+    uint64_t limit = DENSE_BYTES_MAX / (per_key * threads + 4);
+    return spec->key_count <= limit;
+}
+
 /* Reports every growth of the map tables, thread by thread, as an overflow
  * of the "table" region (old and new slot counts). */
 static soren_status report_growths(const engine *g, soren_explain *x, soren_error *err)
@@ -1410,6 +1549,10 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
         g->ops.first = copy_value;
         g->ops.fold = g->ops.merge;
     }
+    /* Decided on the threads asked for, as --explain reports it, not on
+     * the fewer that few chunks may leave. */
+    g->dense = !(opt && opt->hash_only) && soren_cpu_dense(spec, opt ? opt->threads : 0);
+    g->key_count = spec->key_count;
 
     uint64_t chunk = opt && opt->chunk_bytes ? opt->chunk_bytes : CHUNK_DEFAULT;
     if (spec->input_format == SOREN_INPUT_INDEX && !(opt && opt->chunk_bytes))
@@ -1438,9 +1581,20 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
         rc = soren_error_set(err, SOREN_ENOMEM, "out of memory starting the CPU engine");
         goto done;
     }
-    soren_emit_fn *emit = g->mode == MODE_COMBINE   ? emit_combine
+    soren_emit_fn *emit = g->dense                  ? dense_emitter(g)
+                          : g->mode == MODE_COMBINE ? emit_combine
                           : g->mode == MODE_COLLECT ? emit_collect
                                                     : emit_list;
+    if (g->dense) {
+        g->dense_keys = malloc((size_t)g->key_count * sizeof *g->dense_keys);
+        if (!g->dense_keys) {
+            rc = soren_error_set(err, SOREN_ENOMEM, "%s: out of memory for the index keys' "
+                                 "arrays", spec->job_name);
+            goto done;
+        }
+        for (uint64_t k = 0; k < g->key_count; k++)
+            g->dense_keys[k] = (uint32_t)k;
+    }
     uint64_t min_slots, expect;
     first_table_size(opt, n, &min_slots, &expect);
     for (unsigned i = 0; i < n; i++) {
@@ -1449,7 +1603,16 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
         w->em.emit = emit;
         w->em.ctx = w;
         soren_error_clear(&w->err);
-        if (g->mode != MODE_LIST && table_init(&w->tab, g->mode == MODE_COMBINE ? g->vsize : 8,
+        if (g->dense) {
+            w->dense_vals = malloc((size_t)g->key_count * g->vsize);
+            w->dense_seen = calloc((size_t)g->key_count, 1);
+            if (!w->dense_vals || !w->dense_seen) {
+                rc = soren_error_set(err, SOREN_ENOMEM, "%s: out of memory for the index keys' "
+                                     "arrays of %u threads; try fewer --threads",
+                                     spec->job_name, n);
+                goto done;
+            }
+        } else if (g->mode != MODE_LIST && table_init(&w->tab, g->mode == MODE_COMBINE ? g->vsize : 8,
                                                1, min_slots, expect) != 0) {
             rc = soren_error_set(err, SOREN_ENOMEM, "%s: out of memory for the map tables of "
                                  "%u threads; try fewer --threads", spec->job_name, n);
@@ -1490,7 +1653,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
         goto done;
     }
     /* A worker whose thread did not start never grouped its (empty) table. */
-    for (unsigned i = 0; g->mode != MODE_LIST && i < n; i++) {
+    for (unsigned i = 0; g->mode != MODE_LIST && !g->dense && i < n; i++) {
         worker *w = &g->workers[i];
         if (!w->part_start)
             group_by_partition(w);
@@ -1538,6 +1701,8 @@ done:
     for (unsigned i = 0; g->workers && i < n; i++) {
         worker *w = &g->workers[i];
         table_free(&w->tab);
+        free(w->dense_vals);
+        free(w->dense_seen);
         free(w->by_part);
         free(w->part_start);
         free(w->pair_entry);
@@ -1556,6 +1721,7 @@ done:
     free(g->parts);
     free(g->order);
     free(g->chunk_first);
+    free(g->dense_keys);
     free(g);
     return rc;
 }

@@ -6,7 +6,9 @@
  * emits into its own open-addressing table that applies the combine as pairs
  * arrive, then the tables are merged by key partition (thread t merges
  * partition t of every table), reduced, and concatenated.  Map-only stages
- * append pairs to per-thread lists instead.  The result is unordered; the
+ * append pairs to per-thread lists instead; index keys that fit
+ * (soren_cpu_dense) fold into per-thread arrays of key.count accumulators,
+ * merged by key range.  The result is unordered; the
  * caller orders it (soren_result_order).
  *
  * Its output, once ordered, is the reference every GPU variant must equal.
@@ -42,6 +44,9 @@ typedef struct soren_cpu_options {
      * them), or group them for its reduce, instead of calling map.  How a
      * rank of a distributed run folds the pairs the others sent it. */
     int fold;
+    /* Index keys through the tables even where soren_cpu_dense would take
+     * the per-thread arrays (the same bytes either way; tests compare). */
+    int hash_only;
 } soren_cpu_options;
 
 /* Runs spec over every input (records never span inputs) and appends the
@@ -49,6 +54,12 @@ typedef struct soren_cpu_options {
 soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inputs,
                            size_t input_count, const soren_params *params,
                            const soren_cpu_options *opt, soren_result *out, soren_error *err);
+
+/* 1 if soren_cpu_run folds spec's keys into per-thread arrays (dense)
+ * rather than its tables: index keys under a known key.count, a combine,
+ * and key.count accumulators of every one of threads threads (0: every
+ * CPU) within the engine's memory cap for them (64 MiB). */
+int soren_cpu_dense(const soren_stage_spec *spec, unsigned threads);
 
 /* Initial monitoring on the CPU: maps an evenly spread sample of the
  * records (soren_sample_size of them at fraction, record

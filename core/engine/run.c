@@ -110,12 +110,21 @@ static soren_status monitor_cpu(const soren_stage_spec *spec, const soren_input 
 }
 
 /* The CPU engine's variant and the rule behind it.  It has hash (its
- * per-thread tables) and direct (map-only); a forced GPU variant is reported
+ * per-thread tables), dense (per-thread arrays, for index keys whose
+ * accumulators fit: soren_cpu_dense) and direct (map-only); a forced GPU variant is reported
  * as not applying, in rule_buf (which x->rule then points to). */
 static void choose_cpu(const soren_stage_spec *spec, const soren_run_options *o,
                        soren_explain *x, char *rule_buf, size_t rule_size)
 {
     x->rule = soren_choose(spec, &x->metrics, o->small_keys, 0, &x->variant);
+    if (spec->key_type == SOREN_TYPE_INDEX && x->variant == SOREN_VARIANT_HASH) {
+        int dense = soren_cpu_dense(spec, o->threads);
+        x->variant = dense ? SOREN_VARIANT_DENSE : SOREN_VARIANT_HASH;
+        x->rule = dense ? "index keys bounded by the manifest, key.count accumulators of every "
+                          "thread within 64 MiB: dense"
+                        : "index keys bounded by the manifest, key.count accumulators of every "
+                          "thread over 64 MiB: hash";
+    }
     if (o->engine && strcmp(o->engine, "auto") != 0) {
         snprintf(rule_buf, rule_size, "--engine %s applies to the GPU; the CPU engine ran %s",
                  o->engine, soren_variant_name(x->variant));
@@ -130,8 +139,8 @@ soren_status soren__run_cpu(const soren_stage_spec *spec, const soren_input *inp
 {
     x->device = "cpu";
     if (o->verbose && o->engine && strcmp(o->engine, "auto") != 0)
-        soren_progress_say(o->progress, "soren-host: engine: the CPU engine has one variant; "
-                           "--engine %s applies to the GPU\n", o->engine);
+        soren_progress_say(o->progress, "soren-host: engine: the CPU engine chooses its own "
+                           "variant; --engine %s applies to the GPU\n", o->engine);
     if (o->verbose)
         soren_progress_say(o->progress, "soren-host: cpu engine: %u threads\n",
                            o->threads ? o->threads : soren_cpu_count());

@@ -1,0 +1,126 @@
+/*
+ * cpu_baseline.h - what the CPU baselines (bench/cpu_*.c) share: their
+ * command line (--threads N, then their operands), the input file mapped
+ * whole, running one function per thread over an array of shares, and
+ * the check that the output was written.  Plain C and pthreads, no Soren.
+ * Each helper prints its failure as "NAME: what" and exits.
+ */
+#ifndef BENCH_CPU_BASELINE_H
+#define BENCH_CPU_BASELINE_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem, memrchr, MAP_POPULATE */
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Reads [--threads N] and exactly nargs operands into args; *threads is
+ * every online CPU unless given.  Exits 2 with usage on anything else. */
+static void baseline_args(int argc, char **argv, const char *name, const char *usage,
+                          int nargs, const char **args, long *threads)
+{
+    *threads = sysconf(_SC_NPROCESSORS_ONLN);
+    if (*threads < 1)
+        *threads = 1;
+    int got = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            char *end;
+            *threads = strtol(argv[++i], &end, 10);
+            if (*end || *threads < 1 || *threads > 4096) {
+                fprintf(stderr, "%s: --threads takes 1 to 4096, not %s\n", name, argv[i]);
+                exit(2);
+            }
+        } else if (got < nargs) {
+            args[got++] = argv[i];
+        } else {
+            got = nargs + 1;
+            break;
+        }
+    }
+    if (got != nargs) {
+        fprintf(stderr, "usage: %s [--threads N] %s\n", name, usage);
+        exit(2);
+    }
+}
+
+/* The file at path, mapped read-only and read in (an empty file: a valid
+ * pointer to no bytes); *size its bytes.  baseline_unmap releases it. */
+static const uint8_t *baseline_map(const char *name, const char *path, uint64_t *size)
+{
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        fprintf(stderr, "%s: cannot read %s: %s\n", name, path, strerror(errno));
+        exit(1);
+    }
+    *size = (uint64_t)st.st_size;
+    const uint8_t *data = (const uint8_t *)"";
+    if (*size > 0) {
+        data = mmap(NULL, (size_t)*size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (data == MAP_FAILED) {
+            fprintf(stderr, "%s: cannot map %s: %s\n", name, path, strerror(errno));
+            exit(1);
+        }
+    }
+    close(fd);
+    return data;
+}
+
+static void baseline_unmap(const uint8_t *data, uint64_t size)
+{
+    if (size > 0)
+        munmap((void *)data, (size_t)size);
+}
+
+/* Runs fn on shares[0 .. threads) (stride bytes apart), shares[0] in the
+ * calling thread, and waits for all of them. */
+static void baseline_run(const char *name, long threads, void *(*fn)(void *), void *shares,
+                         size_t stride)
+{
+    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
+    if (!tid) {
+        fprintf(stderr, "%s: out of memory for %ld threads\n", name, threads);
+        exit(1);
+    }
+    for (long t = 1; t < threads; t++)
+        if (pthread_create(&tid[t], NULL, fn, (char *)shares + (size_t)t * stride) != 0) {
+            fprintf(stderr, "%s: cannot start thread %ld\n", name, t);
+            exit(1);
+        }
+    fn(shares);
+    for (long t = 1; t < threads; t++)
+        pthread_join(tid[t], NULL);
+    free(tid);
+}
+
+/* calloc, or exit saying what the memory was for. */
+static void *baseline_calloc(const char *name, size_t n, size_t size, const char *what)
+{
+    void *p = calloc(n, size);
+    if (!p) {
+        fprintf(stderr, "%s: out of memory for %s\n", name, what);
+        exit(1);
+    }
+    return p;
+}
+
+/* The exit status once the output is written: 1 if writing failed. */
+static int baseline_done(const char *name)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "%s: cannot write the output: %s\n", name, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+#endif /* BENCH_CPU_BASELINE_H */
