@@ -193,7 +193,8 @@ Test(gen, text_one_spelling_a_rank)
 {
     char *out = NULL;
     cr_assert_eq(tu_runf(&out, NULL, "'%s/soren-gen' text --size 2M --vocab 3000 --exponent 0 "
-                         "--seed 4 | sed '$d' | tr ' ' '\\n' | grep -v '^$' | LC_ALL=C sort -u | wc -l",
+                         "--seed 4 | sed '$d' | tr ' ' '\\n' | grep -v '^$' | LC_ALL=C sort -u | "
+                         "wc -l",
                          tu_builddir()), 0);
     cr_expect_eq(strtol(out, NULL, 10), 3000, "distinct words: %s", out);
     free(out);

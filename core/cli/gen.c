@@ -18,11 +18,12 @@
  *
  * Every generator draws from splitmix64 with integer arithmetic only (text's
  * Zipf table aside: it uses pow(), and glibc's is the same everywhere we
- * run; text's word and line lengths are integer quantile tables), and writes floats as the little-endian bits of values built exactly
- * from integers (multiples of 1/8), so no libm or rounding mode can change a
+ * run; text's word and line lengths come from integer quantile tables), and
+ * writes floats as the little-endian bits of values built exactly from
+ * integers (multiples of 1/8), so no libm or rounding mode can change a
  * byte; svm's values are multiples of 1/256, written in decimal from their
- * integers, exactly.  The small grid also keeps the jobs' float arithmetic exact where it
- * matters: a matrix product of these values sums exactly in float32 for inner
+ * integers, exactly.  The small grid also keeps the jobs' float arithmetic
+ * exact where it matters: a matrix product of these values sums exactly in float32 for inner
  * dimensions up to 16384, in any order, so its reference is exact too.
  */
 #include <errno.h>
@@ -446,7 +447,7 @@ typedef struct knot {
 
 #define SHARES 10000000u
 
-/* Word lengths of English documentation text, as shares of the vocabulary
+/* Word lengths like those of English documentation text, as shares of the vocabulary
  * (a word's length is a function of its rank, below): median 6 bytes, the
  * longest 30, a mean of 7.66 over the vocabulary.  Drawn by Zipf at the
  * default --vocab and --exponent, where the one-letter first rank is 7% of
@@ -459,9 +460,9 @@ static const knot word_knots[] = {
     {9450000, 272}, {9900000, 400}, {10000000, 480},
 };
 
-/* Line lengths of documentation text, without the newline: some blank lines,
- * median 38 bytes, 99th percentile about 130, and a heavy tail: one line in
- * 10^5 is over 4 KiB, the longest 10 KiB. */
+/* Line lengths like those of prose documentation, without the newline: 8%
+ * blank, median 38 bytes, 99th percentile 133, and a heavy tail: one line in
+ * 10^5 is over 4 KiB, the longest 10,485 bytes. */
 static const knot line_knots[] = {
     {0, 0},           {800000, 0},        {800001, 16},       {2500000, 288},
     {5000000, 608},   {7500000, 960},     {9000000, 1216},    {9700000, 1600},
