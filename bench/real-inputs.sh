@@ -124,6 +124,14 @@ record() {
     } >> "$sources"
 }
 
+# corpus KIND WHY DESCRIPTION: KIND's corpus from the paths in $tmp/paths,
+# recorded in SOURCES; where nothing could be read, KIND is skipped saying WHY.
+corpus() {
+    collect "$tmp/$1" "$tmp/$1.list" < "$tmp/paths" || { fail "cannot write $tmp/$1"; return 1; }
+    [ -s "$tmp/$1" ] || { missing "$1" "$2"; return 1; }
+    record "$1" "$tmp/$1.list" "$tmp/$1" "$3"
+}
+
 # outputs KIND CORPUS UNIT SIZE...: KIND-SIZE for each SIZE, cut to a
 # multiple of UNIT bytes.
 outputs() {
@@ -136,14 +144,17 @@ outputs() {
     done
 }
 
-# A text file's bytes: gzip'd ones unpacked; none for a file with a NUL
-# byte (grep -I reads it as binary) or one that gzip cannot read.
+# A text file's bytes: gzip'd ones unpacked, a newline added where the last
+# line lacks one (so that it does not run into the next file's first); none
+# for a file with a NUL byte (grep -I reads it as binary) or one that gzip
+# cannot read.
 text_of() {
     case $1 in
     *.gz) gzip -dc -- "$1" > "$2" 2>/dev/null || return 1 ;;
     *) cat -- "$1" > "$2" 2>/dev/null || return 1 ;;
     esac
-    grep -qI . "$2"
+    grep -qI . "$2" || return 1
+    [ "$(tail -c 1 "$2" | od -An -c | tr -d ' ')" = '\n' ] || echo >> "$2"
 }
 
 # A picture's pixels: ImageMagick writes a binary PPM (P6, 8 bits), whose
@@ -164,13 +175,9 @@ for kind in $(echo "$kinds" | tr , ' '); do
             continue
         fi
         extract() { text_of "$@"; }
-        find /usr/share/doc -type f | sort | collect "$tmp/text" "$tmp/text.list" ||
-            { fail "cannot write $tmp/text"; continue; }
-        if [ ! -s "$tmp/text" ]; then
-            missing text "no text files under /usr/share/doc"
+        find /usr/share/doc -type f | sort > "$tmp/paths"
+        corpus text "no text files under /usr/share/doc" "documentation, .gz unpacked" ||
             continue
-        fi
-        record text "$tmp/text.list" "$tmp/text" "documentation, .gz unpacked"
         outputs text "$tmp/text" 1 "$@"
         ;;
     rgb)
@@ -184,27 +191,17 @@ for kind in $(echo "$kinds" | tr , ' '); do
         fi
         extract() { rgb_of "$@"; }
         find /usr/share -type f \( -iname '*.png' -o -iname '*.jpg' -o -iname '*.jpeg' \) \
-            2>/dev/null | sort | collect "$tmp/rgb" "$tmp/rgb.list" ||
-            { fail "cannot write $tmp/rgb"; continue; }
-        if [ ! -s "$tmp/rgb" ]; then
-            missing rgb "no PNG or JPEG file under /usr/share that $magick converts"
-            continue
-        fi
-        record rgb "$tmp/rgb.list" "$tmp/rgb" "pictures as raw RGB, 3 bytes a pixel, via $magick"
+            2>/dev/null | sort > "$tmp/paths"
+        corpus rgb "no PNG or JPEG file under /usr/share that $magick converts" \
+            "pictures as raw RGB, 3 bytes a pixel, via $magick" || continue
         outputs rgb "$tmp/rgb" 3 "$@"
         ;;
     weblog)
         extract() { text_of "$@"; }
         # shellcheck disable=SC2086 # a list of folders
-        find $log_dirs -type f -name 'access.log*' 2>/dev/null | sort |
-            collect "$tmp/weblog" "$tmp/weblog.list" || { fail "cannot write $tmp/weblog"; continue; }
-        if [ ! -s "$tmp/weblog" ]; then
-            missing weblog "no web server access log on this host (access.log* under $log_dirs)"
-            continue
-        fi
-        # Whole lines: the log ends with a newline, so a cut ends at one.
-        [ "$(tail -c 1 "$tmp/weblog" | od -An -c | tr -d ' ')" = '\n' ] || echo >> "$tmp/weblog"
-        record weblog "$tmp/weblog.list" "$tmp/weblog" "access logs, as the server wrote them"
+        find $log_dirs -type f -name 'access.log*' 2>/dev/null | sort > "$tmp/paths"
+        corpus weblog "no web server access log on this host (access.log* under $log_dirs)" \
+            "access logs, as the server wrote them" || continue
         for s in "$@"; do
             b=$(bytes "$s")
             n=$(wc -c < "$tmp/weblog")

@@ -25,7 +25,7 @@ if [ "$rc" -eq 3 ] && grep -q "text skipped" "$tmp/out"; then
     echo "1..0 # SKIP $(head -1 "$tmp/out")"
     exit 0
 fi
-echo "1..6"
+echo "1..7"
 first=$(sed -n 's/^  [0-9]* //p' "$tmp/text/SOURCES" | head -1)
 if [ "$rc" -eq 0 ] && [ "$(size "$tmp/text/text-64K")" = 65536 ] &&
     [ "$(size "$tmp/text/text-100")" = 100 ] &&
@@ -85,6 +85,19 @@ if [ "$rc" -eq 0 ] && [ "$(size "$tmp/w1/weblog-1K")" = $((${#line} * lines + li
 else
     not_ok "an access log: whole lines up to the size, its file in SOURCES" "$tmp/out" \
         "$tmp/w1/SOURCES"
+fi
+
+# A file whose last line lacks its newline gets one: no line of the copies
+# runs into the next.
+mkdir "$tmp/cut"
+printf 'GET /x' > "$tmp/cut/access.log"
+REAL_INPUTS_LOG_DIRS=$tmp/cut sh "$script" --kinds weblog "$tmp/w2" 100 > "$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && [ "$(grep -cx 'GET /x' "$tmp/w2/weblog-100")" = 14 ] &&
+    [ "$(size "$tmp/w2/weblog-100")" = 98 ]; then
+    ok "a log without a last newline: whole lines"
+else
+    not_ok "a log without a last newline: whole lines (status $rc)" "$tmp/out" "$tmp/w2/weblog-100"
 fi
 
 sh "$script" "$tmp/bad" 10X > "$tmp/out" 2>&1
