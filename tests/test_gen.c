@@ -66,7 +66,7 @@ static void expect_digest(const char *args, uint64_t want)
 
 Test(gen, same_seed_same_bytes)
 {
-    expect_digest("text --size 64K --vocab 5000", UINT64_C(0xe9a4f144677e5e8b));
+    expect_digest("text --size 64K --vocab 5000", UINT64_C(0x7d90a3c93bb04154));
     expect_digest("rgb --size 30000 --colours 12", UINT64_C(0xb3ef981344d80697));
     expect_digest("weblog --size 64K --urls 300 --ips 500 --dup-rate 0.25",
                   UINT64_C(0x06b2a5f47e55140f));
@@ -117,6 +117,87 @@ Test(gen, sizes_and_presets)
     cr_expect_eq(size_of("text --preset soren-small"), 10 << 20);
     weblog = size_of("weblog --preset soren-small");
     cr_expect(weblog <= 5 << 20 && weblog > (5 << 20) - 128, "weblog: %zu bytes", weblog);
+}
+
+/* Word and line lengths of text: words as runs of letters, lines without
+ * their newline, blank ones counted. */
+typedef struct text_shape {
+    double word_mean, over12; /* bytes; the share of words over 12 bytes */
+    size_t line_median, line_longest, lines;
+} text_shape;
+
+static int by_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static text_shape shape_of(const char *args)
+{
+    size_t n = 0;
+    char *t = generate(args, 5, &n);
+    size_t *lines = malloc((n + 1) * sizeof *lines);
+    cr_assert(lines);
+    text_shape sh = {0};
+    size_t words = 0, letters = 0, over = 0, start = 0, word = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] != ' ' && t[i] != '\n' && (t[i] < 'a' || t[i] > 'z'))
+            cr_assert_fail("soren-gen %s: byte %zu is 0x%02x", args, i, (unsigned char)t[i]);
+        if (t[i] >= 'a' && t[i] <= 'z') {
+            word++;
+            continue;
+        }
+        if (word) {
+            words++;
+            letters += word;
+            over += word > 12;
+        }
+        word = 0;
+        if (t[i] == '\n') {
+            lines[sh.lines++] = i - start;
+            start = i + 1;
+        }
+    }
+    cr_assert(words > 0 && sh.lines > 0, "soren-gen %s: no words or lines", args);
+    qsort(lines, sh.lines, sizeof *lines, by_size);
+    sh.word_mean = (double)letters / (double)words;
+    sh.over12 = (double)over / (double)words;
+    sh.line_median = lines[sh.lines / 2];
+    sh.line_longest = lines[sh.lines - 1];
+    free(lines);
+    free(t);
+    return sh;
+}
+
+/* text has the word and line lengths of documentation text (words of 7.4
+ * bytes on average, some over 12; lines of median 38 with a long tail), and
+ * --word-length and --line-length move them. */
+Test(gen, text_lengths)
+{
+    text_shape d = shape_of("text --size 2M");
+    cr_expect(d.word_mean > 7.2 && d.word_mean < 7.6, "word mean %.2f", d.word_mean);
+    cr_expect(d.over12 > 0.12 && d.over12 < 0.17, "words over 12 bytes: %.3f", d.over12);
+    cr_expect(d.line_median >= 36 && d.line_median <= 40, "line median %zu", d.line_median);
+    cr_expect(d.line_longest > 1000, "longest line %zu", d.line_longest);
+    text_shape w = shape_of("text --size 2M --word-length 5 --line-length 90");
+    cr_expect(w.word_mean > 4.8 && w.word_mean < 5.3, "word mean %.2f", w.word_mean);
+    cr_expect(w.over12 < 0.06, "words over 12 bytes: %.3f", w.over12);
+    cr_expect(w.line_median >= 86 && w.line_median <= 94, "line median %zu", w.line_median);
+}
+
+/* A word is a function of its rank: a vocabulary of 3000 drawn uniformly
+ * (--exponent 0) some 250000 times (the last line, which --size may cut in a
+ * word, left out) gives exactly 3000 distinct words, no more
+ * (a rank spelled two ways) and no fewer (two ranks spelled alike). */
+Test(gen, text_one_spelling_a_rank)
+{
+    char *out = NULL;
+    cr_assert_eq(tu_runf(&out, NULL, "'%s/soren-gen' text --size 2M --vocab 3000 --exponent 0 "
+                         "--seed 4 | sed '$d' | tr ' ' '\\n' | grep -v '^$' | LC_ALL=C sort -u | "
+                         "wc -l",
+                         tu_builddir()), 0);
+    cr_expect_eq(strtol(out, NULL, 10), 3000, "distinct words: %s", out);
+    free(out);
 }
 
 /* Every line is URL<TAB>IP<TAB>16 hex digits; --dup-rate 1 repeats the
@@ -452,6 +533,12 @@ Test(gen, usage_errors)
     expect_usage_error("text --size ' 1K'", "--size: expected a size");
     expect_usage_error("matrix --rows 0x4 --cols 2", "expected a positive count, got \"0x4\"");
     expect_usage_error("text --size 1K --exponent ' 1'", "--exponent: expected a number");
+    expect_usage_error("text --size 1K --word-length 0.5", "--word-length: expected a mean");
+    expect_usage_error("text --size 1K --word-length 31", "--word-length: expected a mean");
+    expect_usage_error("text --size 1K --word-length 7.444", "--word-length: expected a mean");
+    expect_usage_error("text --size 1K --line-length 0", "--line-length: expected a median");
+    expect_usage_error("text --size 1K --line-length 100001", "--line-length: expected a median");
+    expect_usage_error("rgb --size 1K --line-length 40", "--line-length does not apply to rgb");
 }
 
 Test(gen, help_names_every_kind_and_option)
@@ -462,7 +549,7 @@ Test(gen, help_names_every_kind_and_option)
         "text", "rgb", "weblog", "matrix", "features", "points", "html", "--size", "--vocab",
         "--exponent", "--colours", "--urls", "--ips", "--dup-rate", "--rows", "--cols",
         "--docs", "--dims", "--count", "--clusters", "--centroids", "--pages",
-        "--links-per-page",
+        "--links-per-page", "--word-length", "--line-length",
         "--preset", "soren-small", "soren-medium", "soren-big", "mars-small", "mars-medium",
         "mars-large", "svm", "--test", "--print-params", "adult", "web", "usps", "face",
         "mnist", "--seed", "--output", "--help", "--version"};

@@ -2,9 +2,9 @@
  * soren-gen - seeded, deterministic inputs for Soren's jobs and benchmarks:
  * the same seed gives the same bytes on any machine.
  *
- *   text      Zipf-distributed words (word i is drawn with weight 1/(i+1)^S),
- *             about 12 words a line.  Word i is i written in base 26 with
- *             letters, so the most frequent words are the shortest.
+ *   text      Zipf-distributed words (word i is drawn with weight 1/(i+1)^S)
+ *             with the word and line lengths of documentation text; word i
+ *             is spelled the same wherever it is drawn.
  *   rgb       raw 24-bit RGB pixels: uniform, or drawn from N random colours.
  *   weblog    web log lines URL<TAB>IP<TAB>cookie (Page View Count and Rank).
  *   matrix    a float32 matrix, row-major (Matrix Multiplication).
@@ -16,14 +16,15 @@
  *             the SVM paper's data sets, from a seeded model per data set
  *             (SVM training and classification, against LibSVM).
  *
- * Every generator but text draws from splitmix64 with integer arithmetic
- * only, and writes floats as the little-endian bits of values built exactly
- * from integers (multiples of 1/8), so no libm or rounding mode can change a
+ * Every generator draws from splitmix64 with integer arithmetic only (text's
+ * Zipf table aside: it uses pow(), and glibc's is the same everywhere we
+ * run; text's word and line lengths come from integer quantile tables), and
+ * writes floats as the little-endian bits of values built exactly from
+ * integers (multiples of 1/8), so no libm or rounding mode can change a
  * byte; svm's values are multiples of 1/256, written in decimal from their
- * integers, exactly.  The small grid also keeps the jobs' float arithmetic exact where it
- * matters: a matrix product of these values sums exactly in float32 for inner
+ * integers, exactly.  The small grid also keeps the jobs' float arithmetic
+ * exact where it matters: a matrix product of these values sums exactly in float32 for inner
  * dimensions up to 16384, in any order, so its reference is exact too.
- * (text's Zipf table uses pow(); glibc's is the same everywhere we run.)
  */
 #include <errno.h>
 #include <getopt.h>
@@ -44,8 +45,10 @@ static const char usage_text[] =
     "the same bytes on any machine.  Floats are float32, little-endian, row-major.\n"
     "\n"
     "Kinds:\n"
-    "  text      Zipf-distributed words, about 12 a line (--size; --vocab,\n"
-    "            default 1000000, --exponent, default 1.0)\n"
+    "  text      Zipf-distributed words with the word and line lengths of\n"
+    "            documentation text (--size; --vocab, default 1000000,\n"
+    "            --exponent, default 1.0, --word-length, default 7.4,\n"
+    "            --line-length, default 38)\n"
     "  rgb       raw 24-bit RGB pixels, uniform or from --colours N colours (--size)\n"
     "  weblog    lines URL<TAB>IP<TAB>cookie, whole lines up to --size bytes; URLs\n"
     "            skewed towards the first of --urls (default 10000), IPs from a\n"
@@ -75,6 +78,10 @@ static const char usage_text[] =
     "                       suffixes (powers of 1024)\n"
     "      --vocab N        distinct words (text)\n"
     "      --exponent S     Zipf exponent, 0 to 10 (text)\n"
+    "      --word-length MEAN\n"
+    "                       mean word length in bytes, 1 to 30 (text)\n"
+    "      --line-length MEDIAN\n"
+    "                       median line length in bytes, 1 to 100000 (text)\n"
     "      --colours N      number of distinct colours; 0 for uniform (rgb)\n"
     "      --urls N         distinct URLs (weblog), link targets (html)\n"
     "      --ips N          size of the IP address pool (weblog)\n"
@@ -128,11 +135,11 @@ enum {
     O_URLS = 1 << 4, O_IPS = 1 << 5, O_DUP_RATE = 1 << 6, O_ROWS = 1 << 7, O_COLS = 1 << 8,
     O_DOCS = 1 << 9, O_DIMS = 1 << 10, O_COUNT = 1 << 11, O_CLUSTERS = 1 << 12,
     O_PAGES = 1 << 13, O_LINKS = 1 << 14, O_CENTROIDS = 1 << 15, O_TEST = 1 << 16,
-    O_PARAMS = 1 << 17
+    O_PARAMS = 1 << 17, O_WORD_LENGTH = 1 << 18, O_LINE_LENGTH = 1 << 19
 };
 
 static const unsigned kind_options[KIND_COUNT] = {
-    [TEXT] = O_SIZE | O_VOCAB | O_EXPONENT,
+    [TEXT] = O_SIZE | O_VOCAB | O_EXPONENT | O_WORD_LENGTH | O_LINE_LENGTH,
     [RGB] = O_SIZE | O_COLOURS,
     [WEBLOG] = O_SIZE | O_URLS | O_IPS | O_DUP_RATE,
     [MATRIX] = O_ROWS | O_COLS,
@@ -148,6 +155,8 @@ typedef struct gen_options {
     double exponent;
     uint64_t urls, ips;
     uint32_t dup_ppm; /* --dup-rate in parts per million */
+    uint64_t word_mean;   /* --word-length, in 1/100 byte */
+    uint64_t line_median; /* --line-length, bytes */
     uint64_t rows, cols, docs, dims, count, clusters, pages, links, centroids;
     const struct svm_preset *svm; /* svm's --preset */
     const char *output;
@@ -225,31 +234,43 @@ static int parse_count(const char *text, uint64_t *out, int sizes)
     return 1;
 }
 
-/* A fraction from 0 to 1 as parts per million, read from its digits so that
- * no float rounding decides a line: "0.1" is 100000, "1" is 1000000; digits
- * past the sixth decimal are refused rather than rounded. */
-static int parse_ppm(const char *text, uint32_t *out)
+/* A decimal number as an integer count of 10^-decimals, read from its digits
+ * so that no float rounding decides a byte: with 6 decimals "0.1" is 100000;
+ * digits past the last decimal are refused rather than rounded, and so is a
+ * value over max (in the same units). */
+static int parse_fixed(const char *text, unsigned decimals, uint64_t max, uint64_t *out)
 {
     const char *p = text;
-    uint64_t whole = 0, frac = 0;
+    uint64_t whole = 0, frac = 0, unit = 1;
     unsigned places = 0;
+    for (unsigned i = 0; i < decimals; i++)
+        unit *= 10;
     if (*p < '0' || *p > '9')
         return 0;
-    while (*p >= '0' && *p <= '9' && whole <= 1)
+    while (*p >= '0' && *p <= '9' && whole <= max / unit)
         whole = whole * 10 + (uint64_t)(*p++ - '0');
     if (*p == '.')
         for (p++; *p >= '0' && *p <= '9'; p++) {
-            if (places == 6)
+            if (places == decimals)
                 return 0;
             frac = frac * 10 + (uint64_t)(*p - '0');
             places++;
         }
     if (*p)
         return 0;
-    while (places++ < 6)
+    while (places++ < decimals)
         frac *= 10;
-    uint64_t ppm = whole * 1000000 + frac;
-    if (ppm > 1000000)
+    if (whole > max / unit || whole * unit + frac > max)
+        return 0;
+    *out = whole * unit + frac;
+    return 1;
+}
+
+/* A fraction from 0 to 1 as parts per million: "0.1" is 100000. */
+static int parse_ppm(const char *text, uint32_t *out)
+{
+    uint64_t ppm;
+    if (!parse_fixed(text, 6, 1000000, &ppm))
         return 0;
     *out = (uint32_t)ppm;
     return 1;
@@ -415,20 +436,113 @@ static float eighths(uint64_t *state, int64_t lo, int64_t hi)
 
 /* ---- text and rgb ---------------------------------------------------------- */
 
-/* Word i spelled in base 26: a, b, ..., z, ba, bb, ... */
-static size_t spell(uint64_t i, char *out)
+/* A length distribution as its quantile function: knot i says that a share
+ * of share/10^7 of the draws is at most length/16 bytes long, linearly
+ * between knots.  Drawing u uniform in [0, 10^7) and reading the function
+ * there draws from the distribution in integers only. */
+typedef struct knot {
+    uint32_t share;  /* cumulative, in 1/10^7; the last is 10^7 */
+    uint32_t length; /* in 1/16 byte */
+} knot;
+
+#define SHARES 10000000u
+
+/* Word lengths like those of English documentation text, as shares of the vocabulary
+ * (a word's length is a function of its rank, below): median 6 bytes, the
+ * longest 30, a mean of 7.66 over the vocabulary.  Drawn by Zipf at the
+ * default --vocab and --exponent, where the one-letter first rank is 7% of
+ * the words, the words written average 7.22 bytes; --word-length scales the
+ * lengths by MEAN/7.22, so the default 7.4 writes words of 7.4 bytes on
+ * average, 14.7% of them over 12, the longest 31. */
+static const knot word_knots[] = {
+    {0, 16},        {300000, 32},   {1000000, 48},  {2200000, 64},  {3400000, 80},
+    {4600000, 96},  {5800000, 112}, {6850000, 128}, {7750000, 160}, {8700000, 208},
+    {9450000, 272}, {9900000, 400}, {10000000, 480},
+};
+
+/* Line lengths like those of prose documentation, without the newline: 8%
+ * blank, median 38 bytes, 99th percentile 133, and a heavy tail: one line in
+ * 10^5 is over 4 KiB, the longest 10,485 bytes. */
+static const knot line_knots[] = {
+    {0, 0},           {800000, 0},        {800001, 16},       {2500000, 288},
+    {5000000, 608},   {7500000, 960},     {9000000, 1216},    {9700000, 1600},
+    {9900000, 2128},  {9990000, 6400},    {9999000, 24576},   {9999900, 65536},
+    {10000000, 167760},
+};
+
+#define WORD_KNOTS_MEAN 722 /* what word_knots average, written at the defaults, 1/100 byte */
+#define WORD_MEAN 740       /* --word-length's default: they are scaled to it */
+#define LINE_MEDIAN 38  /* line_knots' median, bytes: --line-length */
+#define WORD_LENGTH_MAX 30    /* --word-length's greatest mean */
+#define LINE_LENGTH_MAX 100000 /* --line-length's greatest median */
+
+/* The quantile function at u in [0, 10^7), times num/den, in whole bytes. */
+static uint64_t quantile(const knot *k, size_t knots, uint64_t u, uint64_t num, uint64_t den)
 {
-    char tmp[16];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('a' + i % 26);
-        i /= 26;
-    } while (i);
-    for (size_t k = 0; k < n; k++)
-        out[k] = tmp[n - 1 - k];
-    return n;
+    size_t i = 1;
+    while (i + 1 < knots && k[i].share <= u)
+        i++;
+    uint64_t span = k[i].share - k[i - 1].share;
+    uint64_t at = u < k[i - 1].share ? 0 : u - k[i - 1].share;
+    if (at > span)
+        at = span;
+    uint64_t sixteenths = k[i - 1].length * span + (k[i].length - k[i - 1].length) * at;
+    return (sixteenths * num / den + 8 * span) / (16 * span);
 }
 
+#define WORD_MAX 128 /* letters: the longest word --word-length 30 can draw */
+#define WORD_FULL 13 /* letters in base 26 that hold any rank below 26^13 */
+
+/* Word `rank` spelled with n letters (at least the letters rank needs in
+ * base 26): the last up to 13 letters are rank times an odd constant, not a
+ * multiple of 13, modulo 26^13 (or 26^n), so one-to-one among the ranks of
+ * one length; the letters before them come from a hash of the rank.  The
+ * same rank is the same word wherever it is drawn, for every seed. */
+static void spell(uint64_t rank, size_t n, char *out)
+{
+    size_t full = n < WORD_FULL ? n : WORD_FULL;
+    uint64_t modulus = 1;
+    for (size_t k = 0; k < full; k++)
+        modulus *= 26;
+    uint64_t v = (uint64_t)((unsigned __int128)rank * 0x9e3779b97f4a7c15ull % modulus);
+    for (size_t k = n; k > n - full; k--, v /= 26)
+        out[k - 1] = (char)('a' + v % 26);
+    uint64_t h = rank;
+    for (size_t k = 0; k < n - full; k++)
+        out[k] = (char)('a' + next_random(&h) % 26);
+}
+
+/* The length of word `rank`: the word quantile at a point of the golden-ratio
+ * sequence (rank times 2^64/phi, modulo 2^64), so that the most frequent
+ * ranks spread over the whole distribution rather than falling where one
+ * hash would put them; rank 0 is the shortest.  Never fewer letters than
+ * base 26 needs to tell the rank from the others. */
+static size_t word_length(const gen_options *o, uint64_t rank)
+{
+    uint64_t point = rank * 0x9e3779b97f4a7c15ull;
+    uint64_t u = (uint64_t)((unsigned __int128)point * SHARES >> 64);
+    uint64_t n = quantile(word_knots, sizeof word_knots / sizeof word_knots[0], u,
+                          o->word_mean, WORD_KNOTS_MEAN);
+    size_t least = 1;
+    for (uint64_t r = rank / 26; r; r /= 26)
+        least++;
+    if (n > WORD_MAX)
+        n = WORD_MAX;
+    return n < least ? least : (size_t)n;
+}
+
+/* Puts what of n bytes fits under the --size limit. */
+static void put_upto(sink *s, const char *p, size_t n, uint64_t *written, uint64_t size)
+{
+    if (*written + n > size)
+        n = (size_t)(size - *written);
+    sink_put(s, p, n);
+    *written += n;
+}
+
+/* Zipf-drawn words on lines of drawn lengths: a line takes words while the
+ * middle of the next one falls within its length, so lines come out about
+ * as long as drawn; a line drawn 0 is blank. */
 static int gen_text(const gen_options *o, sink *s)
 {
     double *cdf = malloc(o->vocab * sizeof *cdf);
@@ -437,8 +551,9 @@ static int gen_text(const gen_options *o, sink *s)
     double total = 0;
     for (uint64_t i = 0; i < o->vocab; i++)
         cdf[i] = total += pow((double)(i + 1), -o->exponent);
-    uint64_t rng = o->seed, written = 0, on_line = 0;
-    char word[20];
+    uint64_t rng = o->seed, written = 0, on_line = 0, line = 0;
+    int fresh = 1; /* the next line's length is still to be drawn */
+    char word[WORD_MAX + 1];
     while (written < o->size) {
         double u = next_unit(&rng) * total;
         uint64_t lo = 0, hi = o->vocab - 1;
@@ -449,12 +564,26 @@ static int gen_text(const gen_options *o, sink *s)
             else
                 hi = mid;
         }
-        size_t n = spell(lo, word);
-        word[n++] = ++on_line % 12 == 0 ? '\n' : ' ';
-        if (written + n > o->size)
-            n = (size_t)(o->size - written);
-        sink_put(s, word, n);
-        written += n;
+        size_t len = word_length(o, lo), n = 0;
+        for (;;) {
+            if (fresh)
+                line = quantile(line_knots, sizeof line_knots / sizeof line_knots[0],
+                                below(&rng, SHARES), o->line_median, LINE_MEDIAN);
+            fresh = 0;
+            if (on_line == 0 && line > 0)
+                break;
+            if (on_line > 0 && on_line + 1 + len / 2 <= line) {
+                word[n++] = ' ';
+                break;
+            }
+            put_upto(s, "\n", 1, &written, o->size);
+            on_line = 0;
+            fresh = 1;
+        }
+        spell(lo, len, word + n);
+        n += len;
+        on_line += n;
+        put_upto(s, word, n, &written, o->size);
     }
     free(cdf);
     return 0;
@@ -885,6 +1014,7 @@ static const struct option long_options[] = {
     {"dims", required_argument, 0, 'd'},      {"count", required_argument, 0, 'n'},
     {"clusters", required_argument, 0, 'k'},  {"pages", required_argument, 0, 'p'},
     {"centroids", required_argument, 0, 'K'},
+    {"word-length", required_argument, 0, 'A'}, {"line-length", required_argument, 0, 'B'},
     {"links-per-page", required_argument, 0, 'L'},
     {"test", no_argument, 0, 't'},            {"print-params", no_argument, 0, 'P'},
     {"preset", required_argument, 0, 'T'},    {"seed", required_argument, 0, 'r'},
@@ -932,7 +1062,7 @@ static const char *option_name(unsigned bit)
                                         "--urls", "--ips", "--dup-rate", "--rows", "--cols",
                                         "--docs", "--dims", "--count", "--clusters", "--pages",
                                         "--links-per-page", "--centroids", "--test",
-                                        "--print-params"};
+                                        "--print-params", "--word-length", "--line-length"};
     for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
         if (bit == 1u << i)
             return names[i];
@@ -974,6 +1104,20 @@ static int parse_options(int argc, char **argv, gen_options *o, const char **pre
                                    "6 decimals, got \"", optarg);
             o->given |= O_DUP_RATE;
             break;
+        case 'A':
+            if (!parse_fixed(optarg, 2, 100 * WORD_LENGTH_MAX, &o->word_mean) ||
+                o->word_mean < 100)
+                return usage_error("--word-length: expected a mean from 1 to 30 bytes with at "
+                                   "most 2 decimals, got \"", optarg);
+            o->given |= O_WORD_LENGTH;
+            break;
+        case 'B':
+            if (!parse_count(optarg, &o->line_median, 0) || o->line_median == 0 ||
+                o->line_median > LINE_LENGTH_MAX)
+                return usage_error("--line-length: expected a median from 1 to 100000 bytes, "
+                                   "got \"", optarg);
+            o->given |= O_LINE_LENGTH;
+            break;
         case 'T': *preset_name = optarg; break;
         case 't': o->given |= O_TEST; break;
         case 'P': o->given |= O_PARAMS; break;
@@ -994,6 +1138,7 @@ static int parse_options(int argc, char **argv, gen_options *o, const char **pre
 int main(int argc, char **argv)
 {
     gen_options o = {.vocab = 1000000, .seed = 1, .exponent = 1.0, .urls = 10000,
+                     .word_mean = WORD_MEAN, .line_median = LINE_MEDIAN,
                      .ips = 65536, .dup_ppm = 100000, .clusters = 8, .links = 8};
     const char *preset_name = NULL;
     int rc = parse_options(argc, argv, &o, &preset_name);
