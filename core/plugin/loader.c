@@ -356,41 +356,45 @@ static loaded_file *loaded_find(dev_t dev, ino_t ino)
     return NULL;
 }
 
-/* dlopen of the library open on fd (lib names it): again by its entry's
- * name where the file is loaded, else through fd, entered in the table.
- * Under loaded_lock. */
-static void *dlopen_entered(int fd, const char *lib, loaded_file **entry)
+/* dlopen of the library open on fd (lib names it) into *handle: again by
+ * its entry's name where the file is loaded, else through fd, entered in
+ * the table.  Under loaded_lock. */
+static soren_status dlopen_entered(int fd, const char *lib, void **handle, loaded_file **entry,
+                                   soren_error *err)
 {
     struct stat st;
+    *handle = NULL;
     *entry = NULL;
     if (fstat(fd, &st) != 0)
-        return NULL;
+        return soren_error_errno(err, SOREN_EPLUGIN, errno, "cannot examine %s", lib);
     loaded_file *e = loaded_find(st.st_dev, st.st_ino);
-    if (e) {
-        void *h = dlopen(e->fd >= 0 ? e->name : lib, RTLD_NOW | RTLD_LOCAL);
-        if (h) {
-            e->users++;
-            *entry = e;
-        }
-        return h;
-    }
-    if (loaded_count == loaded_cap) {
+    if (!e && loaded_count == loaded_cap) {
         size_t cap = loaded_cap ? 2 * loaded_cap : 8;
         loaded_file *more = realloc(loaded_files, cap * sizeof *more);
         if (!more)
-            return NULL;
+            return soren_error_set(err, SOREN_ENOMEM, "out of memory loading %s", lib);
         loaded_files = more;
         loaded_cap = cap;
     }
     int held = -1;
-    void *h = dlopen_fd(fd, lib, &held);
-    if (!h)
-        return NULL;
-    e = &loaded_files[loaded_count++];
-    *e = (loaded_file){.dev = st.st_dev, .ino = st.st_ino, .fd = held, .users = 1};
-    snprintf(e->name, sizeof e->name, "/proc/self/fd/%d", held);
+    dlerror();
+    *handle = e ? dlopen(e->fd >= 0 ? e->name : lib, RTLD_NOW | RTLD_LOCAL)
+                : dlopen_fd(fd, lib, &held);
+    if (!*handle) {
+        const char *why = dlerror();
+        return soren_error_set(err, SOREN_EPLUGIN, "cannot load %s: %s", lib,
+                               why ? why : "unknown dlopen error");
+    }
+    if (e) {
+        e->users++;
+    } else {
+        e = &loaded_files[loaded_count++];
+        *e = (loaded_file){.dev = st.st_dev, .ino = st.st_ino, .fd = held, .users = 1};
+        if (held >= 0)
+            snprintf(e->name, sizeof e->name, "/proc/self/fd/%d", held);
+    }
     *entry = e;
-    return h;
+    return SOREN_OK;
 }
 
 /* One user of the library of (dev, ino) fewer: the entry and its
@@ -440,27 +444,25 @@ static soren_status load_library(soren_plugin *p, soren_trust trust, const char 
     if (rc == SOREN_OK && copy_dir)
         rc = copy_library(fd, lib, copy_dir, &copy, err);
     int fd_held = 0;
-    if (rc == SOREN_OK) {
+    if (rc == SOREN_OK && copy) {
         dlerror();
-        if (copy) {
-            p->handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
-        } else {
-            loaded_file *e = NULL;
-            pthread_mutex_lock(&loaded_lock);
-            p->handle = dlopen_entered(fd, lib, &e);
-            if (e) {
-                p->entered = 1;
-                p->file_dev = e->dev;
-                p->file_ino = e->ino;
-                fd_held = e->fd == fd;
-            }
-            pthread_mutex_unlock(&loaded_lock);
-        }
+        p->handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
         if (!p->handle) {
             const char *why = dlerror();
             rc = soren_error_set(err, SOREN_EPLUGIN, "cannot load %s: %s", lib,
                                  why ? why : "unknown dlopen error");
         }
+    } else if (rc == SOREN_OK) {
+        loaded_file *e = NULL;
+        pthread_mutex_lock(&loaded_lock);
+        rc = dlopen_entered(fd, lib, &p->handle, &e, err);
+        if (e) {
+            p->entered = 1;
+            p->file_dev = e->dev;
+            p->file_ino = e->ino;
+            fd_held = e->fd == fd;
+        }
+        pthread_mutex_unlock(&loaded_lock);
     }
     /* Loaded, the copy needs no name: the mapping holds it. */
     if (copy)
