@@ -52,7 +52,7 @@ void soren_run_outcome_destroy(soren_run_outcome *out)
     memset(out, 0, sizeof *out);
 }
 
-soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *opt,
+soren_status soren_run_inputs(const soren_run_plan *plan, const soren_run_options *opt,
                               soren_param_set *params, const soren_input *inputs,
                               size_t input_count, soren_run_outcome *out, soren_error *err)
 {
@@ -61,27 +61,23 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
     soren_run_options ro = *opt;
     const soren_run_options *o = &ro;
     memset(out, 0, sizeof *out);
-    soren_run_plan plan;
-    soren_status rc = soren__run_plan_make(&plan, p, o, &params->params, err);
-    const soren_stage_spec *specs = plan.specs, *last = &plan.specs[plan.stages - 1];
-    out->stage_count = plan.stages;
+    const soren_stage_spec *specs = plan->specs, *last = &plan->specs[plan->stages - 1];
+    out->stage_count = plan->stages;
     soren_result_init(&out->result, last);
-    if (rc == SOREN_OK)
-        rc = soren__check_parts(plan.job, last, o, err);
+    soren_status rc = soren__check_parts(plan->job, last, o, err);
     soren_device where = SOREN_DEVICE_CPU;
     if (rc == SOREN_OK)
-        rc = soren__choose_device(specs, plan.stages, o, &where, &ro.gpu.device, err);
+        rc = soren__choose_device(specs, plan->stages, o, &where, &ro.gpu.device, err);
     for (size_t i = 0; rc == SOREN_OK && i < input_count; i++)
         if (inputs[i].on_device && where != SOREN_DEVICE_GPU)
             rc = soren_error_set(err, SOREN_EDEVICE, "%s: an input in device memory "
                                  "(soren_job_input_device) needs the GPU engine, and the job "
-                                 "runs on the CPU engine here", plan.job);
+                                 "runs on the CPU engine here", plan->job);
     soren_input tasks = {0};
     const soren_input *use = NULL;
     size_t use_count = 0;
     if (rc == SOREN_OK)
-        rc = soren__stage_inputs(p->manifest, &specs[0], o, &params->params, inputs,
-                                 input_count, &tasks, &use, &use_count, err);
+        rc = soren__stage_inputs(plan, o, inputs, input_count, &tasks, &use, &use_count, err);
     soren_input *slices = NULL;
     if (rc == SOREN_OK && comm && !(slices = calloc(use_count ? use_count : 1, sizeof *slices)))
         rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
@@ -117,7 +113,7 @@ soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *op
     if (ro.iterate && !ro.gpu_sessions)
         ro.gpu_sessions = sessions;
     if (rc == SOREN_OK)
-        rc = soren__run_iterations(&plan, where, stage1, stage1_count, params, o, &out->result,
+        rc = soren__run_iterations(plan, where, stage1, stage1_count, params, o, &out->result,
                                    &whole, out->stages, out->rules, out->ranks,
                                    &out->iterations, err);
     for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
@@ -152,6 +148,11 @@ soren_status soren_run_job(const soren_plugin *p, const soren_run_options *o,
     soren_status rc = soren_param_set_from(&params, m, values, err);
     if (rc != SOREN_OK)
         return rc;
+    soren_run_plan plan;
+    if ((rc = soren__run_plan_make(&plan, p, o, &params.params, err)) != SOREN_OK) {
+        soren_param_set_destroy(&params);
+        return rc;
+    }
     soren_input *in = calloc(input_count ? input_count : 1, sizeof *in);
     if (!in) {
         soren_param_set_destroy(&params);
@@ -173,7 +174,7 @@ soren_status soren_run_job(const soren_plugin *p, const soren_run_options *o,
     }
     if (rc == SOREN_OK) {
         soren_input_lay_out(in, opened);
-        rc = soren_run_inputs(p, o, &params, in, opened, out, err);
+        rc = soren_run_inputs(&plan, o, &params, in, opened, out, err);
     }
     for (size_t i = 0; i < opened; i++)
         soren_input_close(&in[i]);
@@ -194,6 +195,9 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     soren_param_set params;
     /* A failed build leaves params empty, so the end frees it either way. */
     soren_status rc = soren_param_set_build(&params, m, o->params, o->param_count, err);
+    soren_run_plan plan;
+    if (rc == SOREN_OK)
+        rc = soren__run_plan_make(&plan, p, o, &params.params, err);
 
     /* The output is opened before any input is read, so a folder that is
      * missing or not writable fails the run before the job's time is
@@ -219,18 +223,18 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     if (rc == SOREN_OK && !inputs)
         rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
     if (rc == SOREN_OK)
-        rc = soren__open_cli_inputs(m, o, inputs, &input_count, &stdin_data, err);
+        rc = soren__open_cli_inputs(&plan, o, inputs, &input_count, &stdin_data, err);
     /* A rank that could not open its output or inputs fails every rank. */
     if (comm)
         rc = soren_dist_agree(comm, rc, err);
     soren_run_outcome run;
     if (rc == SOREN_OK)
-        rc = soren_run_inputs(p, o, &params, inputs, input_count, &run, err);
+        rc = soren_run_inputs(&plan, o, &params, inputs, input_count, &run, err);
     else
         memset(&run, 0, sizeof run);
     /* An input that shrank was read as zeros where its bytes had gone. */
     for (size_t i = 0; rc == SOREN_OK && i < input_count; i++)
-        rc = soren_input_check_shrunk(&inputs[i], m->name, err);
+        rc = soren_input_check_shrunk(&inputs[i], plan.job, err);
     /* Pairs written to a terminal would mix with the progress line, so it
      * ends first; a file shows the writing as its last phase. */
     if (rc != SOREN_OK || !o->output || strcmp(o->output, "-") == 0)
@@ -247,9 +251,9 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     if (rc == SOREN_OK && comm && (opt->explain || opt->verbose))
         rc = soren__report_ranks(opt, run.ranks, stages, &all, err);
     if (rc == SOREN_OK && o->verbose && o->iterate)
-        soren__say_iterations(said, m->name, m->iterate_param, &run.iterations);
+        soren__say_iterations(said, plan.job, plan.iterate_name, &run.iterations);
     if (rc == SOREN_OK && o->verbose)
-        fprintf(said, "soren-host: %s: %llu pairs written%s\n", m->name,
+        fprintf(said, "soren-host: %s: %llu pairs written%s\n", plan.job,
                 (unsigned long long)run.result.count, o->output_parts && comm ? " by rank 0" : "");
     /* Only a run that succeeded is explained: a failed one has its error. */
     if (rc == SOREN_OK && o->explain && speaks)

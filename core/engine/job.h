@@ -39,6 +39,7 @@
 #include "../plugin/params.h"
 #include "dist.h"
 #include "options.h"
+#include "plan.h"
 
 /* What one run of a job produced: the last stage's pairs, in their final
  * order (in a distributed run: the whole result on rank 0, or this rank's
@@ -54,12 +55,12 @@ typedef struct soren_run_outcome {
     soren_rank_stage ranks[SOREN_MAX_STAGES];
 } soren_run_outcome;
 
-/* Runs p over inputs already opened (none for an index job, whose tasks
- * come from o->tasks, the manifest or its count_from parameters) with the
- * parameters params (which --iterate rewrites), as o says; leaves what the
- * run produced in *out, which the caller releases with
- * soren_run_outcome_destroy whether the run succeeded or not. */
-soren_status soren_run_inputs(const soren_plugin *p, const soren_run_options *o,
+/* Runs plan (made by soren__run_plan_make from the plugin, o and params)
+ * over inputs already opened (none for an index job, whose tasks the plan
+ * counts) with the parameters params (which --iterate rewrites), as o
+ * says; leaves what the run produced in *out, which the caller releases
+ * with soren_run_outcome_destroy whether the run succeeded or not. */
+soren_status soren_run_inputs(const soren_run_plan *plan, const soren_run_options *o,
                               soren_param_set *params, const soren_input *inputs,
                               size_t input_count, soren_run_outcome *out, soren_error *err);
 void soren_run_outcome_destroy(soren_run_outcome *out);
