@@ -6,6 +6,7 @@
  * second apiece, so a rebuilt plugin can be tried. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "gpu/device.h"
+#include "host/ledger.h"
 #include "host/protocol.h"
 #include "testutil.h"
 #include <soren/host.h>
@@ -718,4 +720,98 @@ Test(host, requests_no_client_sends)
     char *out = expect(0, NULL, "run lines in.txt");
     cr_expect_str_eq(out, "a\t1\nb\t3\ncrash?\t1\n");
     free(out);
+}
+
+/* ---- The device memory ledger -------------------------------------------- */
+
+/* A job of the ledger test: reserves want, notes the order it was served
+ * in, holds the reservation until told, gives it back. */
+typedef struct ledger_job {
+    soren_ledger *ledger;
+    uint64_t want, got;
+    int order;            /* 1 for the first job served, ... */
+    int *served;          /* the count of jobs served, under the ledger's lock */
+    volatile int release; /* set by the test: give the reservation back */
+} ledger_job;
+
+static void *ledger_job_main(void *arg)
+{
+    ledger_job *j = arg;
+    j->got = soren_ledger_reserve(j->ledger, j->want, NULL);
+    pthread_mutex_lock(&j->ledger->lock);
+    j->order = ++*j->served;
+    pthread_mutex_unlock(&j->ledger->lock);
+    while (!j->release)
+        usleep(1000);
+    soren_ledger_release(j->ledger, j->got);
+    return NULL;
+}
+
+static int ledger_served(soren_ledger *l, const int *served)
+{
+    pthread_mutex_lock(&l->lock);
+    int n = *served;
+    pthread_mutex_unlock(&l->lock);
+    return n;
+}
+
+/* Waits up to 5 s for n jobs to be served; the count then. */
+static int ledger_wait_served(soren_ledger *l, const int *served, int n)
+{
+    for (int i = 0; i < 5000 && ledger_served(l, served) < n; i++)
+        usleep(1000);
+    return ledger_served(l, served);
+}
+
+static void ledger_start(ledger_job *j, pthread_t *t, soren_ledger *l, int *served, uint64_t want)
+{
+    *j = (ledger_job){.ledger = l, .want = want, .served = served};
+    cr_assert_eq(pthread_create(t, NULL, ledger_job_main, j), 0);
+}
+
+Test(ledger, jobs_that_fit_run_side_by_side_and_in_turn)
+{
+    soren_ledger l;
+    soren_ledger_init(&l, 100);
+    int served = 0;
+    ledger_job a, b, c, d;
+    pthread_t ta, tb, tc, td;
+    ledger_start(&a, &ta, &l, &served, 40);
+    cr_assert_eq(ledger_wait_served(&l, &served, 1), 1);
+    ledger_start(&b, &tb, &l, &served, 50);
+    cr_assert_eq(ledger_wait_served(&l, &served, 2), 2, "two jobs that fit run side by side");
+    /* c does not fit beside a and b; d would, but asked after c */
+    ledger_start(&c, &tc, &l, &served, 30);
+    usleep(20000);
+    ledger_start(&d, &td, &l, &served, 5);
+    usleep(50000);
+    cr_assert_eq(ledger_served(&l, &served), 2, "a job that does not fit waits, and so do the "
+                 "jobs that asked after it");
+    uint64_t reserved = 0;
+    unsigned holders = 0;
+    soren_ledger_usage(&l, &reserved, &holders);
+    cr_assert(reserved == 90 && holders == 2);
+    a.release = 1;
+    cr_assert_eq(ledger_wait_served(&l, &served, 4), 4);
+    cr_assert(c.order == 3 && d.order == 4, "served in the order they asked");
+    b.release = c.release = d.release = 1;
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    pthread_join(tc, NULL);
+    pthread_join(td, NULL);
+    soren_ledger_usage(&l, &reserved, &holders);
+    cr_assert(reserved == 0 && holders == 0, "every reservation went back");
+}
+
+Test(ledger, a_job_may_not_take_more_than_there_is)
+{
+    soren_ledger l;
+    soren_ledger_init(&l, 64);
+    uint64_t now = 0;
+    cr_assert_eq(soren_ledger_reserve(&l, 1000, &now), 64);
+    cr_assert_eq(now, 64);
+    soren_ledger_release(&l, 64);
+    cr_assert_eq(soren_ledger_reserve(&l, 10, &now), 10);
+    cr_assert_eq(now, 10);
+    soren_ledger_release(&l, 10);
 }

@@ -12,7 +12,9 @@
  *    stops after the chunk it is mapping);
  *  - the queue is first come, first served, and --jobs workers take from
  *    it, so a large job holds one worker while small ones pass through the
- *    others; GPU jobs take the GPU one at a time;
+ *    others; a job that may use the GPU first reserves its share of the
+ *    host's device memory (core/host/ledger.h) and runs within it, so GPU
+ *    jobs run side by side where their budgets fit;
  *  - each worker has a working folder of its own (unshare(CLONE_FS)) and
  *    moves into its client's before a job, so that every path of the job
  *    (a plugin, --param NAME=@FILE) means what it means to the client;
@@ -45,6 +47,7 @@
 #include "engine/job.h"
 #include "gpu/device.h"
 #include "host/channel.h"
+#include "host/ledger.h"
 #include "host/registry.h"
 #include "host/remote.h"
 #include "io/signals.h"
@@ -82,15 +85,9 @@ typedef struct host {
     soren_registry *registry;
     const char *socket_path;
     int gpus;
-    /* The device memory a GPU job may take (--device-memory where it gives
-     * none): the least any GPU had free at the start, less an eighth.
-     * 0: no GPU. */
-    uint64_t share;
-    /* One GPU job at a time: the engine's runs in one process are tested
-     * one after another, as separate processes run them, and a GPU job
-     * keeps the GPU busy on its own.  Jobs on the CPU engine run side by
-     * side. */
-    pthread_mutex_t gpu_turn;
+    /* The device memory the GPU jobs share: the least any GPU had free at
+     * the start, less an eighth; total 0: no GPU. */
+    soren_ledger memory;
     int context_lost;            /* a job's GPU fault took the context */
     time_t started;
 } host;
@@ -121,25 +118,48 @@ static soren_gpu_session **job_begins(host *h, job *j, soren_progress *progress,
     return soren_loaded_take_sessions(h->registry, j->loaded, key);
 }
 
-/* Waits for the GPU where a job may use it (device o); 1 if it took it.
- * The sessions kept for jobs run again hold device memory: where less
- * than half the budget is free, the idle ones go first. */
-static int gpu_take(host *h, soren_device device)
+/* The device memory a GPU job asks for: what it gave (--device-memory),
+ * else an equal part of the host's for each worker, or more where its
+ * inputs are large (four times their bytes: the chunks in flight, their
+ * record index, the tables and the key space), so a job alone is not cut
+ * into more chunks than it would be in a process of its own.  Inputs of
+ * unknown size (standard input) ask for all of it. */
+static uint64_t gpu_want(const host *h, uint64_t asked, const int *fds, size_t count)
 {
-    if (!h->gpus || device == SOREN_DEVICE_CPU)
-        return 0;
-    pthread_mutex_lock(&h->gpu_turn);
-    uint64_t free_bytes = 0;
-    if (soren_device_free_memory(0, &free_bytes, NULL, 0) == 0 && free_bytes < h->share / 2)
-        soren_registry_drop_idle_sessions(h->registry);
-    return 1;
+    if (asked)
+        return asked;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < count; i++) {
+        struct stat st;
+        if (fstat(fds[i], &st) != 0 || !S_ISREG(st.st_mode))
+            return h->memory.total;
+        bytes += (uint64_t)st.st_size;
+    }
+    uint64_t part = h->memory.total / h->workers;
+    return bytes > part / 4 ? 4 * bytes : part;
 }
 
-/* Gives the GPU back, after looking at the context: a fault on the device
- * (an illegal address or instruction, a trap) is sticky, and every later
- * CUDA call of the process fails with it, so the host stops rather than
- * fail every job after; the job's client hears why. */
-static void gpu_give(host *h, job *j, int taken)
+/* Reserves device memory for a job that may use the GPU (device o); the
+ * bytes it runs within, 0 for a job on the CPU engine.  The sessions kept
+ * for jobs run again hold device memory outside every reservation: where
+ * the GPU has less free than the running jobs reserved, the idle ones go. */
+static uint64_t gpu_take(host *h, soren_device device, uint64_t want)
+{
+    if (!h->memory.total || device == SOREN_DEVICE_CPU)
+        return 0;
+    uint64_t reserved = 0;
+    uint64_t got = soren_ledger_reserve(&h->memory, want, &reserved);
+    uint64_t free_bytes = 0;
+    if (soren_device_free_memory(0, &free_bytes, NULL, 0) == 0 && free_bytes < reserved)
+        soren_registry_drop_idle_sessions(h->registry);
+    return got;
+}
+
+/* Gives the reservation back, after looking at the context: a fault on the
+ * device (an illegal address or instruction, a trap) is sticky, and every
+ * later CUDA call of the process fails with it, so the host stops rather
+ * than fail every job after; the job's client hears why. */
+static void gpu_give(host *h, job *j, uint64_t taken)
 {
     if (!taken)
         return;
@@ -147,7 +167,7 @@ static void gpu_give(host *h, job *j, int taken)
     uint64_t free_bytes = 0;
     int lost = j->err.code == SOREN_EDEVICE &&
                soren_device_free_memory(0, &free_bytes, why, sizeof why) != 0;
-    pthread_mutex_unlock(&h->gpu_turn);
+    soren_ledger_release(&h->memory, taken);
     if (!lost)
         return;
     const soren_plugin *p = soren_loaded_plugin(j->loaded);
@@ -208,8 +228,6 @@ static void job_ends(host *h, job *j, soren_gpu_session **sessions)
 static void run_job(host *h, job *j)
 {
     soren_run_options o = j->args.run;
-    if (!o.device_memory && o.device != SOREN_DEVICE_CPU)
-        o.device_memory = h->share;
     size_t inputs = (size_t)j->args.arg_count - 1;
     soren_client_files files = {.input_fds = j->fds + FD_INPUTS,
                                 .stdin_fd = j->fds[FD_STDIN],
@@ -235,7 +253,12 @@ static void run_job(host *h, job *j)
     char *key = run_key(j, inputs);
     o.gpu_sessions = job_begins(h, j, o.progress, key);
     free(key);
-    int gpu = gpu_take(h, o.device);
+    int fd_stdin = j->fds[FD_STDIN];
+    uint64_t gpu = gpu_take(h, o.device, gpu_want(h, o.device_memory, inputs ? j->fds + FD_INPUTS
+                                                                          : &fd_stdin,
+                                                  inputs ? inputs : 1));
+    if (gpu)
+        o.device_memory = gpu;
     if (o.progress)
         soren_run(soren_loaded_plugin(j->loaded), &o, &j->err);
     gpu_give(h, j, gpu);
@@ -257,8 +280,6 @@ static void run_library_job(host *h, job *j)
         rc = soren_error_errno(&j->err, SOREN_EIO, errno, "the host cannot enter the "
                                "program's working folder");
     soren_run_options o = r.options;
-    if (o.device != SOREN_DEVICE_CPU)
-        o.device_memory = h->share;
     /* No messages: the library prints nothing; the object is for cancelling. */
     FILE *quiet = fopen("/dev/null", "we");
     o.progress = quiet ? soren_progress_new(quiet, 0, NULL) : NULL;
@@ -266,7 +287,13 @@ static void run_library_job(host *h, job *j)
     o.gpu_sessions = job_begins(h, j, o.progress, r.token);
     soren_run_outcome out;
     memset(&out, 0, sizeof out);
-    int gpu = gpu_take(h, o.device);
+    int fds[SOREN_MSG_MAX_FDS];
+    size_t nfds = 0;
+    for (size_t i = 0; i < r.input_count && nfds < SOREN_MSG_MAX_FDS; i++)
+        fds[nfds++] = r.inputs[i].fd;
+    uint64_t gpu = rc == SOREN_OK ? gpu_take(h, o.device, gpu_want(h, 0, fds, nfds)) : 0;
+    if (gpu)
+        o.device_memory = gpu;
     if (rc == SOREN_OK)
         rc = soren_run_job(p, &o, r.values, r.inputs, r.input_count, &out, &j->err);
     gpu_give(h, j, gpu);
@@ -486,10 +513,14 @@ static void serve_ps(host *h, int fd)
             (long long)(time(NULL) - h->started), h->socket_path);
     fprintf(f, "jobs:     %u running, %u queued, %u done; %u at once\n", running, queued,
             served, h->workers);
-    if (h->share)
-        fprintf(f, "memory:   a GPU job may take %.1f MiB of device memory (--device-memory "
-                "where it gives none); GPU jobs run one at a time\n",
-                (double)h->share / (1 << 20));
+    if (h->memory.total) {
+        uint64_t reserved = 0;
+        unsigned holders = 0;
+        soren_ledger_usage(&h->memory, &reserved, &holders);
+        fprintf(f, "memory:   %.1f MiB of device memory for GPU jobs, %.1f MiB reserved by %u "
+                "running\n", (double)h->memory.total / (1 << 20),
+                (double)reserved / (1 << 20), holders);
+    }
     for (int d = 0; d < h->gpus; d++) {
         uint64_t free_bytes = 0;
         if (soren_device_free_memory(d, &free_bytes, NULL, 0) == 0)
@@ -678,7 +709,6 @@ int soren__cli_serve(const soren__cli_args *c, const soren_search_path *sp)
     pthread_mutex_init(&h.lock, NULL);
     pthread_cond_init(&h.work, NULL);
     pthread_cond_init(&h.quiet, NULL);
-    pthread_mutex_init(&h.gpu_turn, NULL);
     for (size_t i = 0; i < c->load_count; i++) {
         char *manifest = NULL;
         if (soren_plugin_resolve(sp, c->loads[i], &manifest, &err) != SOREN_OK ||
@@ -697,7 +727,7 @@ int soren__cli_serve(const soren__cli_args *c, const soren_search_path *sp)
         if (soren_device_free_memory(d, &free_bytes, NULL, 0) == 0 && free_bytes < least)
             least = free_bytes;
     }
-    h.share = h.gpus && least != UINT64_MAX ? least / 8 * 7 : 0;
+    soren_ledger_init(&h.memory, h.gpus && least != UINT64_MAX ? least / 8 * 7 : 0);
     /* A fault still says which plugin and job ran (signals.h); a request to
      * stop lets the jobs finish instead. */
     soren_signals_install();
