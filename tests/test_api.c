@@ -641,7 +641,15 @@ Test(api, device_input_and_result_on_the_gpu)
         run(on_device);
         run(on_host);
         char *got = result_text(on_device), *want = result_text(on_host);
-        cr_expect_str_eq(got, want, "round %d", round);
+        size_t at = 0;
+        while (got[at] && got[at] == want[at])
+            at++;
+        size_t line = at;
+        while (line && got[line - 1] != '\n')
+            line--;
+        cr_expect_str_eq(got, want, "round %d: from the device input \"%.40s\", from host "
+                         "memory \"%.40s\" (byte %zu of %zu and %zu)", round, got + line,
+                         want + line, at, strlen(got), strlen(want));
         free(got);
         free(want);
         soren_pairs host_pairs, dev_pairs;

@@ -142,15 +142,14 @@ static uint64_t gpu_want(const host *h, uint64_t asked, const int *fds, size_t c
 /* Reserves device memory for a job that may use the GPU (device o); the
  * bytes it runs within, 0 for a job on the CPU engine.  The sessions kept
  * for jobs run again hold device memory outside every reservation: where
- * the GPU has less free than the running jobs reserved, the idle ones go. */
+ * the GPU has less free than the job reserved, the idle ones go. */
 static uint64_t gpu_take(host *h, soren_device device, uint64_t want)
 {
     if (!h->memory.total || device == SOREN_DEVICE_CPU)
         return 0;
-    uint64_t reserved = 0;
-    uint64_t got = soren_ledger_reserve(&h->memory, want, &reserved);
+    uint64_t got = soren_ledger_reserve(&h->memory, want, NULL);
     uint64_t free_bytes = 0;
-    if (soren_device_free_memory(0, &free_bytes, NULL, 0) == 0 && free_bytes < reserved)
+    if (soren_device_free_memory(0, &free_bytes, NULL, 0) == 0 && free_bytes < got)
         soren_registry_drop_idle_sessions(h->registry);
     return got;
 }
