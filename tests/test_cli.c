@@ -70,6 +70,13 @@ Test(cli, usage_errors_exit_2)
     expect_run(2, "--threads: expected a number", "run wordcount --threads 0 x");
     expect_run(2, "--threads: expected a number", "run wordcount --threads many x");
     expect_run(2, "--device: expected auto, cpu, gpu or both", "run wordcount --device tpu x");
+    expect_run(2, "--devices: expected all, a count such as 2, or GPU numbers such as 0,2, got "
+               "\"0\"", "run wordcount --devices 0 x");
+    expect_run(2, "--devices: expected all, a count such as 2, or GPU numbers such as 0,2, got "
+               "\"17\"", "run wordcount --devices 17 x");
+    expect_run(2, "got \"1,1\": GPU 1 is named twice", "run wordcount --devices 1,1 x");
+    expect_run(2, "got \"0,,2\": \"\" is not a GPU number", "run wordcount --devices 0,,2 x");
+    expect_run(2, "got \"two\"", "run wordcount --devices two x");
     expect_run(2, "--engine: expected one of", "run wordcount --engine magic x");
     expect_run(2, "--format: expected one of tsv csv json jsonl, got \"xml\"",
                "run wordcount --format xml x");
@@ -718,6 +725,26 @@ Test(cli, devices_without_a_gpu)
     cr_expect(strncmp(err, "soren-host: no usable GPU: ", 27) == 0, "%s", err);
     cr_expect(strstr(err, "runtime ") != NULL, "%s", err);
     cr_expect(strstr(err, "Until then jobs run on the CPU engine.\n") != NULL, "%s", err);
+    free(out);
+    free(err);
+    /* --devices: all is the one CPU run there is; named GPUs are not there */
+    char in[4096];
+    snprintf(in, sizeof in, "%s/devices.txt", dir);
+    tu_write(in, "b a b\n", 6);
+    rc = tu_runf(&out, &err, "'%s' run wordcount --devices all '%s'", tu_host(), in);
+    cr_expect_eq(rc, 0, "%s", err);
+    cr_expect_str_eq(out, "a\t1\nb\t2\n");
+    free(out);
+    free(err);
+    rc = tu_runf(&out, &err, "'%s' run wordcount --devices 2 '%s'", tu_host(), in);
+    cr_expect_eq(rc, 1);
+    cr_expect(strstr(err, "--devices: no usable GPU: ") != NULL, "%s", err);
+    free(out);
+    free(err);
+    rc = tu_runf(&out, &err, "'%s' run wordcount --devices 2 --device cpu '%s'", tu_host(), in);
+    cr_expect_eq(rc, 2);
+    cr_expect(strstr(err, "--devices spreads a run over GPUs, and --device cpu asks for the "
+                     "CPU engine") != NULL, "%s", err);
     free(out);
     free(err);
 }

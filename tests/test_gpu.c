@@ -101,9 +101,10 @@ static void expect_same(const char *a, const char *b, const char *what)
     free(y);
 }
 
-/* The CPU engine's output, then each variant's, which must equal it. */
-static void compare_variants(const char *job, const char *args, const char *input,
-                             const char *label)
+/* The CPU engine's output, then each variant's, run with gpu_args too,
+ * which must equal it. */
+static void compare_variants_with(const char *job, const char *args, const char *extra,
+                                  const char *input, const char *label)
 {
     char *want = in_dir("cpu.out"), *got = in_dir("gpu.out"), *err = NULL;
     char cpu_args[512];
@@ -115,8 +116,10 @@ static void compare_variants(const char *job, const char *args, const char *inpu
         if (!runs_on(job, all_variants[v]))
             continue;
         char gpu_args[512], what[256];
-        snprintf(gpu_args, sizeof gpu_args, "%s --device gpu --engine %s", args, all_variants[v]);
-        snprintf(what, sizeof what, "%s %s --engine %s", job, label, all_variants[v]);
+        snprintf(gpu_args, sizeof gpu_args, "%s %s --device gpu --engine %s", args, extra,
+                 all_variants[v]);
+        snprintf(what, sizeof what, "%s %s %s%s--engine %s", job, label, extra, *extra ? " " : "",
+                 all_variants[v]);
         err = NULL;
         rc = run(job, gpu_args, input, got, &err);
         cr_expect_eq(rc, 0, "%s: exit %d: %s", what, rc, err);
@@ -126,6 +129,12 @@ static void compare_variants(const char *job, const char *args, const char *inpu
     }
     free(want);
     free(got);
+}
+
+static void compare_variants(const char *job, const char *args, const char *input,
+                             const char *label)
+{
+    compare_variants_with(job, args, "", input, label);
 }
 
 /* Sizes in MB from $SOREN_GPU_TEST_MB ("1 100 1024" by default). */
@@ -595,4 +604,43 @@ Test(gpu, over_long_key_is_the_same_error_as_on_the_cpu)
     }
     free(input);
     free(out);
+}
+
+/* --devices all where the host has two GPUs or more: every job and variant
+ * spread over them (each maps a slice, the pairs of a key meet on one, rank
+ * 0 writes) equals the CPU engine byte for byte: map-only, combine, reduce
+ * with and without a combine, index keys and index input, two stages. */
+Test(gpu, devices_all_equal_the_cpu_engine)
+{
+    if (soren_device_count(NULL, 0) < 2)
+        cr_skip_test("one GPU: --devices spreads a run over two or more");
+    char *text = in_dir("text"), *rgb = in_dir("pixels"), *kv = in_dir("kv");
+    dg_text(text, 64 << 20, 701);
+    dg_rgb(rgb, (64 << 20) / 3, 702);
+    dg_kv32(kv, (16 << 20) / 8, 1000, 703);
+    compare_variants_with("wordcount", "", "--devices all", text, "on 64 MB");
+    compare_variants_with("grep", "--param 'pattern=^th.*(ed|ing)$'", "--devices all", text,
+                          "on 64 MB");
+    compare_variants_with("stringmatch", "--param pattern=th", "--devices all", text,
+                          "on 64 MB");
+    compare_variants_with("histogram", "", "--devices all", rgb, "on 64 MB");
+    char *docfreq = test_job("docfreq"), *kvmedian = test_job("kvmedian"),
+         *kvscale = test_job("kvscale"), *bucketsum = test_job("bucketsum");
+    compare_variants_with(docfreq, "", "--devices all", text, "on 64 MB");
+    compare_variants_with(kvmedian, "", "--devices all", kv, "on 16 MB, 1000 keys");
+    compare_variants_with(kvscale, "", "--devices all", kv, "on 16 MB, 1000 keys");
+    compare_variants_with(bucketsum, "--param n=1000000 --param buckets=1000 --param groups=10",
+                          "--devices all", "", "1000000 tasks");
+    char *log = gen("log", "weblog --size 64M --urls 20000 --ips 5000 --seed 41");
+    compare_variants_with("pageviewcount", "", "--devices all", log, "on 64 MB of log");
+    compare_variants_with("wordcount", "--top 100 --order value_desc", "--devices 0,1", text,
+                          "on 64 MB");
+    free(text);
+    free(rgb);
+    free(kv);
+    free(docfreq);
+    free(kvmedian);
+    free(kvscale);
+    free(bucketsum);
+    free(log);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "datagen.h"
+#include "engine/ranks.h"
 #include "kmeans_ref.h"
 #include "testutil.h"
 
@@ -76,6 +77,41 @@ static void run_threads(const char *job, const char *args, const char *input, co
     }
 }
 
+/* job (a name in the build's plugins, or a path) over input by 2 and by 3
+ * ranks in threads of this process, each on the CPU engine with one thread:
+ * the distributed run that --devices spreads over GPUs, whose output must
+ * be the one process's. */
+static void run_ranks(const char *job, const char *input, const char *want)
+{
+    char manifest[4096];
+    if (strchr(job, '/'))
+        snprintf(manifest, sizeof manifest, "%s", job);
+    else
+        snprintf(manifest, sizeof manifest, "%s/stage/plugins/%s.json", tu_builddir(), job);
+    soren_plugin *p = NULL;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_plugin_open(manifest, SOREN_TRUST_CHECK, &p, &err), SOREN_OK, "%s",
+                 err.text);
+    static const int devices[] = {0, 1, 2};
+    for (size_t ranks = 2; ranks <= 3; ranks++) {
+        char out[4096], what[256];
+        snprintf(out, sizeof out, "%s/out-ranks-%zu.tsv", dir, ranks);
+        snprintf(what, sizeof what, "%s by %zu ranks in threads", job, ranks);
+        soren_run_options o;
+        soren_run_options_init(&o);
+        o.device = SOREN_DEVICE_CPU;
+        o.threads = 1;
+        o.inputs = &input;
+        o.input_count = 1;
+        o.output = out;
+        cr_assert_eq(soren__run_ranks(p, &o, devices, ranks, &err), SOREN_OK, "%s: %s", what,
+                     err.text);
+        expect_same_file(out, want, what);
+    }
+    soren_plugin_close(p);
+}
+
 Test(jobs, wordcount_equals_coreutils)
 {
     char in[4096], want[4096];
@@ -84,6 +120,7 @@ Test(jobs, wordcount_equals_coreutils)
     dg_text(in, test_bytes(), 11);
     cr_assert_eq(tu_runf(NULL, NULL, WORDS_PIPE " | " COUNT_PIPE " > '%s'", in, want), 0);
     run_threads("wordcount", "", in, want);
+    run_ranks("wordcount", in, want);
 }
 
 static void grep_case(const char *pattern, uint64_t seed)
@@ -149,6 +186,7 @@ Test(jobs, docfreq_equals_awk)
                          "printf \"%%s\\t%%d\\n\", w, lines[w] }' | LC_ALL=C sort | "
                          "sed 's/\\\\/\\\\\\\\/g' > '%s'", in, want), 0);
     run_threads(test_job("docfreq"), "", in, want);
+    run_ranks(test_job("docfreq"), in, want);
 }
 
 static int u64_less(const void *a, const void *b)
@@ -363,11 +401,13 @@ Test(jobs, pageviewcount_and_rank_equal_coreutils)
     snprintf(want_rank, sizeof want_rank, "%s/want-rank.tsv", dir);
     cr_assert_eq(tu_runf(NULL, NULL, PVC_PIPE " > '%s'", log, want), 0);
     run_threads("pageviewcount", "", log, want);
+    run_ranks("pageviewcount", log, want);
     /* The top ten of the reference, by count and then URL, as value_desc
      * orders them. */
     cr_assert_eq(tu_runf(NULL, NULL, "LC_ALL=C sort -t '\t' -k2,2nr -k1,1 '%s' | head -10 > '%s'",
                          want, want_rank), 0);
     run_threads("pageviewrank", "", want, want_rank);
+    run_ranks("pageviewrank", want, want_rank);
 }
 
 Test(jobs, pageviewcount_edge_cases)

@@ -87,6 +87,11 @@ static const char usage_text[] =
     "                       block's holds every key it can, hash's caches the\n"
     "                       frequent keys of up to 12 bytes; 0: none, every pair\n"
     "                       goes to the global table\n"
+    "      --devices all|N|LIST\n"
+    "                       spread the run over every GPU, the first N, or the GPUs\n"
+    "                       LIST names (e.g. 0,2): each maps a share of the input,\n"
+    "                       the pairs of each key meet on one of them, and the\n"
+    "                       output is the one GPU's (default: one GPU)\n"
     "      --device-memory SIZE\n"
     "                       the device memory a run may take, e.g. 8G: an input\n"
     "                       larger than a quarter of it is mapped in chunks of that\n"
@@ -174,6 +179,48 @@ static int parse_fraction(const char *text, double *out, char *why)
 
 /* The usage error of option's value text: what the option expects, and
  * what is wrong with the text where the number parser said. */
+/* --devices all|N|LIST: every GPU, the first N, or the GPUs a
+ * comma-separated list names (each once); whether they exist is the run's
+ * to say.  0 and fails with why set where text is none of these. */
+static int parse_devices(const char *text, soren_run_options *o, char *why)
+{
+    o->devices_all = strcmp(text, "all") == 0;
+    o->device_count = 0;
+    if (o->devices_all)
+        return 1;
+    if (!strchr(text, ',')) {
+        uint64_t n = 0;
+        if (!parse_count(text, 0, 1, SOREN_MAX_DEVICES, &n, why))
+            return 0;
+        for (o->device_count = 0; o->device_count < n; o->device_count++)
+            o->devices[o->device_count] = (int)o->device_count;
+        return 1;
+    }
+    char number[32];
+    for (const char *p = text; *p; p += *p == ',') {
+        size_t len = strcspn(p, ",");
+        uint64_t d = 0;
+        snprintf(number, sizeof number, "%.*s", (int)(len < 31 ? len : 31), p);
+        if (len == 0 || len > 30 || !parse_count(number, 0, 0, 1023, &d, why)) {
+            if (!*why)
+                snprintf(why, WHY_SIZE, "\"%.*s\" is not a GPU number", (int)(len < 31 ? len : 31), p);
+            return 0;
+        }
+        for (size_t i = 0; i < o->device_count; i++)
+            if (o->devices[i] == (int)d) {
+                snprintf(why, WHY_SIZE, "GPU %llu is named twice", (unsigned long long)d);
+                return 0;
+            }
+        if (o->device_count == SOREN_MAX_DEVICES) {
+            snprintf(why, WHY_SIZE, "at most %d GPUs", SOREN_MAX_DEVICES);
+            return 0;
+        }
+        o->devices[o->device_count++] = (int)d;
+        p += len;
+    }
+    return 1;
+}
+
 static int bad_value(const char *option, const char *expected, const char *text, const char *why)
 {
     return soren__cli_usage_error("%s: expected %s, got \"%s\"%s%s", option, expected, text,
@@ -204,7 +251,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE, OPT_ORDER, OPT_TOP,
         OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR, OPT_TASKS, OPT_ITERATE,
         OPT_OUTPUT_PARTS, OPT_DEVICE_MEMORY, OPT_BLOCK_SLOTS, OPT_LOCAL, OPT_SOCKET,
-        OPT_DETACH, OPT_LOAD, OPT_JOBS
+        OPT_DETACH, OPT_LOAD, OPT_JOBS, OPT_DEVICES
     };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
@@ -217,6 +264,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         {"pair-slots", required_argument, 0, OPT_PAIR_SLOTS},
         {"block-slots", required_argument, 0, OPT_BLOCK_SLOTS},
         {"device-memory", required_argument, 0, OPT_DEVICE_MEMORY},
+        {"devices", required_argument, 0, OPT_DEVICES},
         {"sample", required_argument, 0, OPT_SAMPLE},
         {"small-keys", required_argument, 0, OPT_SMALL_KEYS},
         {"explain", no_argument, 0, OPT_EXPLAIN},
@@ -342,6 +390,11 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
             c->run.gpu.block_slots = n ? n : SOREN_GPU_NO_BLOCK_TABLE;
             break;
         }
+        case OPT_DEVICES:
+            if (!parse_devices(optarg, &c->run, why))
+                return bad_value("--devices", "all, a count such as 2, or GPU numbers such as "
+                                 "0,2", optarg, why);
+            break;
         case OPT_DEVICE_MEMORY:
             if (!parse_count(optarg, SOREN_NUMBER_SUFFIX, 1, UINT64_MAX, &c->run.device_memory,
                              why))

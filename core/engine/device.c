@@ -36,8 +36,12 @@ soren_status soren__choose_device(const soren_stage_spec *specs, size_t stages,
                                "auto", o->device == SOREN_DEVICE_GPU ? "gpu" : "both",
                                gpus > 0 ? "the GPU cannot run this job" : "no usable GPU", why);
     *where = gpu_ok ? SOREN_DEVICE_GPU : SOREN_DEVICE_CPU;
-    /* The ranks of a host share its GPUs, one each while there are enough. */
-    *gpu = gpu_ok && o->comm ? o->comm->local_rank % gpus : 0;
+    /* The ranks of a host share its GPUs, one each while there are enough;
+     * --devices naming one GPU runs there (soren__devices_pick checked it). */
+    *gpu = !gpu_ok                ? 0
+           : o->comm              ? o->comm->local_rank % gpus
+           : o->device_count == 1 ? o->devices[0] % gpus
+                                  : 0;
     if (o->verbose) {
         if (gpu_ok)
             soren_progress_say(o->progress, "soren-host: device: gpu %d of %d\n", *gpu, gpus);

@@ -40,8 +40,9 @@ soren_status soren__open_cli_inputs(const soren_run_plan *plan, const soren_run_
         return SOREN_OK;
     }
     if (o->comm && o->input_count == 0)
-        return soren_error_set(err, SOREN_EUSAGE, "under mpirun, give %s its INPUT files: "
-                               "standard input reaches one rank only", plan->job);
+        return soren_error_set(err, SOREN_EUSAGE, "give %s its INPUT files: over several ranks "
+                               "(mpirun, --devices) each reads its own slice, and standard input "
+                               "reaches one rank only", plan->job);
     for (size_t i = 0; rc == SOREN_OK && i < o->input_count; i++, (*count)++)
         rc = o->client ? soren_input_open_fd(&inputs[i], o->client->input_fds[i], o->inputs[i], err)
                        : soren_input_open(&inputs[i], o->inputs[i], err);

@@ -16,6 +16,7 @@
 #include "inputs.h"
 #include "iterate.h"
 #include "plan.h"
+#include "ranks.h"
 
 /* Writes r to out, opened on path (standard output for NULL or "-") by
  * soren_run before the job ran where this rank writes, and commits it; in
@@ -185,6 +186,15 @@ soren_status soren_run_job(const soren_plugin *p, const soren_run_options *o,
 
 soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, soren_error *err)
 {
+    if (!opt->comm && (opt->devices_all || opt->device_count)) {
+        int devices[SOREN_MAX_DEVICES];
+        size_t count = 0;
+        soren_status rc = soren__devices_pick(opt, devices, &count, err);
+        if (rc != SOREN_OK)
+            return rc;
+        if (count > 1)
+            return soren__run_ranks(p, opt, devices, count, err);
+    }
     const soren_manifest *m = p->manifest;
     const soren_comm *comm = opt->comm;
     /* Only rank 0 of a distributed run speaks. */

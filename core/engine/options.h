@@ -17,6 +17,9 @@
 #include "../io/output.h"
 #include "dist.h"
 
+/* The most GPUs one run spreads over in one process. */
+#define SOREN_MAX_DEVICES 16
+
 /* A run for a client of the resident host (core/host/): the client opened
  * its inputs and output, and the host reads and writes what it was handed,
  * so a path means what it means to the client and nothing the client may
@@ -65,6 +68,12 @@ typedef struct soren_run_options {
      * its free memory less headroom, on the CPU engine no chunks. */
     uint64_t device_memory;
     const soren_client_files *client; /* NULL: the process's own files */
+    /* --devices: the GPUs one run spreads over, a rank on each in a thread
+     * of this process (ranks.h); device_count 0: one GPU.  devices_all:
+     * every usable GPU, counted when the run starts. */
+    int devices[SOREN_MAX_DEVICES];
+    size_t device_count;
+    int devices_all;
 } soren_run_options;
 
 /* Zeroes o and sets the defaults: engine "auto", order -1 (the

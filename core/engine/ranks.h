@@ -1,0 +1,42 @@
+/*
+ * ranks.h - one run spread over several GPUs of this process (--devices):
+ * a rank on each GPU, each in a thread of its own, running the distributed
+ * run of dist.h (each maps a share of the input, the pairs of a key meet on
+ * one rank, rank 0 writes the output) with collectives that copy through
+ * this process's memory instead of MPI.
+ */
+#ifndef SOREN_ENGINE_RANKS_H
+#define SOREN_ENGINE_RANKS_H
+
+#include <stddef.h>
+
+#include "../error.h"
+#include "../plugin/loader.h"
+#include "dist.h"
+#include "options.h"
+
+/* The collectives of n ranks that are threads of this process. */
+typedef struct soren_thread_comm soren_thread_comm;
+
+/* NULL when out of memory. */
+soren_thread_comm *soren__thread_comm_new(int n);
+void soren__thread_comm_free(soren_thread_comm *t);
+/* Rank rank's communicator, whose local_rank (the GPU it runs on) is
+ * local_rank; valid while t is. */
+soren_comm soren__thread_comm_rank(soren_thread_comm *t, int rank, int local_rank);
+
+/* The GPUs o->devices and o->devices_all name, checked against the GPUs
+ * this process can use: *count of them in devices[]; one, GPU 0, where o
+ * names none.  A SOREN_EUSAGE error names a GPU that
+ * does not exist, or --devices with --device cpu or both. */
+soren_status soren__devices_pick(const soren_run_options *o, int devices[SOREN_MAX_DEVICES],
+                                 size_t *count, soren_error *err);
+
+/* soren_run on each of the count GPUs of devices at once, rank r on
+ * devices[r]; the run's error, the same on every rank, in err.  With
+ * o->device SOREN_DEVICE_CPU the ranks run the CPU engine, as they do
+ * under mpirun. */
+soren_status soren__run_ranks(const soren_plugin *p, const soren_run_options *o,
+                              const int *devices, size_t count, soren_error *err);
+
+#endif /* SOREN_ENGINE_RANKS_H */
