@@ -68,7 +68,7 @@ fi
 
 # A typo in a key: the schema's message, and make fails.
 sed 's/"summary"/"sumary"/' "$tmp/good.json" > "$json"
-if ! build && says '$.sumary: unknown key'; then
+if ! build && says '$.sumary: unknown key; did you mean "summary"?'; then
     ok "make fails on a manifest with an unknown key, with soren-host check's message"
 else
     not_ok "make fails on a manifest with an unknown key, with soren-host check's message" "$tmp/out"
