@@ -91,6 +91,10 @@ $(shell mkdir -p build && echo '$(BUILD_FLAGS)' > build/cuda-flags.tmp && \
   else mv build/cuda-flags.tmp build/cuda-flags; fi)
 endif
 
+# Made here where it is missing: after `make clean all`, whose clean removed it.
+build/cuda-flags:
+	mkdir -p build && echo '$(BUILD_FLAGS)' > $@
+
 build/$(NAME).o: $(NAME).cu build/cuda-flags
 	$(NVCC) -std=c++17 -O3 $(CUDA_ARCH_FLAGS) $(SOREN_CFLAGS) $(NVCCFLAGS) \
 	  -Xcompiler -fPIC -Xcompiler -fvisibility=hidden -c -o $@ $(NAME).cu
@@ -99,7 +103,7 @@ build/$(NAME).o: $(NAME).cu build/cuda-flags
 # so pinning NAME.json after a build does not rebuild NAME.so (and change
 # the digest just pinned).
 build/$(NAME)-manifest.c: $(NAME).json
-	sh '$(EMBED_MANIFEST)' $(NAME).json > $@.tmp && \
+	mkdir -p build && sh '$(EMBED_MANIFEST)' $(NAME).json > $@.tmp && \
 	  if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
 build/$(NAME)-manifest.o: build/$(NAME)-manifest.c
