@@ -28,7 +28,7 @@
 # Targets: all (NAME.so, checked), release (all, for the portable set),
 # check (soren-host check ./NAME.json), install (release, then NAME.so and
 # NAME.json into PLUGINDIR, by default your own plugin folder, where
-# `soren-host run NAME` finds them), clean.
+# `soren-host run NAME` finds them), clean (NAME.so and build/).
 #
 # Variables to set on the command line: CUDA_ARCH (the architectures of a
 # local build, e.g. sm_90 or "sm_80 sm_90"; default: those of the GPUs
