@@ -734,8 +734,9 @@ Test(adapt, monitor_refuses_bad_keys_in_the_engines_words)
     cr_expect_eq(soren_cpu_run(&spec, &in, 1, NULL, NULL, &res, &run_err), SOREN_EJOB);
     soren_result_destroy(&res);
     cr_expect_str_eq(mon_err.text, run_err.text);
-    cr_expect(strstr(mon_err.text, "probe: map emitted a key of 4 bytes; the manifest allows "
-                                   "at most 3 (key.max_size)"), "%s", mon_err.text);
+    cr_expect(strstr(mon_err.text, "probe: map emitted a key of 4 bytes (mapping buf at byte "
+                                   "0); the manifest allows at most 3 (key.max_size)"),
+              "%s", mon_err.text);
 
     /* Index keys past key.count, and typed keys of the wrong size. */
     spec = test_spec(&(soren_stage){.map = mark_map, .combine = SOREN_SUM_U32},

@@ -97,6 +97,42 @@ Test(cli, usage_errors_exit_2)
     expect_run(2, "run needs a job", "run");
     expect_run(2, "list takes no arguments", "list extra");
     expect_run(2, "info takes one NAME or PATH", "info");
+    /* A near miss names what was meant. */
+    expect_run(2, "unknown command \"rnu\"; did you mean \"run\"?", "rnu wordcount x");
+    expect_run(2, "unknown command \"lsit\"; did you mean \"list\"?", "lsit");
+    expect_run(2, "unknown option --devcie=gpu; did you mean --device?", "--devcie=gpu list");
+    expect_run(2, "unknown option --plugin-pth; did you mean --plugin-path?",
+               "--plugin-pth x list");
+    expect_run(1, "no plugin named \"wordcont\" in the plugin path", "info wordcont");
+    expect_run(1, "did you mean \"wordcount\"? `soren-host list`", "check wordcont");
+}
+
+/* A plugin is named by its folder, its NAME.cu or NAME.so (the NAME.json
+ * beside them) as well as by NAME.json, in every command that takes one;
+ * any other file or folder is refused with what is expected. */
+Test(cli, a_plugin_by_its_folder_or_source)
+{
+    cr_assert_eq(tu_runf(NULL, NULL, "mkdir '%s/wordcount' '%s/empty' && cp '%s/stage/plugins/"
+                                     "wordcount.so' '%s/stage/plugins/wordcount.json' "
+                                     "'%s/wordcount/' && echo 'x' > '%s/wordcount/wordcount.cu' "
+                                     "&& printf 'b a b\\n' > '%s/in.txt'",
+                         dir, dir, tu_builddir(), tu_builddir(), dir, dir, dir), 0);
+    const char *names[] = {"./wordcount", "wordcount/", "./wordcount/wordcount.cu",
+                           "wordcount/wordcount.so", "./wordcount/wordcount.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char args[256];
+        snprintf(args, sizeof args, "run %s in.txt", names[i]);
+        expect_run(0, "a\t1\nb\t2\n", args);
+        snprintf(args, sizeof args, "info %s", names[i]);
+        expect_run(0, "name:      wordcount", args);
+        snprintf(args, sizeof args, "check %s", names[i]);
+        expect_run(0, ": ok (wordcount 1.0.0", args);
+    }
+    expect_run(1, "./in.txt is not a plugin: name one by its name, NAME.json, NAME.so, NAME.cu "
+                  "(the NAME.json beside it) or its folder", "run ./in.txt in.txt");
+    expect_run(1, "./empty is a folder without empty.json: a plugin's folder holds NAME.json "
+                  "and NAME.so", "check ./empty");
+    expect_run(1, "cannot read ./absent: No such file or directory", "info ./absent");
 }
 
 Test(cli, adaptive_options_exit_2_on_bad_values)

@@ -1198,18 +1198,19 @@ Test(engine, key_errors)
     soren_stage_spec spec = make_spec("wordcount", &code, SOREN_INPUT_LINES, SOREN_TYPE_STRING,
                                       SOREN_TYPE_U32, SOREN_COMBINE_SUM, SOREN_REDUCE_COMBINE);
     expect_job_error(&spec, big, 70001,
-                     "wordcount: map emitted a key of 70000 bytes; the manifest allows at most "
-                     "65536 (key.max_size)");
+                     "wordcount: map emitted a key of 70000 bytes (mapping buf at byte 0); the "
+                     "manifest allows at most 65536 (key.max_size)");
+    /* The message names the input and the offset of the record mapped. */
     spec.key_max_size = 3;
     expect_job_error(&spec, "ab\nabc\nabcd\nabc", 15,
-                     "wordcount: map emitted a key of 4 bytes; the manifest allows at most 3 "
-                     "(key.max_size)");
+                     "wordcount: map emitted a key of 4 bytes (mapping buf at byte 7); the "
+                     "manifest allows at most 3 (key.max_size)");
     /* Map-only, too. */
     spec.combine = SOREN_COMBINE_NONE;
     spec.reduce = SOREN_REDUCE_NONE;
     expect_job_error(&spec, "abcd", 4,
-                     "wordcount: map emitted a key of 4 bytes; the manifest allows at most 3 "
-                     "(key.max_size)");
+                     "wordcount: map emitted a key of 4 bytes (mapping buf at byte 0); the "
+                     "manifest allows at most 3 (key.max_size)");
     free(big);
 
     /* A typed key of the wrong size. */

@@ -150,7 +150,8 @@ Test(loader, stale_embedded_manifest)
     cr_assert_not_null(count);
     count[1] = 'c';
     write_text("wordcount.json", edited);
-    expect_error("wordcount", SOREN_EPLUGIN, "differs from", "rebuild the plugin");
+    expect_error("wordcount", SOREN_EPLUGIN, "differs from",
+                 "rebuild the plugin, or install wordcount.so and wordcount.json together");
     free(json);
     free(orig);
     free(text);
@@ -166,9 +167,20 @@ Test(loader, compiled_types_disagree_with_manifest)
     char *text = tu_read(src, &n);
     write_text("mismatch.json", text);
     expect_error("mismatch", SOREN_EPLUGIN, "key type: the library was built for u32",
-                 "says string");
+                 "says string: change the manifest's key type to u32, or set "
+                 "`.key = SOREN_TYPE_STRING` in SOREN_STAGE and rebuild");
     free(src);
     free(text);
+}
+
+Test(loader, built_without_the_kit)
+{
+    copy_lib("tests/plugins/.libs/unembedded.so", "unembedded.so");
+    write_manifest("unembedded", "unembedded.so", "");
+    expect_error("unembedded", SOREN_EPLUGIN, "undefined symbol: soren__embedded_manifest; "
+                 "unembedded.so was not built with Soren's plugin kit",
+                 "includes plugin.mk (`soren-host new` writes one), or compile in the C source "
+                 "that `embed-manifest unembedded.json` writes");
 }
 
 Test(loader, missing_library)

@@ -63,7 +63,7 @@ if [ "$steps" -lt 5 ]; then
     echo "not ok 1 - README.md has a tutorial of at least 5 steps (found $steps)"
     exit 1
 fi
-echo "1..$((steps + 3))"
+echo "1..$((steps + 5))"
 
 # ---- The installation --------------------------------------------------------
 root=$tmp/root
@@ -85,6 +85,16 @@ if $make -C "$builddir" install DESTDIR="$root" > "$tmp/install.log" 2>&1; then
 else
     not_ok "make install DESTDIR=$root" "$tmp/install.log"
     exit 1
+fi
+# A plugin folder holds NAME.so and NAME.json only, the installed one too.
+plugins=$(dirname "$mk")/plugins
+stray=$(find "$plugins" -type f ! -name '*.so' ! -name '*.json' 2>&1)
+if [ -n "$(find "$plugins" -name '*.so' 2>/dev/null)" ] && [ -z "$stray" ]; then
+    ok "the installed plugins folder holds only NAME.so and NAME.json (no libtool .la)"
+else
+    echo "$stray" > "$tmp/stray"
+    not_ok "the installed plugins folder holds only NAME.so and NAME.json (no libtool .la)" \
+        "$tmp/stray"
 fi
 PATH=$(dirname "$host"):$PATH
 PKG_CONFIG_PATH=$(dirname "$pc")
@@ -164,5 +174,13 @@ if [ -n "$so" ] && [ -z "$loose" ]; then
 else
     ls -ld $loose > "$tmp/modes" 2>&1
     not_ok "the plugin's folder, manifest and library are not writable by group or others" "$tmp/modes"
+fi
+# Uninstalling removes the plugins, though no NAME.la names their NAME.so.
+if $make -C "$builddir" uninstall DESTDIR="$root" > "$tmp/uninstall.log" 2>&1 &&
+        [ -z "$(find "$plugins" -type f 2>/dev/null)" ]; then
+    ok "make uninstall DESTDIR leaves no file in the plugins folder"
+else
+    find "$plugins" -type f >> "$tmp/uninstall.log" 2>&1
+    not_ok "make uninstall DESTDIR leaves no file in the plugins folder" "$tmp/uninstall.log"
 fi
 exit $failed

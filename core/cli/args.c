@@ -11,6 +11,7 @@
 #include "base/result.h"
 #include "config.h"
 #include "io/output.h"
+#include "nearest.h"
 #include "number.h"
 #include <soren/soren.h>
 
@@ -244,6 +245,26 @@ static int push(const char ***list, size_t *count, const char *value)
     return 1;
 }
 
+/* The usage error of an option getopt_long did not know, with the long
+ * option nearest to it where one is (--devcie=gpu: did you mean --device?). */
+static int unknown_option(const char *arg, const struct option *options)
+{
+    const char *nearest = NULL;
+    if (strncmp(arg, "--", 2) == 0) {
+        char word[65];
+        size_t n = strcspn(arg + 2, "=");
+        snprintf(word, sizeof word, "%.*s", (int)(n < 64 ? n : 64), arg + 2);
+        const char *names[64];
+        size_t count = 0;
+        for (const struct option *o = options; o->name && count < 64; o++)
+            names[count++] = o->name;
+        nearest = soren__nearest(word, names, count);
+    }
+    if (nearest)
+        return soren__cli_usage_error("unknown option %s; did you mean --%s?", arg, nearest);
+    return soren__cli_usage_error("unknown option %s", arg);
+}
+
 int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
 {
     enum {
@@ -419,7 +440,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
                    SOREN_ABI_MINOR);
             return 0;
         case ':': return soren__cli_usage_error("%s needs a value", argv[optind - 1]);
-        default: return soren__cli_usage_error("unknown option %s", argv[optind - 1]);
+        default: return unknown_option(argv[optind - 1], options);
         }
     }
     if (optind >= argc)

@@ -17,6 +17,7 @@
 #endif
 #include "engine/job.h"
 #include "io/signals.h"
+#include "nearest.h"
 #include "plugin/loader.h"
 #include "plugin/search.h"
 #include <soren/soren.h>
@@ -302,6 +303,21 @@ static int cmd_devices(cli *c)
     return soren__cli_devices();
 }
 
+/* The usage error of a command soren-host does not have, with the nearest
+ * one where one is close (rnu: did you mean run?). */
+static int unknown_command(const char *command)
+{
+    static const char *const commands[] = {"list", "info",   "check",  "run", "new", "devices",
+                                           "serve", "load", "unload", "ps",  "stop"};
+    const char *nearest =
+        soren__nearest(command, commands, sizeof commands / sizeof commands[0]);
+    if (nearest)
+        return soren__cli_usage_error("unknown command \"%s\"; did you mean \"%s\"?", command,
+                                      nearest);
+    return soren__cli_usage_error("unknown command \"%s\" (list, info, check, run, new, devices, "
+                                  "serve, load, unload, ps or stop)", command);
+}
+
 int main(int argc, char **argv)
 {
     cli c = {0};
@@ -342,8 +358,7 @@ int main(int argc, char **argv)
         else if (strcmp(c.command, "devices") == 0)
             rc = cmd_devices(&c);
         else
-            rc = soren__cli_usage_error("unknown command \"%s\" (list, info, check, run, new, "
-                                        "devices, serve, load, unload, ps or stop)", c.command);
+            rc = unknown_command(c.command);
         soren_search_path_destroy(&sp);
     }
     soren__cli_args_destroy(&c);

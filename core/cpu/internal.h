@@ -7,12 +7,30 @@
 #ifndef SOREN_CPU_INTERNAL_H
 #define SOREN_CPU_INTERNAL_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "../base/stage.h"
 #include "../error.h"
+#include "../io/signals.h"
+
+/* The refusal of a string key over key.max_size, naming the record being
+ * mapped where the calling thread maps one (the CPU engine's threads):
+ * out of line, so that the check inlined into every emit stays small
+ * (marked unused for a file that includes this header and checks no key). */
+__attribute__((noinline, cold, unused)) static void
+soren__key_too_long(const soren_stage_spec *s, const char *phase, uint32_t len, soren_error *err)
+{
+    char site[PATH_MAX + 64];
+    soren__map_site_describe(site, sizeof site);
+    soren_error_set(err, SOREN_EJOB,
+                    "%s: %s emitted a key of %u bytes%s%s%s; the manifest allows at most %u "
+                    "(key.max_size)",
+                    s->job_name, phase, len, site[0] ? " (mapping " : "", site,
+                    site[0] ? ")" : "", s->key_max_size);
+}
 
 /* 1 (with err filled) if key breaks the manifest's rules: a string key
  * longer than key.max_size, a typed key of the wrong size (key_size: the
@@ -25,10 +43,7 @@ static inline int soren__key_refused(const soren_stage_spec *s, size_t key_size,
     if (s->key_type == SOREN_TYPE_STRING) {
         if (len <= s->key_max_size)
             return 0;
-        soren_error_set(err, SOREN_EJOB,
-                        "%s: %s emitted a key of %u bytes; the manifest allows at most %u "
-                        "(key.max_size)",
-                        s->job_name, phase, len, s->key_max_size);
+        soren__key_too_long(s, phase, len, err);
         return 1;
     }
     if (len != key_size) {

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -107,6 +108,36 @@ static void put_u64(line *l, uint64_t v)
     put(l, soren__u64_digits(tmp, v));
 }
 
+/* The record m's thread is mapping: "FILE at byte N", "task N" or
+ * "pair N of FILE". */
+static void put_site(line *l, const soren__map_site *m)
+{
+    if (m->format == SOREN_INPUT_INDEX) {
+        put(l, "task ");
+        put_u64(l, m->record->index);
+    } else if (m->format == SOREN_INPUT_PAIRS) {
+        put(l, "pair ");
+        put_u64(l, m->record->index);
+        put(l, " of ");
+        put(l, m->in->path ? m->in->path : "the stage before");
+    } else {
+        put(l, m->in->path ? m->in->path : "(input)");
+        put(l, " at byte ");
+        put_u64(l, m->record->offset);
+    }
+}
+
+const char *soren__map_site_describe(char *buf, size_t size)
+{
+    line l = {.n = 0};
+    if (soren__current_map.in && soren__current_map.record)
+        put_site(&l, &soren__current_map);
+    l.buf[l.n] = '\0';
+    if (size > 0)
+        snprintf(buf, size, "%s", l.buf);
+    return buf;
+}
+
 /* Removes the partial output, then dies of sig with its default action
  * (so the exit status says 128+sig); exits 128+sig if that returns. */
 static void die(int sig)
@@ -153,22 +184,9 @@ static void on_fault(int sig, siginfo_t *si, void *context)
         put(&l, signal_name(sig));
         put(&l, ") while running job ");
         put(&l, job_name);
-        const soren__map_site *m = &soren__current_map;
-        if (m->in && m->record) {
+        if (soren__current_map.in && soren__current_map.record) {
             put(&l, ", mapping ");
-            if (m->format == SOREN_INPUT_INDEX) {
-                put(&l, "task ");
-                put_u64(&l, m->record->index);
-            } else if (m->format == SOREN_INPUT_PAIRS) {
-                put(&l, "pair ");
-                put_u64(&l, m->record->index);
-                put(&l, " of ");
-                put(&l, m->in->path ? m->in->path : "the stage before");
-            } else {
-                put(&l, m->in->path ? m->in->path : "(input)");
-                put(&l, " at byte ");
-                put_u64(&l, m->record->offset);
-            }
+            put_site(&l, &soren__current_map);
         }
     } else {
         put(&l, "crashed (");

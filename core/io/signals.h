@@ -53,6 +53,11 @@ typedef struct soren__map_site {
     soren_input_format format;
 } soren__map_site;
 
+/* The record the calling thread is mapping, in buf, as a fault's message
+ * names it ("FILE at byte N", "task N", "pair N of FILE"); "" when it maps
+ * none.  Returns buf.  Not for a signal handler (it formats with snprintf). */
+const char *soren__map_site_describe(char *buf, size_t size);
+
 extern __thread soren__map_site soren__current_map __attribute__((tls_model("initial-exec")));
 
 #endif /* SOREN_SIGNALS_H */

@@ -69,6 +69,13 @@ static soren_status verify_digest(const soren_manifest *m, int fd, const char *l
     return SOREN_OK;
 }
 
+/* The last part of a path. */
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 /* The embedded copy must say what the side-car says, its sha256 pin aside
  * (soren_manifest_matches): a plugin rebuilt without its new manifest (or
  * the reverse) is caught here, not by a wrong result. */
@@ -86,8 +93,9 @@ static soren_status check_embedded(const soren_plugin *p, soren_error *err)
     if (!soren_manifest_matches(p->manifest, body, (size_t)(end - body)))
         return soren_error_set(err, SOREN_EPLUGIN,
                                "%s: the manifest embedded in %s differs from %s (a stale pair): "
-                               "rebuild the plugin, or install NAME.so and NAME.json together",
-                               p->manifest->path, p->library_path, p->manifest->path);
+                               "rebuild the plugin, or install %s and %s together",
+                               p->manifest->path, p->library_path, p->manifest->path,
+                               base_name(p->library_path), base_name(p->manifest->path));
     return SOREN_OK;
 }
 
@@ -121,6 +129,16 @@ static soren_type stage_value(const soren_stage *s)
     return s->value ? (soren_type)s->value : (soren_type)s->combine.type;
 }
 
+/* The SDK's name for type t, e.g. SOREN_TYPE_U32, in buf. */
+static const char *type_constant(soren_type t, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "SOREN_TYPE_%s", soren_type_name(t));
+    for (int i = (int)strlen("SOREN_TYPE_"); i < n && (size_t)i < size; i++)
+        if (buf[i] >= 'a' && buf[i] <= 'z')
+            buf[i] = (char)(buf[i] - 'a' + 'A');
+    return buf;
+}
+
 /* Stage i of the library against stage i of the manifest.  Messages name
  * the stage where the job has more than one. */
 static soren_status check_stage(const soren_plugin *p, size_t i, soren_error *err)
@@ -136,16 +154,22 @@ static soren_status check_stage(const soren_plugin *p, size_t i, soren_error *er
     if (!s->map)
         return soren_error_set(err, SOREN_EPLUGIN, "%s: stage %zu has no map function", lib,
                                i + 1);
+    char constant[32];
     if (stage_key(s) != want.key.type)
         return soren_error_set(err, SOREN_EPLUGIN,
-                               "%s: %skey type: the library was built for %s, %s says %s", lib,
-                               where, soren_type_name(stage_key(s)), m->path,
-                               soren_type_name(want.key.type));
+                               "%s: %skey type: the library was built for %s, %s says %s: change "
+                               "the manifest's key type to %s, or set `.key = %s` in SOREN_STAGE "
+                               "and rebuild", lib, where, soren_type_name(stage_key(s)), m->path,
+                               soren_type_name(want.key.type), soren_type_name(stage_key(s)),
+                               type_constant(want.key.type, constant, sizeof constant));
     if (stage_value(s) != want.value.type)
         return soren_error_set(err, SOREN_EPLUGIN,
-                               "%s: %svalue type: the library was built for %s, %s says %s",
+                               "%s: %svalue type: the library was built for %s, %s says %s: "
+                               "change the manifest's value type to %s, or set `.value = %s` "
+                               "(and a combine of that type) in SOREN_STAGE and rebuild",
                                lib, where, soren_type_name(stage_value(s)), m->path,
-                               soren_type_name(want.value.type));
+                               soren_type_name(want.value.type), soren_type_name(stage_value(s)),
+                               type_constant(want.value.type, constant, sizeof constant));
     if (s->combine.op != (uint32_t)want.combine)
         return soren_error_set(err, SOREN_EPLUGIN,
                                "%s: %scombine: the library has %s, %s says %s", lib, where,
@@ -356,6 +380,29 @@ static loaded_file *loaded_find(dev_t dev, ino_t ino)
     return NULL;
 }
 
+/* The failure of a dlopen of lib, in dlerror's words, read at once.  The
+ * SDK's SOREN_PLUGIN refers to the manifest that the kit embeds, so a
+ * library built without it lacks that symbol: the message says how to
+ * build one. */
+static soren_status dlopen_failed(const char *lib, soren_error *err)
+{
+    const char *why = dlerror();
+    const char *file = base_name(lib);
+    size_t stem = strlen(file);
+    if (stem > 3 && strcmp(file + stem - 3, ".so") == 0)
+        stem -= 3;
+    if (why && strstr(why, "undefined symbol: soren__embedded_manifest"))
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "cannot load %s: %s; %s was not built with Soren's plugin kit, "
+                               "which embeds the manifest into the library: build it with "
+                               "`make` and a Makefile that includes plugin.mk (`soren-host "
+                               "new` writes one), or compile in the C source that "
+                               "`embed-manifest %.*s.json` writes",
+                               lib, why, file, (int)stem, file);
+    return soren_error_set(err, SOREN_EPLUGIN, "cannot load %s: %s", lib,
+                           why ? why : "unknown dlopen error");
+}
+
 /* dlopen of the library open on fd (lib names it) into *handle: again by
  * its entry's name where the file is loaded, else through fd, entered in
  * the table.  Under loaded_lock. */
@@ -380,11 +427,8 @@ static soren_status dlopen_entered(int fd, const char *lib, void **handle, loade
     dlerror();
     *handle = e ? dlopen(e->fd >= 0 ? e->name : lib, RTLD_NOW | RTLD_LOCAL)
                 : dlopen_fd(fd, lib, &held);
-    if (!*handle) {
-        const char *why = dlerror();
-        return soren_error_set(err, SOREN_EPLUGIN, "cannot load %s: %s", lib,
-                               why ? why : "unknown dlopen error");
-    }
+    if (!*handle)
+        return dlopen_failed(lib, err);
     if (e) {
         e->users++;
     } else {
@@ -447,11 +491,8 @@ static soren_status load_library(soren_plugin *p, soren_trust trust, const char 
     if (rc == SOREN_OK && copy) {
         dlerror();
         p->handle = dlopen(copy, RTLD_NOW | RTLD_LOCAL);
-        if (!p->handle) {
-            const char *why = dlerror();
-            rc = soren_error_set(err, SOREN_EPLUGIN, "cannot load %s: %s", lib,
-                                 why ? why : "unknown dlopen error");
-        }
+        if (!p->handle)
+            rc = dlopen_failed(lib, err);
     } else if (rc == SOREN_OK) {
         loaded_file *e = NULL;
         pthread_mutex_lock(&loaded_lock);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../file.h"
+#include "../nearest.h"
 
 #define NAME_MAX_BYTES 64
 #define SUMMARY_MAX_BYTES 200
@@ -327,7 +328,12 @@ static soren_status check_keys(parser *p, const json_t *obj, const char *path,
         if (i == n) {
             char at[PATH_SIZE], list[512];
             path_key(at, path, key);
-            return fail(p, at, "unknown key; expected one of %s", join_keys(keys, n, list, sizeof list));
+            const char *near = soren__nearest(key, keys, n);
+            char hint[96] = "";
+            if (near)
+                snprintf(hint, sizeof hint, "did you mean \"%s\"? ", near);
+            return fail(p, at, "unknown key; %sexpected one of %s", hint,
+                        join_keys(keys, n, list, sizeof list));
         }
     }
     return SOREN_OK;

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../nearest.h"
+
 static int ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
@@ -95,43 +97,64 @@ static int probe_file(const char *path)
     return 1;
 }
 
+/* A plugin named by its folder (as `soren-host new` makes it): FOLDER/NAME.json,
+ * NAME the folder's own name, in *manifest_path. */
+static soren_status resolve_folder(const char *job, char **manifest_path, soren_error *err)
+{
+    size_t n = strlen(job);
+    while (n > 1 && job[n - 1] == '/')
+        n--;
+    const char *name = job + n;
+    while (name > job && name[-1] != '/')
+        name--;
+    int k = (int)(job + n - name);
+    if (asprintf(manifest_path, "%.*s/%.*s.json", (int)n, job, k, name) < 0) {
+        *manifest_path = NULL;
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    }
+    if (probe_file(*manifest_path) != 0)
+        return SOREN_OK; /* there, or there and unreadable: the reader says why */
+    soren_status rc = soren_error_set(err, SOREN_EPLUGIN,
+                                      "%s is a folder without %.*s.json: a plugin's folder holds "
+                                      "NAME.json and NAME.so, NAME the folder's name (as "
+                                      "`soren-host new NAME` makes it)", job, k, name);
+    free(*manifest_path);
+    *manifest_path = NULL;
+    return rc;
+}
+
+static soren_status unknown_name(const soren_search_path *sp, const char *job,
+                                 soren_error *err);
+
 soren_status soren_plugin_resolve(const soren_search_path *sp, const char *job,
                                   char **manifest_path, soren_error *err)
 {
     *manifest_path = NULL;
     struct stat st;
-    if (strchr(job, '/') && !ends_with(job, ".json") && !ends_with(job, ".so") &&
-        stat(job, &st) == 0 && S_ISDIR(st.st_mode)) {
-        /* A plugin's folder (as `soren-host new` makes it): FOLDER/NAME.json,
-         * NAME the folder's own name.  A folder named as a manifest or a
-         * library is no plugin's folder, and is refused as what it is. */
-        size_t n = strlen(job);
-        while (n > 1 && job[n - 1] == '/')
-            n--;
-        const char *name = job + n;
-        while (name > job && name[-1] != '/')
-            name--;
-        if (asprintf(manifest_path, "%.*s/%.*s.json", (int)n, job, (int)(job + n - name),
-                     name) < 0) {
-            *manifest_path = NULL;
-            return soren_error_set(err, SOREN_ENOMEM, "out of memory");
-        }
-        return SOREN_OK;
-    }
-    if (strchr(job, '/') || ends_with(job, ".json") || ends_with(job, ".so")) {
-        /* A path: NAME.so stands for the NAME.json beside it. */
-        size_t n = strlen(job);
-        char *path = ends_with(job, ".so") ? malloc(n + 3) : strdup(job);
+    int is_json = ends_with(job, ".json"), is_so = ends_with(job, ".so");
+    int is_cu = ends_with(job, ".cu");
+    /* A folder named as a manifest or a library is no plugin's folder, and
+     * is refused as what it is. */
+    if (strchr(job, '/') && !is_json && !is_so && stat(job, &st) == 0 && S_ISDIR(st.st_mode))
+        return resolve_folder(job, manifest_path, err);
+    if (is_json || is_so || is_cu) {
+        /* A path: NAME.so and NAME.cu stand for the NAME.json beside them. */
+        size_t n = strlen(job), stem = is_json ? n : n - 3; /* ".so", ".cu" */
+        char *path = malloc(stem + 6);
         if (!path)
             return soren_error_set(err, SOREN_ENOMEM, "out of memory");
-        if (ends_with(job, ".so"))
-            snprintf(path, n + 3, "%.*s.json", (int)(n - 3), job);
+        snprintf(path, stem + 6, "%.*s%s", (int)stem, job, is_json ? "" : ".json");
         *manifest_path = path;
         return SOREN_OK;
     }
+    if (strchr(job, '/')) {
+        if (stat(job, &st) != 0)
+            return soren_error_errno(err, SOREN_EPLUGIN, errno, "cannot read %s", job);
+        return soren_error_set(err, SOREN_EPLUGIN,
+                               "%s is not a plugin: name one by its name, NAME.json, NAME.so, "
+                               "NAME.cu (the NAME.json beside it) or its folder", job);
+    }
 
-    char searched[2048] = "";
-    size_t used = 0;
     for (size_t i = 0; i < sp->count; i++) {
         char *path = NULL;
         if (asprintf(&path, "%s/%s.json", sp->dirs[i], job) < 0)
@@ -149,14 +172,8 @@ soren_status soren_plugin_resolve(const soren_search_path *sp, const char *job,
             return SOREN_OK;
         }
         free(path);
-        if (used < sizeof searched)
-            used += (size_t)snprintf(searched + used, sizeof searched - used, "%s%s",
-                                     i ? ", " : "", sp->dirs[i]);
     }
-    return soren_error_set(err, SOREN_EPLUGIN,
-                           "no plugin named \"%s\" in the plugin path (%s); `soren-host list` "
-                           "shows the plugins found, --plugin-path DIR adds a folder",
-                           job, searched);
+    return unknown_name(sp, job, err);
 }
 
 static int by_name(const void *a, const void *b)
@@ -192,6 +209,55 @@ static soren_status list_manifests(const char *dir, char ***names, size_t *count
     closedir(d);
     if (*count)
         qsort(*names, *count, sizeof **names, by_name);
+    return rc;
+}
+
+/* The error for a name no folder of the path has: the folders searched,
+ * and the nearest name they hold where one is close. */
+static soren_status unknown_name(const soren_search_path *sp, const char *job,
+                                 soren_error *err)
+{
+    char searched[2048] = "";
+    size_t used = 0;
+    char **known = NULL;
+    size_t known_count = 0;
+    soren_status rc = SOREN_OK;
+    for (size_t i = 0; i < sp->count && rc == SOREN_OK; i++) {
+        if (used < sizeof searched)
+            used += (size_t)snprintf(searched + used, sizeof searched - used, "%s%s",
+                                     i ? ", " : "", sp->dirs[i]);
+        char **names = NULL;
+        size_t count = 0;
+        rc = list_manifests(sp->dirs[i], &names, &count, err);
+        char **grown = count ? realloc(known, (known_count + count) * sizeof *known) : known;
+        if (!grown) {
+            rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
+            grown = known;
+        }
+        known = grown;
+        for (size_t j = 0; j < count; j++) {
+            if (rc == SOREN_OK) {
+                names[j][strlen(names[j]) - 5] = '\0'; /* less ".json" */
+                known[known_count++] = names[j];
+            } else {
+                free(names[j]);
+            }
+        }
+        free(names);
+    }
+    const char *nearest =
+        rc == SOREN_OK ? soren__nearest(job, (const char *const *)known, known_count) : NULL;
+    char hint[128] = "";
+    if (nearest)
+        snprintf(hint, sizeof hint, "did you mean \"%.64s\"? ", nearest);
+    if (rc == SOREN_OK)
+        rc = soren_error_set(err, SOREN_EPLUGIN,
+                             "no plugin named \"%s\" in the plugin path (%s); %s`soren-host "
+                             "list` shows the plugins found, --plugin-path DIR adds a folder",
+                             job, searched, hint);
+    for (size_t j = 0; j < known_count; j++)
+        free(known[j]);
+    free(known);
     return rc;
 }
 

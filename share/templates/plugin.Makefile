@@ -1,4 +1,5 @@
-# Builds @NAME@.so from @NAME@.cu, with @NAME@.json embedded: run `make`.
+# Builds @NAME@.so from @NAME@.cu, with @NAME@.json embedded, and checks the
+# pair with soren-host check: run `make` (`make install` to install it).
 # The rules are Soren's plugin.mk, found with pkg-config.  Where Soren is
 # installed outside the system's folders, first tell pkg-config where:
 #     export PKG_CONFIG_PATH=PREFIX/lib/pkgconfig
