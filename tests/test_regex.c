@@ -522,6 +522,8 @@ Test(regex, utf8_characters)
     check_cases(cases, sizeof cases / sizeof cases[0]);
 }
 
+/* Writes c as UTF-8: the test's own encoder, so that a mistake in the
+ * compiler's cannot hide in both. */
 static size_t utf8_put(uint32_t c, char *out)
 {
     if (c < 0x80) {
