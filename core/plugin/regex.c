@@ -96,8 +96,9 @@
  * hostile pattern cannot exhaust the stack. */
 #define MAX_DEPTH 1000u
 
-/* The NFA's size, which repetition multiplies: "(.{255}){3}" needs about
- * 54000 states.  Past this a pattern is refused as too complex. */
+/* The NFA's size, which intervals multiply: a UTF-8 '.' takes about 70
+ * states, so ".{255}" about 18000.  Past this a pattern is refused as too
+ * complex. */
 #ifdef SOREN_REGEX_SMALL_LIMITS
 #define MAX_NFA_STATES (1u << 12)
 #else
