@@ -1,13 +1,16 @@
 /*
  * test_regex.c - soren_regex_compile and soren_dfa_search.
  *
- * The reference is glibc's regexec(REG_EXTENDED) in the C locale: random
- * patterns from the part of the grammar where glibc and this compiler agree
- * (no leading '*', no unmatched ')', no operator after an anchor or after a
- * group holding one, no newline in the words: glibc refuses or mismatches
- * those), matched against random words.  Every compiled DFA is also checked
- * for layout and minimality.  Hand-written cases cover what the generator
- * leaves out, every syntax error, and the state limits.
+ * The reference is glibc's regexec(REG_EXTENDED), with and without
+ * REG_ICASE: in the C locale for byte patterns ("(?-u)"), in C.UTF-8 for
+ * UTF-8 ones.  Random patterns come from the part of the grammar where
+ * glibc and this compiler agree (no leading '*', no unmatched ')', no
+ * operator after an anchor or after a group holding one, no newline in the
+ * words: glibc refuses or mismatches those; in UTF-8 no classes and no
+ * ranges past ASCII), matched against random words.  UTF-8 ranges are
+ * checked against the code points themselves.  Every compiled DFA is also
+ * checked for layout and minimality.  Hand-written cases cover what the
+ * generators leave out, every syntax error, and the limits.
  */
 #include <criterion/criterion.h>
 
