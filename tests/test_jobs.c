@@ -7,6 +7,7 @@
  * random data of $SOREN_TEST_MB megabytes (default 100), run with 1, 2 and 7
  * threads. */
 #include <criterion/criterion.h>
+#include <locale.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,22 +124,38 @@ Test(jobs, wordcount_equals_coreutils)
     run_ranks("wordcount", in, want);
 }
 
-static void grep_case(const char *pattern, uint64_t seed)
+/* grep on generated text (invalid UTF-8 included) against GNU grep -E in
+ * locale: the C locale for byte patterns ("(?-u)" in soren), C.UTF-8 for
+ * UTF-8 ones.  icase adds -i and "(?i)". */
+static void grep_case(const char *locale, const char *pattern, int icase, uint64_t seed)
 {
+    if (!setlocale(LC_CTYPE, locale))
+        cr_skip_test("the %s locale is missing: GNU grep cannot be the reference", locale);
+    setlocale(LC_CTYPE, "C");
     char in[4096], want[4096];
     snprintf(in, sizeof in, "%s/text", dir);
     snprintf(want, sizeof want, "%s/want.tsv", dir);
     dg_text(in, test_bytes() / 2, seed);
-    cr_assert_eq(tu_runf(NULL, NULL, WORDS_PIPE " | LC_ALL=C grep -aE '%s' | " COUNT_PIPE
-                                     " > '%s'", in, pattern, want), 0);
+    cr_assert_eq(tu_runf(NULL, NULL, WORDS_PIPE " | LC_ALL=%s grep -aE%s '%s' | " COUNT_PIPE
+                                     " > '%s'", in, locale, icase ? "i" : "", pattern, want), 0);
+    int bytes = strcmp(locale, "C") == 0;
+    const char *flags = icase ? (bytes ? "(?i-u)" : "(?i)") : bytes ? "(?-u)" : "";
     char args[256];
-    snprintf(args, sizeof args, "--param 'pattern=%s'", pattern);
+    snprintf(args, sizeof args, "--param 'pattern=%s%s'", flags, pattern);
     run_threads("grep", args, in, want);
 }
 
-Test(jobs, grep_equals_coreutils_anchored) { grep_case("^th.*(ed|ing)$", 21); }
-Test(jobs, grep_equals_coreutils_classes) { grep_case("[a-c]+x?[^a-z.]", 22); }
-Test(jobs, grep_equals_coreutils_bytes) { grep_case("\xc3\xa9|Q7|\\\\", 23); }
+Test(jobs, grep_equals_coreutils_anchored) { grep_case("C", "^th.*(ed|ing)$", 0, 21); }
+Test(jobs, grep_equals_coreutils_classes) { grep_case("C", "[a-c]+x?[^a-z.]", 0, 22); }
+Test(jobs, grep_equals_coreutils_bytes) { grep_case("C", "\xc3\xa9|Q7|\\\\", 0, 23); }
+Test(jobs, grep_equals_coreutils_utf8)
+{
+    grep_case("C.UTF-8", "^.{1,3}$|[^a-z]\xc3\xa9|^(th|.)[^.]{2}$|e[[:punct:]]{2,}", 0, 24);
+}
+Test(jobs, grep_equals_coreutils_ignoring_case)
+{
+    grep_case("C.UTF-8", "^q.{0,2}[[:digit:]]|^(TH|X)+$|\xc3\x89.", 1, 25);
+}
 
 Test(jobs, histogram_equals_c_loop)
 {

@@ -3,7 +3,11 @@
  *
  * Three steps:
  *  1. A recursive-descent parser builds a Thompson NFA whose edges are byte
- *     sets, epsilons, and the zero-width assertions ^ and $.
+ *     sets, epsilons, and the zero-width assertions ^ and $.  A character
+ *     is a set of code points (UTF-8 mode) or bytes ("(?-u)"); in UTF-8
+ *     mode each set becomes alternatives of byte sequences, one per run of
+ *     code points whose encodings share their byte ranges, so the automaton
+ *     stays one over bytes.  An interval copies the NFA of what it repeats.
  *  2. Subset construction builds a DFA for "the subject contains a match".
  *     Every DFA state also holds the NFA's start (the implicit leading .*,
  *     so there is no dead state), and every state whose closure reaches the
@@ -23,7 +27,14 @@
  * an end), which keeps the DFA's start state a plain "not at the beginning"
  * state: a caller that feeds bytes without BEGIN gets a ^ that never holds.
  *
- * Limits: the result has at most SOREN_REGEX_MAX_STATES states.  Subset
+ * UTF-8 and invalid bytes: the search may start a match at any byte, but
+ * every character of a UTF-8 pattern begins with a byte that no well-formed
+ * sequence continues with, so a match never starts inside a character, and
+ * a byte that is not part of a well-formed sequence matches nothing ('.'
+ * and [^...] included), as in GNU grep in a UTF-8 locale.
+ *
+ * Limits: the NFA has at most MAX_NFA_STATES states (intervals multiply
+ * it); the result has at most SOREN_REGEX_MAX_STATES states.  Subset
  * construction can be exponentially larger than the minimal DFA, so it may
  * go past that (up to BUILD_MAX_CELLS transitions and BUILD_MAX_KEYS stored
  * NFA states); beyond those the pattern is refused as too complex even if
@@ -33,28 +44,42 @@
  *
  * What this compiler does where POSIX leaves the meaning undefined (GNU
  * grep -E's choice, where that is simple):
- *  - '*', '+' or '?' with nothing before it (at the start, after '(' or
- *    '|') repeats the empty string: "*a" means "a", "(+)" means "()".
- *    glibc's regcomp refuses these; GNU grep accepts them with a warning.
- *  - Stacked operators apply in turn: "a**" is (a*)*, "a+?" is (a+)?.
+ *  - '*', '+', '?' or an interval with nothing before it (at the start,
+ *    after '(' or '|') repeats the empty string: "*a" means "a", "(+)"
+ *    means "()".  glibc's regcomp refuses these; GNU grep accepts them with
+ *    a warning.
+ *  - Stacked operators apply in turn: "a**" is (a*)*, "a+?" is (a+)?,
+ *    "a{2}{3}" is (a{2}){3}.
  *  - An operator after an anchor repeats the assertion: "^*" matches every
  *    subject and "a^*b" matches "ab", as in GNU grep (glibc refuses these).
  *  - Empty alternatives and empty groups match the empty string: "a|",
  *    "|a", "a||b" and "()" all accept; "a|" matches every subject.
  *  - ']' right after '[' or "[^" is literal ("[]a]", "[^]a]"); '-' first or
- *    last is literal; '\' inside brackets is literal, as POSIX says.
- *  - "[a-c-e]" (a range right after a range) and reversed ranges ("[z-a]")
- *    are refused, as glibc and GNU grep do.
+ *    last is literal.
+ *  - '\' inside brackets: POSIX reads it as itself, most other dialects as
+ *    an escape, so "[\t]" would silently mean something else to someone;
+ *    only "\\" is accepted (one backslash, in either reading) and any
+ *    other '\' is refused.
+ *  - "[a-c-e]" (a range right after a range), reversed ranges ("[z-a]") and
+ *    a class at either end of a range are refused, as glibc and GNU grep
+ *    do.  Ranges compare code points (bytes with "(?-u)").
+ *  - Classes ("[:alpha:]") are the C locale's, ASCII only, in both modes;
+ *    "[." and "[=" (collating symbols, equivalence classes) are refused.
  *  - ')' with no open group is literal (POSIX, glibc and GNU grep agree);
- *    '}' is literal; '{' is refused, since intervals are not supported and
- *    reading "a{2}" literally would silently match something else.
+ *    '}' is literal; '{' is literal unless an interval "{m}", "{m,}",
+ *    "{,n}", "{m,n}" or "{,}" starts there, as in GNU grep -E ("a{1" and
+ *    "a{x}" match themselves).  A bound past SOREN_REGEX_MAX_REPEAT and
+ *    "{n,m}" with n > m are refused.
  *  - '\' before a letter, a digit or one of < > ` ' is refused, because GNU
  *    gives those escapes meanings this compiler lacks (\w, \1, \<); before
- *    any other byte it makes that byte literal.
- *  - "[:", "[." and "[=" inside brackets (classes, collating symbols,
- *    equivalence classes) are refused.
- *  - '.' and [^...] match every byte, NUL and newline included (glibc's
- *    '.' does not match NUL; subjects here are bytes, not C strings).
+ *    any other character it makes that character literal.
+ *  - "(?" opens a flag group only at the very start of the pattern and is
+ *    refused elsewhere (GNU reads "(?i)" as "(i)").  "(?i)" folds ASCII
+ *    letters, and in UTF-8 mode the Latin-1 letters (U+00C0-U+00FE but for
+ *    U+00D7 and U+00F7, with U+00FF/U+0178): not the rest of Unicode.
+ *  - '.' and [^...] match every character, NUL and newline included
+ *    (glibc's '.' does not match NUL; subjects here are bytes, not C
+ *    strings).
  */
 #include "regex.h"
 
@@ -70,6 +95,15 @@
 /* The parser recurses once per group; deeper nesting is refused so that a
  * hostile pattern cannot exhaust the stack. */
 #define MAX_DEPTH 1000u
+
+/* The NFA's size, which intervals multiply: a UTF-8 '.' takes about 70
+ * states, so ".{255}" about 18000.  Past this a pattern is refused as too
+ * complex. */
+#ifdef SOREN_REGEX_SMALL_LIMITS
+#define MAX_NFA_STATES (1u << 12)
+#else
+#define MAX_NFA_STATES (1u << 16)
+#endif
 
 /* Subset construction may overshoot the final limit, since minimisation
  * can shrink its result a lot: "a(a|b){14}" needs 2^15 subsets but only 16
@@ -186,6 +220,41 @@ static void add_bytes(uint8_t set[32], unsigned lo, unsigned hi)
         set[c >> 3] |= (uint8_t)(1u << (c & 7));
 }
 
+/* ---- Character sets -------------------------------------------------------- */
+
+/* A set of characters: code points in UTF-8 mode, bytes in byte mode, as
+ * ranges [lo, hi], sorted and disjoint once normalised. */
+typedef struct cset {
+    uint32_t (*r)[2];
+    size_t n, cap;
+} cset;
+
+static int cmp_range(const void *x, const void *y)
+{
+    const uint32_t *a = x, *b = y;
+    return (a[0] > b[0]) - (a[0] < b[0]);
+}
+
+/* Sorts the ranges and merges those that overlap or touch. */
+static void cset_normalise(cset *s)
+{
+    if (s->n == 0)
+        return;
+    qsort(s->r, s->n, sizeof *s->r, cmp_range);
+    size_t k = 0;
+    for (size_t i = 1; i < s->n; i++) {
+        if (s->r[i][0] <= s->r[k][1] || s->r[i][0] - 1 == s->r[k][1]) {
+            if (s->r[i][1] > s->r[k][1])
+                s->r[k][1] = s->r[i][1];
+        } else {
+            k++;
+            s->r[k][0] = s->r[i][0];
+            s->r[k][1] = s->r[i][1];
+        }
+    }
+    s->n = k + 1;
+}
+
 /* ---- Parser ---------------------------------------------------------------- */
 
 typedef struct parser {
@@ -193,6 +262,8 @@ typedef struct parser {
     const unsigned char *p;
     size_t len, pos;
     unsigned depth;
+    bool utf8, icase; /* the flags: (?-u) clears utf8, (?i) sets icase */
+    cset set;         /* the set being read, reused by every atom */
     nfa *m;
     soren_error *err;
 } parser;
@@ -207,7 +278,7 @@ static soren_status syntax_error(const parser *ps, size_t pos, const char *fmt, 
 
 static soren_status syntax_error(const parser *ps, size_t pos, const char *fmt, ...)
 {
-    char what[128], shown[256];
+    char what[160], shown[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
@@ -217,9 +288,99 @@ static soren_status syntax_error(const parser *ps, size_t pos, const char *fmt, 
                            shown, what, pos);
 }
 
+static soren_status chars_add(parser *ps, uint32_t lo, uint32_t hi)
+{
+    cset *s = &ps->set;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        uint32_t(*r)[2] = realloc(s->r, cap * sizeof *r);
+        if (!r)
+            return out_of_memory(ps->pattern, ps->err);
+        s->r = r;
+        s->cap = cap;
+    }
+    s->r[s->n][0] = lo;
+    s->r[s->n][1] = hi;
+    s->n++;
+    return SOREN_OK;
+}
+
+/* The largest character: U+10FFFF in UTF-8 mode, 0xff in byte mode. */
+static uint32_t max_char(const parser *ps)
+{
+    return ps->utf8 ? 0x10ffffu : 0xffu;
+}
+
+/* Adds what [lo, hi] becomes when its part within [from, to] moves by
+ * delta. */
+static soren_status add_shifted(parser *ps, uint32_t lo, uint32_t hi, uint32_t from,
+                                uint32_t to, int32_t delta)
+{
+    if (hi < from || lo > to)
+        return SOREN_OK;
+    lo = lo > from ? lo : from;
+    hi = hi < to ? hi : to;
+    return chars_add(ps, (uint32_t)((int32_t)lo + delta), (uint32_t)((int32_t)hi + delta));
+}
+
+/* Adds the other case of every letter in the set: ASCII letters, and in
+ * UTF-8 mode the Latin-1 letters (U+00C0-U+00DE and U+00E0-U+00FE, but for
+ * U+00D7 and U+00F7, which are signs) and U+00FF/U+0178. */
+static soren_status chars_fold(parser *ps)
+{
+    soren_status rc = SOREN_OK;
+    for (size_t i = 0, n = ps->set.n; i < n && rc == SOREN_OK; i++) {
+        uint32_t lo = ps->set.r[i][0], hi = ps->set.r[i][1];
+        rc = add_shifted(ps, lo, hi, 'A', 'Z', 32);
+        if (rc == SOREN_OK)
+            rc = add_shifted(ps, lo, hi, 'a', 'z', -32);
+        if (!ps->utf8)
+            continue;
+        static const uint32_t latin[][3] = {
+            {0xc0, 0xd6, 0}, {0xd8, 0xde, 0}, {0xe0, 0xf6, 1}, {0xf8, 0xfe, 1},
+        };
+        for (int k = 0; k < 4 && rc == SOREN_OK; k++)
+            rc = add_shifted(ps, lo, hi, latin[k][0], latin[k][1], latin[k][2] ? -32 : 32);
+        if (rc == SOREN_OK && lo <= 0xff && hi >= 0xff)
+            rc = chars_add(ps, 0x178, 0x178);
+        if (rc == SOREN_OK && lo <= 0x178 && hi >= 0x178)
+            rc = chars_add(ps, 0xff, 0xff);
+    }
+    cset_normalise(&ps->set);
+    return rc;
+}
+
+/* Replaces the (normalised) set with its complement up to max_char. */
+static soren_status chars_negate(parser *ps)
+{
+    cset *s = &ps->set;
+    uint32_t next = 0, top = max_char(ps);
+    size_t n = s->n;
+    soren_status rc = SOREN_OK;
+    for (size_t i = 0; i < n && rc == SOREN_OK; i++) {
+        if (s->r[i][0] > next)
+            rc = chars_add(ps, next, s->r[i][0] - 1);
+        next = s->r[i][1] + 1;
+    }
+    if (rc == SOREN_OK && next <= top)
+        rc = chars_add(ps, next, top);
+    if (rc == SOREN_OK) {
+        memmove(s->r, s->r + n, (s->n - n) * sizeof *s->r);
+        s->n -= n;
+    }
+    return rc;
+}
+
+/* ---- From sets to NFA -------------------------------------------------- */
+
 static soren_status add_state(parser *ps, enum nfa_kind kind, uint32_t *id)
 {
     nfa *m = ps->m;
+    if (m->n == MAX_NFA_STATES) {
+        char why[64];
+        snprintf(why, sizeof why, "it needs more than %u NFA states", MAX_NFA_STATES);
+        return too_complex(ps->pattern, ps->err, why);
+    }
     if (m->n == m->cap) {
         uint32_t cap = m->cap ? 2 * m->cap : 64;
         nfa_state *st = realloc(m->st, cap * sizeof *st);
@@ -293,6 +454,140 @@ static soren_status join_alt(parser *ps, frag *f, frag g)
     return SOREN_OK;
 }
 
+/* Writes code point c as UTF-8 into out; returns its length. */
+static unsigned utf8_encode(uint32_t c, uint8_t out[4])
+{
+    if (c < 0x80) {
+        out[0] = (uint8_t)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (uint8_t)(0xc0 | c >> 6);
+        out[1] = (uint8_t)(0x80 | (c & 0x3f));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (uint8_t)(0xe0 | c >> 12);
+        out[1] = (uint8_t)(0x80 | (c >> 6 & 0x3f));
+        out[2] = (uint8_t)(0x80 | (c & 0x3f));
+        return 3;
+    }
+    out[0] = (uint8_t)(0xf0 | c >> 18);
+    out[1] = (uint8_t)(0x80 | (c >> 12 & 0x3f));
+    out[2] = (uint8_t)(0x80 | (c >> 6 & 0x3f));
+    out[3] = (uint8_t)(0x80 | (c & 0x3f));
+    return 4;
+}
+
+/* What a set's alternatives are built into: one byte set for its ASCII
+ * part, and a fragment (have) for its multi-byte sequences. */
+typedef struct alts {
+    uint8_t ascii[32];
+    frag f;
+    bool have;
+} alts;
+
+/* Adds the code points [lo, hi] as alternatives of byte sequences.  The
+ * range is split until every piece encodes to sequences of one length
+ * whose bytes each span a plain range, so that the sequences of [lo, hi]
+ * are exactly the products of those byte ranges: what UTF-8 spells for
+ * those code points and nothing else (no overlong forms, no surrogates,
+ * nothing past U+10FFFF). */
+static soren_status utf8_alts(parser *ps, uint32_t lo, uint32_t hi, alts *a)
+{
+    static const uint32_t last_of_length[] = {0x7f, 0x7ff, 0xffff};
+    if (lo > hi)
+        return SOREN_OK;
+    if (lo <= 0xdfff && hi >= 0xd800) { /* surrogates are not characters */
+        soren_status rc = lo < 0xd800 ? utf8_alts(ps, lo, 0xd7ff, a) : SOREN_OK;
+        return rc == SOREN_OK && hi > 0xdfff ? utf8_alts(ps, 0xe000, hi, a) : rc;
+    }
+    for (int k = 0; k < 3; k++) {
+        uint32_t b = last_of_length[k];
+        if (lo <= b && hi > b) {
+            soren_status rc = utf8_alts(ps, lo, b, a);
+            return rc == SOREN_OK ? utf8_alts(ps, b + 1, hi, a) : rc;
+        }
+    }
+    if (hi < 0x80) {
+        add_bytes(a->ascii, lo, hi);
+        return SOREN_OK;
+    }
+    for (unsigned k = 1; k < 4; k++) {
+        uint32_t m = (1u << (6 * k)) - 1;
+        if ((lo & ~m) == (hi & ~m))
+            continue;
+        if ((lo & m) != 0) {
+            soren_status rc = utf8_alts(ps, lo, lo | m, a);
+            return rc == SOREN_OK ? utf8_alts(ps, (lo | m) + 1, hi, a) : rc;
+        }
+        if ((hi & m) != m) {
+            soren_status rc = utf8_alts(ps, lo, (hi & ~m) - 1, a);
+            return rc == SOREN_OK ? utf8_alts(ps, hi & ~m, hi, a) : rc;
+        }
+    }
+    uint8_t x[4], y[4];
+    unsigned n = utf8_encode(lo, x);
+    utf8_encode(hi, y);
+    frag seq, g;
+    soren_status rc = byte_range(ps, x[0], y[0], &seq);
+    for (unsigned i = 1; i < n && rc == SOREN_OK; i++) {
+        rc = byte_range(ps, x[i], y[i], &g);
+        if (rc == SOREN_OK)
+            join_concat(ps->m, &seq, g);
+    }
+    if (rc != SOREN_OK)
+        return rc;
+    if (!a->have) {
+        a->f = seq;
+        a->have = true;
+        return SOREN_OK;
+    }
+    return join_alt(ps, &a->f, seq);
+}
+
+/* The fragment that matches one character of the (normalised) set: one
+ * byte in byte mode, one UTF-8 sequence in UTF-8 mode.  An empty set gives
+ * an edge that nothing takes. */
+static soren_status chars_frag(parser *ps, frag *f)
+{
+    const cset *s = &ps->set;
+    if (!ps->utf8) {
+        uint8_t set[32] = {0};
+        for (size_t i = 0; i < s->n; i++)
+            add_bytes(set, s->r[i][0], s->r[i][1]);
+        return bytes(ps, set, f);
+    }
+    alts a;
+    memset(&a, 0, sizeof a);
+    soren_status rc = SOREN_OK;
+    for (size_t i = 0; i < s->n && rc == SOREN_OK; i++)
+        rc = utf8_alts(ps, s->r[i][0], s->r[i][1], &a);
+    bool ascii = false;
+    for (int k = 0; k < 32; k++)
+        ascii |= a.ascii[k] != 0;
+    if (rc != SOREN_OK)
+        return rc;
+    if (a.have && !ascii) {
+        *f = a.f;
+        return SOREN_OK;
+    }
+    rc = bytes(ps, a.ascii, f);
+    return rc == SOREN_OK && a.have ? join_alt(ps, f, a.f) : rc;
+}
+
+/* The fragment for a character of the set, after case folding. */
+static soren_status finish_chars(parser *ps, bool negate, frag *f)
+{
+    soren_status rc = ps->icase ? chars_fold(ps) : SOREN_OK;
+    cset_normalise(&ps->set);
+    if (rc == SOREN_OK && negate)
+        rc = chars_negate(ps);
+    return rc == SOREN_OK ? chars_frag(ps, f) : rc;
+}
+
+/* ---- Repetition ------------------------------------------------------------ */
+
 /* Applies the postfix operator op ('*', '+' or '?') to f. */
 static soren_status repeat(parser *ps, unsigned char op, frag *f)
 {
@@ -317,74 +612,296 @@ static soren_status repeat(parser *ps, unsigned char op, frag *f)
     return SOREN_OK;
 }
 
+/* A copy of f, whose states are m->st[base .. base + size): every edge of
+ * a fragment stays inside it. */
+static soren_status copy_frag(parser *ps, uint32_t base, uint32_t size, frag f, frag *out)
+{
+    uint32_t first = ps->m->n, id;
+    for (uint32_t i = 0; i < size; i++) {
+        soren_status rc = add_state(ps, NFA_EPS, &id);
+        if (rc != SOREN_OK)
+            return rc;
+        nfa_state *s = &ps->m->st[id];
+        *s = ps->m->st[base + i];
+        for (int k = 0; k < 2; k++)
+            if (s->out[k] != NONE)
+                s->out[k] = s->out[k] - base + first;
+    }
+    out->start = f.start - base + first;
+    out->end = f.end - base + first;
+    return SOREN_OK;
+}
+
+/* Applies the interval {min,max} (max NONE: no maximum) to f, whose states
+ * are m->st[base ..]: min copies, then max - min optional ones, or one
+ * repeated with '*'. */
+static soren_status interval(parser *ps, uint32_t base, uint32_t min, uint32_t max, frag *f)
+{
+    uint32_t size = ps->m->n - base;
+    uint32_t copies = max == NONE ? (min ? min : 1) : max;
+    if (copies == 0)
+        return empty(ps, f);
+    if ((uint64_t)size * copies > MAX_NFA_STATES) {
+        char why[64];
+        snprintf(why, sizeof why, "it needs more than %u NFA states", MAX_NFA_STATES);
+        return too_complex(ps->pattern, ps->err, why);
+    }
+    /* Every copy is taken before any operator changes the original. */
+    frag part[SOREN_REGEX_MAX_REPEAT];
+    part[0] = *f;
+    soren_status rc = SOREN_OK;
+    for (uint32_t i = 1; i < copies && rc == SOREN_OK; i++)
+        rc = copy_frag(ps, base, size, *f, &part[i]);
+    for (uint32_t i = 0; i < copies && rc == SOREN_OK; i++) {
+        if (max == NONE && i + 1 == copies)
+            rc = repeat(ps, min ? '+' : '*', &part[i]);
+        else if (i >= min)
+            rc = repeat(ps, '?', &part[i]);
+        if (rc == SOREN_OK && i > 0)
+            join_concat(ps->m, &part[0], part[i]);
+    }
+    *f = part[0];
+    return rc;
+}
+
+/* Reads a bound of an interval at *at: digits, saturating past any limit. */
+static uint32_t read_bound(const parser *ps, size_t *at, bool *any)
+{
+    uint32_t v = 0;
+    *any = false;
+    for (; *at < ps->len && ps->p[*at] >= '0' && ps->p[*at] <= '9'; (*at)++) {
+        v = v > 100000000u ? v : 10 * v + (uint32_t)(ps->p[*at] - '0');
+        *any = true;
+    }
+    return v;
+}
+
+/* True if an interval "{m}", "{m,}", "{,n}", "{m,n}" or "{,}" starts at
+ * at; sets its bounds (max NONE: none) and where it ends.  Anything else
+ * after '{' makes the '{' a literal, as in GNU grep -E. */
+static bool interval_at(const parser *ps, size_t at, uint32_t *min, uint32_t *max, size_t *past)
+{
+    size_t i = at + 1;
+    bool any_min, any_max;
+    *min = read_bound(ps, &i, &any_min);
+    *max = *min;
+    if (i < ps->len && ps->p[i] == ',') {
+        i++;
+        *max = read_bound(ps, &i, &any_max);
+        if (!any_max)
+            *max = NONE;
+    } else if (!any_min) {
+        return false;
+    }
+    if (i == ps->len || ps->p[i] != '}')
+        return false;
+    *past = i + 1;
+    return true;
+}
+
+/* Applies the interval at ps->pos to f (states from base), checking its
+ * bounds. */
+static soren_status parse_interval(parser *ps, uint32_t base, frag *f)
+{
+    size_t at = ps->pos, past;
+    uint32_t min, max;
+    interval_at(ps, at, &min, &max, &past);
+    uint32_t top = max == NONE ? min : max;
+    if (top > SOREN_REGEX_MAX_REPEAT)
+        return syntax_error(ps, at, "interval bound %s%u is over the limit of %u",
+                            top > 100000000u ? "past " : "", top > 100000000u ? 100000000u : top,
+                            SOREN_REGEX_MAX_REPEAT);
+    if (max != NONE && min > max)
+        return syntax_error(ps, at, "interval {%u,%u} has its minimum above its maximum",
+                            min, max);
+    ps->pos = past;
+    return interval(ps, base, min, max, f);
+}
+
+static bool is_interval(const parser *ps)
+{
+    uint32_t min, max;
+    size_t past;
+    return ps->pos < ps->len && ps->p[ps->pos] == '{' &&
+           interval_at(ps, ps->pos, &min, &max, &past);
+}
+
+/* ---- Atoms ----------------------------------------------------------------- */
+
 static soren_status parse_alt(parser *ps, frag *f);
 
-/* "[:", "[." and "[=" open POSIX classes, which are not supported. */
+/* Reads the character at *at into *c and moves *at past it: one byte in
+ * byte mode, one UTF-8 sequence in UTF-8 mode (where invalid UTF-8 is
+ * refused). */
+static soren_status read_char(parser *ps, size_t *at, uint32_t *c)
+{
+    const unsigned char *p = ps->p + *at;
+    size_t left = ps->len - *at;
+    if (!ps->utf8 || p[0] < 0x80) {
+        *c = p[0];
+        (*at)++;
+        return SOREN_OK;
+    }
+    /* The well-formed sequences (Unicode's table 3-7): the lead byte gives
+     * the length and the range of the second byte. */
+    unsigned n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+               : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    uint8_t lo2 = p[0] == 0xe0 ? 0xa0 : p[0] == 0xf0 ? 0x90 : 0x80;
+    uint8_t hi2 = p[0] == 0xed ? 0x9f : p[0] == 0xf4 ? 0x8f : 0xbf;
+    bool ok = n > 0 && left >= n && p[1] >= lo2 && p[1] <= hi2;
+    for (unsigned i = 2; ok && i < n; i++)
+        ok = p[i] >= 0x80 && p[i] <= 0xbf;
+    if (!ok)
+        return syntax_error(ps, *at, "byte 0x%02x is not valid UTF-8 (start the pattern with "
+                            "(?-u) to match bytes)", p[0]);
+    uint32_t v = p[0] & (0x7fu >> n);
+    for (unsigned i = 1; i < n; i++)
+        v = v << 6 | (p[i] & 0x3fu);
+    *c = v;
+    *at += n;
+    return SOREN_OK;
+}
+
+/* The ASCII classes, as in the C locale, each as ranges. */
+static const struct {
+    const char *name;
+    uint8_t ranges[4][2];
+} classes[] = {
+    {"alpha", {{'A', 'Z'}, {'a', 'z'}}},
+    {"digit", {{'0', '9'}}},
+    {"alnum", {{'0', '9'}, {'A', 'Z'}, {'a', 'z'}}},
+    {"space", {{'\t', '\r'}, {' ', ' '}}},
+    {"upper", {{'A', 'Z'}}},
+    {"lower", {{'a', 'z'}}},
+    {"punct", {{'!', '/'}, {':', '@'}, {'[', '`'}, {'{', '~'}}},
+    {"xdigit", {{'0', '9'}, {'A', 'F'}, {'a', 'f'}}},
+    {"blank", {{'\t', '\t'}, {' ', ' '}}},
+    {"cntrl", {{0x00, 0x1f}, {0x7f, 0x7f}}},
+    {"print", {{' ', '~'}}},
+    {"graph", {{'!', '~'}}},
+};
+
+/* True if "[:", "[." or "[=" starts at i inside brackets. */
 static bool opens_class(const parser *ps, size_t i)
 {
     return ps->p[i] == '[' && i + 1 < ps->len &&
            (ps->p[i + 1] == ':' || ps->p[i + 1] == '.' || ps->p[i + 1] == '=');
 }
 
-/* True if a range "x-y" starts at i: '-' followed by something but ']'. */
-static bool starts_range(const parser *ps, size_t i)
+/* Adds the class "[:name:]" at *at to the set and moves *at past it. */
+static soren_status bracket_class(parser *ps, size_t *at)
 {
-    return i + 2 < ps->len && ps->p[i + 1] == '-' && ps->p[i + 2] != ']';
+    size_t i = *at, name = i + 2, end = name;
+    if (ps->p[i + 1] != ':')
+        return syntax_error(ps, i, "unsupported '[%c' in a bracket expression", ps->p[i + 1]);
+    while (end + 1 < ps->len && !(ps->p[end] == ':' && ps->p[end + 1] == ']'))
+        end++;
+    if (end + 1 >= ps->len)
+        return syntax_error(ps, i, "unclosed '[:'");
+    for (size_t k = 0; k < sizeof classes / sizeof classes[0]; k++) {
+        const char *c = classes[k].name;
+        if (strlen(c) != end - name || memcmp(c, ps->p + name, end - name) != 0)
+            continue;
+        soren_status rc = SOREN_OK;
+        for (int r = 0; r < 4 && rc == SOREN_OK && classes[k].ranges[r][1]; r++)
+            rc = chars_add(ps, classes[k].ranges[r][0], classes[k].ranges[r][1]);
+        *at = end + 2;
+        return rc;
+    }
+    if (end - name > 32 || has_control(ps->pattern))
+        return syntax_error(ps, i, "unknown character class");
+    return syntax_error(ps, i, "unknown character class '%.*s' (the classes: alpha digit "
+                        "alnum upper lower space blank punct print graph cntrl xdigit)",
+                        (int)(end - name), (const char *)ps->p + name);
 }
 
-static soren_status refuse_class(const parser *ps, size_t i)
-{
-    return syntax_error(ps, i, "unsupported '[%c' in a bracket expression", ps->p[i + 1]);
-}
-
-/* Adds the byte or range at *at to set and moves *at past it. */
-static soren_status bracket_item(parser *ps, size_t *at, uint8_t set[32])
+/* Reads one character of a bracket expression at *at.  '\' there is
+ * literal in POSIX but an escape in most other dialects, so only "\\" (one
+ * backslash either way) is accepted. */
+static soren_status bracket_char(parser *ps, size_t *at, uint32_t *c)
 {
     size_t i = *at;
-    const unsigned char *p = ps->p;
-    if (opens_class(ps, i))
-        return refuse_class(ps, i);
-    unsigned lo = p[i], hi = lo;
-    if (starts_range(ps, i)) {
-        if (opens_class(ps, i + 2))
-            return refuse_class(ps, i + 2);
-        hi = p[i + 2];
-        if (hi < lo) {
-            bool json = has_control(ps->pattern);
-            char a[8], b[8];
-            show_byte((unsigned char)lo, json, a);
-            show_byte((unsigned char)hi, json, b);
-            return syntax_error(ps, i, "range '%s-%s' is out of order", a, b);
-        }
-        i += 2;
-        if (starts_range(ps, i))
-            return syntax_error(ps, i + 1, "'-' after a range must come last");
+    if (ps->p[i] != '\\' || i + 1 == ps->len) /* at the end: the '[' is unclosed */
+        return read_char(ps, at, c);
+    if (i + 1 < ps->len && ps->p[i + 1] == '\\') {
+        *c = '\\';
+        *at = i + 2;
+        return SOREN_OK;
     }
-    add_bytes(set, lo, hi);
-    *at = i + 1;
-    return SOREN_OK;
+    if (i + 1 < ps->len && ps->p[i + 1] >= 0x20 && ps->p[i + 1] < 0x7f)
+        return syntax_error(ps, i, "'\\%c' in a bracket expression is ambiguous (POSIX reads "
+                            "'\\' there as itself): write a backslash as \\\\", ps->p[i + 1]);
+    return syntax_error(ps, i, "'\\' in a bracket expression is ambiguous (POSIX reads it as "
+                        "itself): write a backslash as \\\\");
+}
+
+/* True if '-' at i makes a range: it is followed by something but ']'. */
+static bool range_dash(const parser *ps, size_t i)
+{
+    return i + 1 < ps->len && ps->p[i] == '-' && ps->p[i + 1] != ']';
+}
+
+static soren_status out_of_order(parser *ps, size_t from, size_t to)
+{
+    bool json = has_control(ps->pattern);
+    char range[64] = "";
+    size_t n = 0;
+    for (size_t i = from; i < to && n + 8 < sizeof range; i++) {
+        show_byte(ps->p[i], json, range + n);
+        n += strlen(range + n);
+    }
+    return syntax_error(ps, from, "range '%s' is out of order", range);
+}
+
+/* Adds the character, range or class at *at to the set and moves *at past
+ * it. */
+static soren_status bracket_item(parser *ps, size_t *at)
+{
+    size_t i = *at;
+    uint32_t lo, hi;
+    if (opens_class(ps, i)) {
+        soren_status rc = bracket_class(ps, at);
+        if (rc == SOREN_OK && range_dash(ps, *at))
+            return syntax_error(ps, *at, "a character class cannot start a range");
+        return rc;
+    }
+    soren_status rc = bracket_char(ps, at, &lo);
+    if (rc != SOREN_OK || !range_dash(ps, *at))
+        return rc == SOREN_OK ? chars_add(ps, lo, lo) : rc;
+    size_t dash = *at;
+    if (opens_class(ps, dash + 1)) {
+        if (ps->p[dash + 2] != ':')
+            return bracket_class(ps, &(size_t){dash + 1}); /* refuses "[." and "[=" */
+        return syntax_error(ps, dash + 1, "a range cannot end with a class");
+    }
+    *at = dash + 1;
+    rc = bracket_char(ps, at, &hi);
+    if (rc != SOREN_OK)
+        return rc;
+    if (hi < lo)
+        return out_of_order(ps, i, *at);
+    if (range_dash(ps, *at))
+        return syntax_error(ps, *at, "'-' after a range must come last");
+    return chars_add(ps, lo, hi);
 }
 
 static soren_status parse_bracket(parser *ps, frag *f)
 {
     size_t open = ps->pos, i = open + 1;
     bool negate = i < ps->len && ps->p[i] == '^';
-    uint8_t set[32] = {0};
     i += negate;
-    for (size_t first = i;; ) {
+    ps->set.n = 0;
+    for (size_t first = i;;) {
         if (i == ps->len)
             return syntax_error(ps, open, "unclosed '['");
         if (ps->p[i] == ']' && i > first)
             break;
-        soren_status rc = bracket_item(ps, &i, set);
+        soren_status rc = bracket_item(ps, &i);
         if (rc != SOREN_OK)
             return rc;
     }
     ps->pos = i + 1;
-    if (negate)
-        for (int k = 0; k < 32; k++)
-            set[k] = (uint8_t)~set[k];
-    return bytes(ps, set, f);
+    return finish_chars(ps, negate, f);
 }
 
 static soren_status parse_group(parser *ps, frag *f)
@@ -392,6 +909,8 @@ static soren_status parse_group(parser *ps, frag *f)
     size_t open = ps->pos;
     if (ps->depth == MAX_DEPTH)
         return syntax_error(ps, open, "groups nested more than %u deep", MAX_DEPTH);
+    if (open + 1 < ps->len && ps->p[open + 1] == '?')
+        return syntax_error(ps, open, "'(?' sets flags, and only at the start of the pattern");
     ps->pos++;
     ps->depth++;
     soren_status rc = parse_alt(ps, f);
@@ -411,6 +930,17 @@ static bool gnu_escape(unsigned char c)
            c == '<' || c == '>' || c == '`' || c == '\'';
 }
 
+/* The one character at *at (moved past it), as a set. */
+static soren_status literal(parser *ps, size_t *at, frag *f)
+{
+    uint32_t c;
+    ps->set.n = 0;
+    soren_status rc = read_char(ps, at, &c);
+    if (rc == SOREN_OK)
+        rc = chars_add(ps, c, c);
+    return rc == SOREN_OK ? finish_chars(ps, false, f) : rc;
+}
+
 static soren_status parse_escape(parser *ps, frag *f)
 {
     size_t at = ps->pos;
@@ -419,45 +949,47 @@ static soren_status parse_escape(parser *ps, frag *f)
     unsigned char c = ps->p[at + 1];
     if (gnu_escape(c))
         return syntax_error(ps, at, "unsupported escape '\\%c'", c);
-    ps->pos += 2;
-    return byte_range(ps, c, c, f);
+    ps->pos += 1;
+    return literal(ps, &ps->pos, f);
 }
 
 static soren_status parse_atom(parser *ps, frag *f)
 {
-    size_t at = ps->pos;
-    unsigned char c = ps->p[at];
+    unsigned char c = ps->p[ps->pos];
     switch (c) {
     case '(': return parse_group(ps, f);
     case '[': return parse_bracket(ps, f);
     case '\\': return parse_escape(ps, f);
-    case '{': return syntax_error(ps, at, "unsupported interval '{'");
     case '*':
     case '+':
     case '?': return empty(ps, f); /* nothing to repeat: repeats "" (GNU grep) */
+    case '{':
+        if (is_interval(ps))
+            return empty(ps, f); /* likewise */
+        break;
+    case '^': ps->pos++; return edge(ps, NFA_BOL, f);
+    case '$': ps->pos++; return edge(ps, NFA_EOL, f);
+    case '.': /* any character: the complement of none */
+        ps->pos++;
+        ps->set.n = 0;
+        return finish_chars(ps, true, f);
     }
-    ps->pos++;
-    switch (c) {
-    case '^': return edge(ps, NFA_BOL, f);
-    case '$': return edge(ps, NFA_EOL, f);
-    case '.': return byte_range(ps, 0, 255, f);
-    }
-    return byte_range(ps, c, c, f);
-}
-
-static bool is_repeat(const parser *ps)
-{
-    if (ps->pos == ps->len)
-        return false;
-    unsigned char c = ps->p[ps->pos];
-    return c == '*' || c == '+' || c == '?';
+    return literal(ps, &ps->pos, f);
 }
 
 static soren_status parse_repeat(parser *ps, frag *f)
 {
+    uint32_t base = ps->m->n;
     soren_status rc = parse_atom(ps, f);
-    while (rc == SOREN_OK && is_repeat(ps))
-        rc = repeat(ps, ps->p[ps->pos++], f);
+    while (rc == SOREN_OK && ps->pos < ps->len) {
+        unsigned char c = ps->p[ps->pos];
+        if (c == '*' || c == '+' || c == '?')
+            rc = repeat(ps, ps->p[ps->pos++], f);
+        else if (is_interval(ps))
+            rc = parse_interval(ps, base, f);
+        else
+            break;
+    }
     return rc;
 }
 
@@ -496,19 +1028,56 @@ static soren_status parse_alt(parser *ps, frag *f)
     return rc;
 }
 
+/* Reads the flag group "(?flags)" or "(?flags-flags)" that may open the
+ * pattern: i (ignore case) and u (UTF-8, on unless cleared). */
+static soren_status parse_flags(parser *ps)
+{
+    if (ps->len < 2 || ps->p[0] != '(' || ps->p[1] != '?')
+        return SOREN_OK;
+    bool on = true, any = false;
+    size_t i = 2;
+    for (; i < ps->len && ps->p[i] != ')'; i++) {
+        unsigned char c = ps->p[i];
+        if (c == '-' && on) {
+            on = false;
+            continue;
+        }
+        if (c == 'i')
+            ps->icase = on;
+        else if (c == 'u')
+            ps->utf8 = on;
+        else if (c >= 0x20 && c < 0x7f)
+            return syntax_error(ps, i, "unknown flag '%c' (the flags: i ignores case, -u "
+                                "matches bytes instead of UTF-8 characters)", c);
+        else
+            return syntax_error(ps, i, "unknown flag");
+        any = true;
+    }
+    if (i == ps->len)
+        return syntax_error(ps, 0, "unclosed '(?'");
+    if (!any)
+        return syntax_error(ps, 0, "'(?' names no flag");
+    ps->pos = i + 1;
+    return SOREN_OK;
+}
+
 static soren_status parse(const char *pattern, nfa *m, soren_error *err)
 {
     parser ps = {.pattern = pattern,
                  .p = (const unsigned char *)pattern,
                  .len = strlen(pattern),
+                 .utf8 = true,
                  .m = m,
                  .err = err};
     frag f;
-    soren_status rc = parse_alt(&ps, &f); /* at depth 0 it reads the whole pattern */
+    soren_status rc = parse_flags(&ps);
+    if (rc == SOREN_OK)
+        rc = parse_alt(&ps, &f); /* at depth 0 it reads the rest of the pattern */
     if (rc == SOREN_OK) {
         m->st[f.end].kind = NFA_MATCH;
         m->start = f.start;
     }
+    free(ps.set.r);
     return rc;
 }
 
