@@ -22,9 +22,16 @@ static soren_status run_stage_dist(const soren_stage_spec *spec, size_t index, s
     st->gpu = where == SOREN_DEVICE_GPU;
     st->shuffled = (uint32_t)soren__stage_shuffles(spec);
     double t0 = soren__now_ms();
+    /* A reduce without a combine: the rank maps its pairs as they come and
+     * the fold groups them, so where hash is forced (which groups a reduce's
+     * values in one process) the rank's map is direct, the same pairs. */
+    soren_run_options lo = *o;
+    if (spec->reduce == SOREN_REDUCE_FUNCTION && spec->combine == SOREN_COMBINE_NONE &&
+        o->engine && strcmp(o->engine, "hash") == 0)
+        lo.engine = "direct";
     soren_status rc = prior;
     if (rc == SOREN_OK)
-        rc = soren__run_stage(&l, index, where, inputs, input_count, params, o, res, x, rule,
+        rc = soren__run_stage(&l, index, where, inputs, input_count, params, &lo, res, x, rule,
                               rule_size, err);
     st->ms_map = soren__now_ms() - t0;
     st->mapped = st->pairs = res->count;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../cpu/cpu.h"
 #include "job.h"
 
 /* Each collective publishes what the ranks share, meets at the barrier,
@@ -231,6 +232,11 @@ soren_status soren__run_ranks(const soren_plugin *p, const soren_run_options *o,
         runs[r].o.devices_all = 0;
         runs[r].comm = soren__thread_comm_rank(t, (int)r, devices[r]);
         runs[r].o.comm = &runs[r].comm;
+        /* the CPUs shared among the ranks: their staging, their folds */
+        if (!o->threads) {
+            unsigned cpus = soren_cpu_count() / (unsigned)count;
+            runs[r].o.threads = cpus ? cpus : 1;
+        }
         /* rank 0 speaks and draws the progress line; the others fail with it */
         if (r > 0)
             runs[r].o.progress = NULL;

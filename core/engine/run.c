@@ -14,6 +14,8 @@ double soren__now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+enum { FOLD_PAIRS_PER_THREAD = 1 << 16 };
+
 soren_status soren__fold_received(const soren_stage_spec *spec, const soren_input *received,
                                   const soren_params *params, const soren_run_options *o,
                                   soren_result *res, soren_error *err)
@@ -21,7 +23,13 @@ soren_status soren__fold_received(const soren_stage_spec *spec, const soren_inpu
     soren_stage_spec f = *spec;
     f.input_format = SOREN_INPUT_PAIRS;
     f.record_size = 0;
-    soren_cpu_options cpu = {.threads = o->threads, .distinct_keys = received->count, .fold = 1};
+    /* Each thread's table is sized for every received key, so threads
+     * beyond the work's need cost their tables' setup: one per 64K pairs. */
+    unsigned threads = o->threads ? o->threads : soren_cpu_count();
+    uint64_t need = 1 + received->count / FOLD_PAIRS_PER_THREAD;
+    if (need < threads)
+        threads = (unsigned)need;
+    soren_cpu_options cpu = {.threads = threads, .distinct_keys = received->count, .fold = 1};
     soren_status rc = soren_cpu_run(&f, received, 1, params, &cpu, res, err);
     if (rc == SOREN_OK)
         rc = soren_result_order(res, spec->order, spec->limit, err);
