@@ -609,7 +609,7 @@ static soren_metrics monitor_buffer(const soren_stage_spec *spec, const void *da
     soren_metrics m;
     soren_error err;
     soren_error_clear(&err);
-    cr_assert_eq(soren_cpu_monitor(spec, &in, 1, NULL, fraction, threads, &m, &err), SOREN_OK,
+    cr_assert_eq(soren_cpu_monitor(spec, &in, 1, NULL, fraction, threads, NULL, &m, &err), SOREN_OK,
                  "%s", err.text);
     soren_input_close(&in);
     return m;
@@ -728,7 +728,7 @@ Test(adapt, monitor_refuses_bad_keys_in_the_engines_words)
     soren_error mon_err, run_err;
     soren_error_clear(&mon_err);
     soren_error_clear(&run_err);
-    cr_expect_eq(soren_cpu_monitor(&spec, &in, 1, NULL, 1, 2, &m, &mon_err), SOREN_EJOB);
+    cr_expect_eq(soren_cpu_monitor(&spec, &in, 1, NULL, 1, 2, NULL, &m, &mon_err), SOREN_EJOB);
     soren_result res;
     soren_result_init(&res, &spec);
     cr_expect_eq(soren_cpu_run(&spec, &in, 1, NULL, NULL, &res, &run_err), SOREN_EJOB);
@@ -743,7 +743,7 @@ Test(adapt, monitor_refuses_bad_keys_in_the_engines_words)
                      SOREN_INPUT_LINES, SOREN_TYPE_U32);
     seen = calloc(sizeof text, 1);
     soren_error_clear(&mon_err);
-    cr_expect_eq(soren_cpu_monitor(&spec, &in, 1, NULL, 1, 1, &m, &mon_err), SOREN_EJOB);
+    cr_expect_eq(soren_cpu_monitor(&spec, &in, 1, NULL, 1, 1, NULL, &m, &mon_err), SOREN_EJOB);
     cr_expect(strstr(mon_err.text, "emitted a key of 8 bytes; key.type u32 has 4-byte keys"),
               "%s", mon_err.text);
     free(seen);
@@ -785,7 +785,7 @@ static soren_metrics monitor_file(job *j, const char *path, double fraction)
     soren_error_clear(&err);
     cr_assert_eq(soren_input_open(&in, path, &err), SOREN_OK, "%s", err.text);
     soren_metrics m;
-    cr_assert_eq(soren_cpu_monitor(&j->spec, &in, 1, &j->params.params, fraction, 0, &m, &err),
+    cr_assert_eq(soren_cpu_monitor(&j->spec, &in, 1, &j->params.params, fraction, 0, NULL, &m, &err),
                  SOREN_OK, "%s", err.text);
     soren_input_close(&in);
     return m;

@@ -77,6 +77,11 @@ Test(cli, usage_errors_exit_2)
     expect_run(2, "got \"1,1\": GPU 1 is named twice", "run wordcount --devices 1,1 x");
     expect_run(2, "got \"0,,2\": \"\" is not a GPU number", "run wordcount --devices 0,,2 x");
     expect_run(2, "got \"two\"", "run wordcount --devices two x");
+    expect_run(2, "--timeout: expected a duration such as 90, 90s, 5m or 2h (seconds where no "
+               "unit is given), from 1 s to 1000 h, got \"0\"", "run wordcount --timeout 0 x");
+    expect_run(2, "got \"5x\"", "run wordcount --timeout 5x x");
+    expect_run(2, "got \"1001h\"", "run wordcount --timeout 1001h x");
+    expect_run(2, "got \"m\"", "run wordcount --timeout m x");
     expect_run(2, "--engine: expected one of", "run wordcount --engine magic x");
     expect_run(2, "--format: expected one of tsv csv json jsonl, got \"xml\"",
                "run wordcount --format xml x");

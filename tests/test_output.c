@@ -225,6 +225,38 @@ Test(output, a_plugin_that_overflows_a_threads_stack_is_reported_too)
     free(err);
 }
 
+Test(output, a_run_past_its_timeout_stops_and_names_where_it_was)
+{
+    /* Four chunks of the CPU engine, each over a second at 10 us a line:
+     * the run stops after the chunk it maps when the time runs out. */
+    put_lines("big.txt", "", 500000);
+    char *err = NULL;
+    int rc = run_faulty(&err, "SOREN_TEST_SLOW_US=10", "big.txt -o out.tsv --threads 1 "
+                        "--timeout 1");
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
+    /* monitoring's sample or the map: a second in, either may be running */
+    cr_expect(strstr(err, "soren-host: faulty ran longer than --timeout 1 s and was stopped (in "
+                          "phase m") != NULL, "stderr: %s", err);
+    cr_expect(strstr(err, ", mapping big.txt at byte ") != NULL, "stderr: %s", err);
+    cr_expect(strstr(err, "); nothing was written\n") != NULL, "stderr: %s", err);
+    expect_no_output();
+    free(err);
+}
+
+Test(output, a_run_that_hangs_past_its_timeout_ends_the_process)
+{
+    put_file("in.txt", "aa\nbbb\ncccc\n");
+    char *err = NULL;
+    int rc = run_faulty(&err, "SOREN_TEST_HANG_AT=3", "in.txt -o out.tsv --threads 1 "
+                        "--timeout 1");
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
+    cr_expect(strstr(err, "soren-host: faulty ran longer than --timeout 1 s (in phase map, "
+                          "mapping in.txt at byte 3) and did not stop when asked: ending the "
+                          "process, nothing written\n") != NULL, "stderr: %s", err);
+    expect_no_output();
+    free(err);
+}
+
 Test(output, an_input_that_shrinks_is_an_input_error)
 {
     long size = put_lines("big.txt", "", 100000);

@@ -253,6 +253,16 @@ soren_status soren_progress_check(soren_progress *p, const char *job, soren_erro
     return soren_error_set(err, SOREN_EJOB, "%s: the run was cancelled", job);
 }
 
+const char *soren_progress_current_phase(soren_progress *p)
+{
+    if (!p)
+        return NULL;
+    pthread_mutex_lock(&p->lock);
+    const char *phase = p->phase;
+    pthread_mutex_unlock(&p->lock);
+    return phase;
+}
+
 FILE *soren_progress_stream(const soren_progress *p)
 {
     return p ? p->stream : stderr;

@@ -53,6 +53,9 @@ void soren_progress_say(soren_progress *p, const char *fmt, ...)
 void soren_progress_cancel(soren_progress *p);
 soren_status soren_progress_check(soren_progress *p, const char *job, soren_error *err);
 
+/* The phase the run is in ("map", ...), NULL before the first or for a
+ * NULL p; safe from any thread. */
+const char *soren_progress_current_phase(soren_progress *p);
 /* Where p's messages go: its stream, or standard error when p is NULL. */
 FILE *soren_progress_stream(const soren_progress *p);
 

@@ -88,6 +88,10 @@ static const char usage_text[] =
     "                       block's holds every key it can, hash's caches the\n"
     "                       frequent keys of up to 12 bytes; 0: none, every pair\n"
     "                       goes to the global table\n"
+    "      --timeout DURATION\n"
+    "                       stop a run that takes longer, e.g. 90s, 5m or 2h (no\n"
+    "                       unit: seconds): it fails naming the phase and the\n"
+    "                       record being mapped, and writes nothing\n"
     "      --devices all|N|LIST\n"
     "                       spread the run over every GPU, the first N, or the GPUs\n"
     "                       LIST names (e.g. 0,2): each maps a share of the input,\n"
@@ -180,6 +184,27 @@ static int parse_fraction(const char *text, double *out, char *why)
 
 /* The usage error of option's value text: what the option expects, and
  * what is wrong with the text where the number parser said. */
+/* --timeout DURATION: whole seconds, minutes (m) or hours (h), s for
+ * seconds where a unit is wanted; in *ms. */
+static int parse_duration(const char *text, uint64_t *ms, char *why)
+{
+    size_t len = strlen(text);
+    uint64_t unit = 1000;
+    char number[32];
+    if (len && strchr("smh", text[len - 1])) {
+        unit = text[len - 1] == 'h' ? 3600000 : text[len - 1] == 'm' ? 60000 : 1000;
+        len--;
+    }
+    if (len == 0 || len >= sizeof number)
+        return 0;
+    snprintf(number, sizeof number, "%.*s", (int)len, text);
+    uint64_t n = 0;
+    if (!parse_count(number, 0, 1, 3600000 / (unit / 1000), &n, why))
+        return 0;
+    *ms = n * unit;
+    return 1;
+}
+
 /* --devices all|N|LIST: every GPU, the first N, or the GPUs a
  * comma-separated list names (each once); whether they exist is the run's
  * to say.  0 and fails with why set where text is none of these. */
@@ -272,7 +297,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         OPT_SAMPLE, OPT_SMALL_KEYS, OPT_EXPLAIN, OPT_ALLOW_INSECURE, OPT_ORDER, OPT_TOP,
         OPT_PROGRESS, OPT_NO_PROGRESS, OPT_FROM, OPT_DIR, OPT_TASKS, OPT_ITERATE,
         OPT_OUTPUT_PARTS, OPT_DEVICE_MEMORY, OPT_BLOCK_SLOTS, OPT_LOCAL, OPT_SOCKET,
-        OPT_DETACH, OPT_LOAD, OPT_JOBS, OPT_DEVICES
+        OPT_DETACH, OPT_LOAD, OPT_JOBS, OPT_DEVICES, OPT_TIMEOUT
     };
     static const struct option options[] = {
         {"output", required_argument, 0, 'o'},   {"param", required_argument, 0, 'p'},
@@ -286,6 +311,7 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
         {"block-slots", required_argument, 0, OPT_BLOCK_SLOTS},
         {"device-memory", required_argument, 0, OPT_DEVICE_MEMORY},
         {"devices", required_argument, 0, OPT_DEVICES},
+        {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"sample", required_argument, 0, OPT_SAMPLE},
         {"small-keys", required_argument, 0, OPT_SMALL_KEYS},
         {"explain", no_argument, 0, OPT_EXPLAIN},
@@ -411,6 +437,11 @@ int soren__cli_parse_args(soren__cli_args *c, int argc, char **argv)
             c->run.gpu.block_slots = n ? n : SOREN_GPU_NO_BLOCK_TABLE;
             break;
         }
+        case OPT_TIMEOUT:
+            if (!parse_duration(optarg, &c->run.timeout_ms, why))
+                return bad_value("--timeout", "a duration such as 90, 90s, 5m or 2h (seconds "
+                                 "where no unit is given), from 1 s to 1000 h", optarg, why);
+            break;
         case OPT_DEVICES:
             if (!parse_devices(optarg, &c->run, why))
                 return bad_value("--devices", "all, a count such as 2, or GPU numbers such as "

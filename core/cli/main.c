@@ -270,9 +270,10 @@ static int cmd_run(cli *c, const soren_search_path *sp, int argc, char **argv)
         c->run.inputs = (const char *const *)c->args + 1;
         c->run.input_count = (size_t)c->arg_count - 1;
         c->run.comm = comm;
-        /* Without its thread the run goes on, only without the line. */
-        if (speaks && want_progress(c))
-            c->run.progress = soren_progress_new(stderr, 1, NULL);
+        /* Without its thread the run goes on, only without the line;
+         * --timeout cancels the run through it, drawn or not. */
+        if (speaks && (want_progress(c) || c->run.timeout_ms))
+            c->run.progress = soren_progress_new(stderr, want_progress(c), NULL);
         soren_run(p, &c->run, &err);
         soren_progress_free(c->run.progress);
         c->run.progress = NULL;

@@ -67,10 +67,12 @@ int soren_cpu_dense(const soren_stage_spec *spec, unsigned threads);
  * input) without storing pairs, with threads threads (0: every CPU), and
  * fills *m: totals, the sample's records and bytes, pairs, key footprints as
  * the key space stores them, value bytes and a distinct-key estimate.  A key
- * that breaks the manifest fails it with the CPU engine's words. */
+ * that breaks the manifest fails it with the CPU engine's words; a run
+ * cancelled through progress (NULL: none) stops before its next chunk. */
 soren_status soren_cpu_monitor(const soren_stage_spec *spec, const soren_input *inputs,
                                size_t input_count, const soren_params *params, double fraction,
-                               unsigned threads, soren_metrics *m, soren_error *err);
+                               unsigned threads, soren_progress *progress, soren_metrics *m,
+                               soren_error *err);
 
 /* Number of CPUs this process may run on: online and in its affinity mask
  * (at least 1). */

@@ -53,6 +53,7 @@ typedef struct mworker {
 struct monitor {
     const soren_stage_spec *spec;
     const soren_params *params;
+    soren_progress *progress; /* a cancelled run stops before its next chunk */
     size_t key_size; /* typed keys: the one size allowed */
     chunk *chunks;
     uint64_t chunk_count;
@@ -268,7 +269,10 @@ static void *sample_main(void *arg)
         uint64_t c = atomic_fetch_add_explicit(&mon->next, 1, memory_order_relaxed);
         if (c >= mon->chunk_count)
             break;
-        sample_chunk(w, c);
+        if (soren_progress_check(mon->progress, mon->spec->job_name, &w->err) != SOREN_OK)
+            w->failed = 1;
+        else
+            sample_chunk(w, c);
         if (w->failed) {
             w->err_chunk = c;
             atomic_store_explicit(&mon->stop, 1, memory_order_relaxed);
@@ -326,12 +330,13 @@ static soren_status check_monitor_spec(const soren_stage_spec *spec, size_t *key
 
 soren_status soren_cpu_monitor(const soren_stage_spec *spec, const soren_input *inputs,
                                size_t input_count, const soren_params *params, double fraction,
-                               unsigned threads, soren_metrics *m, soren_error *err)
+                               unsigned threads, soren_progress *progress, soren_metrics *m,
+                               soren_error *err)
 {
     static const soren_params no_params;
     memset(m, 0, sizeof *m);
     m->fraction = fraction;
-    monitor mon = {.spec = spec, .params = params ? params : &no_params};
+    monitor mon = {.spec = spec, .params = params ? params : &no_params, .progress = progress};
     soren_status rc = check_monitor_spec(spec, &mon.key_size, err);
     if (rc == SOREN_OK)
         rc = cut_chunks(&mon, inputs, input_count, err);

@@ -17,6 +17,7 @@
 #include "iterate.h"
 #include "plan.h"
 #include "ranks.h"
+#include "timeout.h"
 
 /* Writes r to out, opened on path (standard output for NULL or "-") by
  * soren_run before the job ran where this rank writes, and commits it; in
@@ -237,11 +238,15 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     /* A rank that could not open its output or inputs fails every rank. */
     if (comm)
         rc = soren_dist_agree(comm, rc, err);
+    soren_watchdog *watchdog = NULL;
+    if (rc == SOREN_OK)
+        rc = soren__watchdog_start(&watchdog, o->timeout_ms, plan.job, o->progress, err);
     soren_run_outcome run;
     if (rc == SOREN_OK)
         rc = soren_run_inputs(&plan, o, &params, inputs, input_count, &run, err);
     else
         memset(&run, 0, sizeof run);
+    rc = soren__watchdog_stop(watchdog, rc, err);
     /* An input that shrank was read as zeros where its bytes had gone. */
     for (size_t i = 0; rc == SOREN_OK && i < input_count; i++)
         rc = soren_input_check_shrunk(&inputs[i], plan.job, err);

@@ -74,6 +74,8 @@ typedef struct soren_run_options {
     int devices[SOREN_MAX_DEVICES];
     size_t device_count;
     int devices_all;
+    /* --timeout: a run that takes longer is stopped (timeout.h); 0: none */
+    uint64_t timeout_ms;
 } soren_run_options;
 
 /* Zeroes o and sets the defaults: engine "auto", order -1 (the

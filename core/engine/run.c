@@ -112,7 +112,7 @@ static soren_status monitor_cpu(const soren_stage_spec *spec, const soren_input 
     soren_progress_phase(o->progress, "monitor", 0);
     double t0 = soren__now_ms();
     soren_status rc = soren_cpu_monitor(spec, inputs, input_count, params, o->sample,
-                                        o->threads, &x->metrics, err);
+                                        o->threads, o->progress, &x->metrics, err);
     x->ms.monitor = soren__now_ms() - t0;
     return rc;
 }

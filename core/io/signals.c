@@ -127,14 +127,22 @@ static void put_site(line *l, const soren__map_site *m)
     }
 }
 
-const char *soren__map_site_describe(char *buf, size_t size)
+/* m's record as a fault's message names it, in buf. */
+static void describe_site(const soren__map_site *m, char *buf, size_t size)
 {
     line l = {.n = 0};
-    if (soren__current_map.in && soren__current_map.record)
-        put_site(&l, &soren__current_map);
+    put_site(&l, m);
     l.buf[l.n] = '\0';
     if (size > 0)
         snprintf(buf, size, "%s", l.buf);
+}
+
+const char *soren__map_site_describe(char *buf, size_t size)
+{
+    if (size > 0)
+        buf[0] = '\0';
+    if (soren__current_map.in && soren__current_map.record)
+        describe_site(&soren__current_map, buf, size);
     return buf;
 }
 
@@ -205,8 +213,43 @@ static void on_fault(int sig, siginfo_t *si, void *context)
 static char alt_stack[ALT_STACK_SIZE];
 static atomic_int installed;
 
+/* The map sites of the threads that run plugin code now, so that a thread
+ * watching the run can name what they map (soren__map_sites_describe). */
+enum { SITES_MAX = 1024 };
+static soren__map_site *_Atomic sites[SITES_MAX];
+
+static void site_enter(void)
+{
+    for (size_t i = 0; i < SITES_MAX; i++) {
+        soren__map_site *none = NULL;
+        if (atomic_compare_exchange_strong(&sites[i], &none, &soren__current_map))
+            return;
+    }
+}
+
+static void site_leave(void)
+{
+    for (size_t i = 0; i < SITES_MAX; i++) {
+        soren__map_site *mine = &soren__current_map;
+        if (atomic_compare_exchange_strong(&sites[i], &mine, NULL))
+            return;
+    }
+}
+
+const char *soren__map_sites_describe(char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < SITES_MAX && !buf[0]; i++) {
+        const soren__map_site *s = atomic_load(&sites[i]);
+        if (s && s->in && s->record)
+            describe_site(s, buf, size);
+    }
+    return buf;
+}
+
 void *soren__signals_thread_stack(void)
 {
+    site_enter();
     stack_t now;
     /* The main thread (and any thread run outside the engines) has one. */
     if (!atomic_load(&installed) || sigaltstack(NULL, &now) != 0 || !(now.ss_flags & SS_DISABLE))
@@ -221,6 +264,7 @@ void *soren__signals_thread_stack(void)
 
 void soren__signals_thread_stack_free(void *stack)
 {
+    site_leave();
     if (!stack)
         return;
     stack_t off = {.ss_sp = NULL, .ss_size = 0, .ss_flags = SS_DISABLE};

@@ -39,7 +39,8 @@ void soren__signals_job(const char *library, const char *job);
 
 /* The fault handler runs on an alternate stack, so that a plugin that
  * overflows its thread's stack is reported too: a thread that runs plugin
- * code takes one at its start and frees it at its end.  NULL (nothing to
+ * code takes one at its start and frees it at its end (which also lists
+ * its map site for soren__map_sites_describe).  NULL (nothing to
  * free) where soren_signals_install was not called or memory is short. */
 void *soren__signals_thread_stack(void);
 void soren__signals_thread_stack_free(void *stack);
@@ -57,6 +58,12 @@ typedef struct soren__map_site {
  * names it ("FILE at byte N", "task N", "pair N of FILE"); "" when it maps
  * none.  Returns buf.  Not for a signal handler (it formats with snprintf). */
 const char *soren__map_site_describe(char *buf, size_t size);
+
+/* The record one of the threads running plugin code is mapping (the first
+ * found that maps one), in buf as soren__map_site_describe says it; "" when
+ * none maps.  For a thread that watches the run: the others' records change
+ * under it, so what it names is where one of them was a moment ago. */
+const char *soren__map_sites_describe(char *buf, size_t size);
 
 extern __thread soren__map_site soren__current_map __attribute__((tls_model("initial-exec")));
 

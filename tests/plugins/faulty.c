@@ -8,7 +8,9 @@
  *                             line at byte 0 so that another thread maps;
  *   SOREN_TEST_SHRINK_AT=N    map truncates its input, SOREN_TEST_SHRINK_FILE,
  *                             to SOREN_TEST_SHRINK_TO bytes (default 0) at
- *                             the line at byte N.
+ *                             the line at byte N;
+ *   SOREN_TEST_HANG_AT=N      map never returns from the line at byte N;
+ *   SOREN_TEST_SLOW_US=N      map takes N microseconds a line.
  * The CPU engine runs it (it has no GPU code). */
 #include <soren/soren.h>
 
@@ -49,6 +51,12 @@ static void faulty_map(soren_emitter *e, const soren_record *r, const soren_para
         if (truncate(getenv("SOREN_TEST_SHRINK_FILE"), to ? atoll(to) : 0) != 0)
             abort();
     }
+    if (at("SOREN_TEST_HANG_AT", r->offset))
+        for (;;)
+            usleep(1000);
+    const char *slow = getenv("SOREN_TEST_SLOW_US");
+    if (slow)
+        usleep((useconds_t)strtoul(slow, NULL, 10));
     uint32_t key = (uint32_t)r->size, one = 1;
     soren_emit(e, &key, sizeof key, &one);
 }
