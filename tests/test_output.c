@@ -257,6 +257,18 @@ Test(output, a_run_that_hangs_past_its_timeout_ends_the_process)
     free(err);
 }
 
+Test(output, the_progress_line_names_a_record_that_takes_over_a_second)
+{
+    put_file("in.txt", "aa\nbbb\ncccc\n");
+    char *err = NULL;
+    int rc = run_faulty(&err, "SOREN_TEST_HANG_AT=3", "in.txt -o out.tsv --threads 1 "
+                        "--progress --timeout 2");
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
+    cr_expect(strstr(err, "; mapping in.txt at byte 3 for 2 s") != NULL, "stderr: %s", err);
+    expect_no_output();
+    free(err);
+}
+
 Test(output, an_input_that_shrinks_is_an_input_error)
 {
     long size = put_lines("big.txt", "", 100000);

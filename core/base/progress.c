@@ -27,6 +27,7 @@ struct soren_progress {
     double phase_start;   /* seconds on the monotonic clock */
     double last_frame;    /* when the last frame was drawn; < 0: never */
     size_t width;         /* characters of the line now shown; 0: none */
+    soren_progress_slow_fn *slow; /* names a slow record; NULL: nobody asked */
     /* Outside the lock: the engines' threads add to it after every chunk,
      * and read cancelled there. */
     atomic_uint_fast64_t done;
@@ -95,6 +96,19 @@ static void compose(const soren_progress *p, double now, char *line, size_t size
     }
 }
 
+/* The frame, with the record the run has been mapping for a second or
+ * more where there is one. */
+static void compose_frame(const soren_progress *p, double now, char *line, size_t size)
+{
+    compose(p, now, line, size);
+    char slow[400] = "";
+    if (p->slow)
+        p->slow(p, slow, sizeof slow);
+    size_t n = strlen(line);
+    if (slow[0] && n < size)
+        snprintf(line + n, size - n, "; mapping %s", slow);
+}
+
 /* ---- Drawing (with the lock held) ---------------------------------------- */
 
 /* Columns of the terminal behind stream, or 0 when it is not one. */
@@ -117,8 +131,8 @@ static void pad(FILE *f, size_t n)
  * frame than the last is padded with spaces over the rest of it. */
 static void draw(soren_progress *p, double now)
 {
-    char line[256];
-    compose(p, now, line, sizeof line);
+    char line[768];
+    compose_frame(p, now, line, sizeof line);
     size_t n = strlen(line), cols = terminal_columns(p->stream);
     if (cols && n >= cols)
         n = cols - 1;
@@ -251,6 +265,15 @@ soren_status soren_progress_check(soren_progress *p, const char *job, soren_erro
     if (!p || !atomic_load_explicit(&p->cancelled, memory_order_relaxed))
         return SOREN_OK;
     return soren_error_set(err, SOREN_EJOB, "%s: the run was cancelled", job);
+}
+
+void soren_progress_watch_records(soren_progress *p, soren_progress_slow_fn *slow)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->slow = slow;
+    pthread_mutex_unlock(&p->lock);
 }
 
 const char *soren_progress_current_phase(soren_progress *p)

@@ -21,6 +21,7 @@
 #ifndef SOREN_PROGRESS_H
 #define SOREN_PROGRESS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -53,6 +54,13 @@ void soren_progress_say(soren_progress *p, const char *fmt, ...)
 void soren_progress_cancel(soren_progress *p);
 soren_status soren_progress_check(soren_progress *p, const char *job, soren_error *err);
 
+/* Names a record that the run whose progress object is run has been
+ * mapping for a second or more, in buf ("" when none). */
+typedef void soren_progress_slow_fn(const void *run, char *buf, size_t size);
+/* Each frame of the line then ends with the record slow names, if any:
+ * "..., 0:07 left; mapping big.txt at byte 1234 for 3 s".  The engines
+ * know where they map; the orchestration, above both, sets it. */
+void soren_progress_watch_records(soren_progress *p, soren_progress_slow_fn *slow);
 /* The phase the run is in ("map", ...), NULL before the first or for a
  * NULL p; safe from any thread. */
 const char *soren_progress_current_phase(soren_progress *p);

@@ -969,7 +969,7 @@ static int map_chunk(worker *w, uint64_t c)
     soren_record r;
     soren_records_init_input(&it, spec, in, begin, end);
     /* A fault in map names the input and r's offset (signals.h). */
-    soren__current_map = (soren__map_site){in, &r, spec->input_format};
+    soren__current_map = (soren__map_site){in, &r, spec->input_format, g->progress};
     while (soren_records_next(&it, &r)) {
         map(&w->em, &r, g->params);
         if (w->failed)

@@ -238,6 +238,7 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     /* A rank that could not open its output or inputs fails every rank. */
     if (comm)
         rc = soren_dist_agree(comm, rc, err);
+    soren_progress_watch_records(o->progress, soren__map_sites_slow);
     soren_watchdog *watchdog = NULL;
     if (rc == SOREN_OK)
         rc = soren__watchdog_start(&watchdog, o->timeout_ms, plan.job, o->progress, err);

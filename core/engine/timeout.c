@@ -57,7 +57,7 @@ static void *watch(void *arg)
     }
     const char *phase = soren_progress_current_phase(w->progress);
     char site[512];
-    soren__map_sites_describe(site, sizeof site);
+    soren__map_sites_describe(w->progress, site, sizeof site);
     snprintf(w->where, sizeof w->where, "in phase %s%s%s", phase ? phase : "start",
              site[0] ? ", mapping " : "", site);
     w->fired = 1;

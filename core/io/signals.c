@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "output.h"
@@ -236,15 +237,53 @@ static void site_leave(void)
     }
 }
 
-const char *soren__map_sites_describe(char *buf, size_t size)
+const char *soren__map_sites_describe(const void *run, char *buf, size_t size)
 {
     buf[0] = '\0';
     for (size_t i = 0; i < SITES_MAX && !buf[0]; i++) {
         const soren__map_site *s = atomic_load(&sites[i]);
-        if (s && s->in && s->record)
+        if (s && s->run == run && s->in && s->record)
             describe_site(s, buf, size);
     }
     return buf;
+}
+
+/* What each site was mapping when last looked at, and since when. */
+static struct seen {
+    const soren__map_site *site;
+    uint64_t offset, index;
+    double since;
+} seen[SITES_MAX];
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A record slower than this is named on the progress line. */
+#define SLOW_SECONDS 1.0
+
+void soren__map_sites_slow(const void *run, char *buf, size_t size)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, slowest = 0;
+    buf[0] = '\0';
+    pthread_mutex_lock(&seen_lock);
+    for (size_t i = 0; i < SITES_MAX; i++) {
+        const soren__map_site *s = atomic_load(&sites[i]);
+        if (!s || s->run != run || !s->in || !s->record)
+            continue;
+        uint64_t offset = s->record->offset, index = s->record->index;
+        struct seen *w = &seen[i];
+        if (w->site != s || w->offset != offset || w->index != index) {
+            *w = (struct seen){s, offset, index, now};
+            continue;
+        }
+        if (now - w->since >= SLOW_SECONDS && now - w->since > slowest) {
+            slowest = now - w->since;
+            char where[512];
+            describe_site(s, where, sizeof where);
+            snprintf(buf, size, "%s for %.0f s", where, slowest);
+        }
+    }
+    pthread_mutex_unlock(&seen_lock);
 }
 
 void *soren__signals_thread_stack(void)

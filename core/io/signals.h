@@ -52,6 +52,7 @@ typedef struct soren__map_site {
     const soren_input *in;
     const soren_record *record;
     soren_input_format format;
+    const void *run; /* the run's progress object (or NULL): whose record it is */
 } soren__map_site;
 
 /* The record the calling thread is mapping, in buf, as a fault's message
@@ -59,11 +60,17 @@ typedef struct soren__map_site {
  * none.  Returns buf.  Not for a signal handler (it formats with snprintf). */
 const char *soren__map_site_describe(char *buf, size_t size);
 
-/* The record one of the threads running plugin code is mapping (the first
- * found that maps one), in buf as soren__map_site_describe says it; "" when
- * none maps.  For a thread that watches the run: the others' records change
- * under it, so what it names is where one of them was a moment ago. */
-const char *soren__map_sites_describe(char *buf, size_t size);
+/* A record that a thread running plugin code for run (its progress object)
+ * is mapping, the first found, in buf as soren__map_site_describe says it;
+ * "" when none maps.  For a thread that watches the run: the others'
+ * records change under it, so what it names is where one of them was a
+ * moment ago. */
+const char *soren__map_sites_describe(const void *run, char *buf, size_t size);
+
+/* Where a thread has been mapping one record of run for a second or more:
+ * "FILE at byte N for S s" in buf, else "".  Called from the progress
+ * line's thread, ten times a second (soren_progress_watch_records). */
+void soren__map_sites_slow(const void *run, char *buf, size_t size);
 
 extern __thread soren__map_site soren__current_map __attribute__((tls_model("initial-exec")));
 
