@@ -390,6 +390,26 @@ Test(host, client_that_dies_mid_job)
     free(expect(0, "jobs:", "ps"));
 }
 
+Test(host, a_job_past_its_timeout_fails_alone)
+{
+    build_plugin("slow", "1.0.0", 1, 1, 0);
+    write_slow_input();
+    start_host("");
+    /* Each 1 MiB chunk takes 4 s: the job is asked to stop at 3 s and
+     * does after its chunks, naming where it was. */
+    char *out = NULL, *err = NULL;
+    int rc = host(&out, &err, "run slow --sample 0 --timeout 3 -o out.tsv slow.txt");
+    cr_expect_eq(rc, 1, "%s", err);
+    cr_expect(strstr(err, "slow ran longer than --timeout 3 s and was stopped (in phase map, "
+                          "mapping slow.txt at byte "), "%s", err);
+    cr_expect(!exists_in_dir("out.tsv"));
+    free(out);
+    free(err);
+    out = expect(0, NULL, "run lines in.txt");
+    cr_expect_str_eq(out, "a\t1\nb\t3\ncrash?\t1\n");
+    free(out);
+}
+
 Test(host, host_that_dies_mid_job)
 {
     build_plugin("slow", "1.0.0", 1, 1, 0);
