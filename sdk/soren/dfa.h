@@ -2,8 +2,9 @@
  * dfa.h - matching a compiled pattern inside a plugin.
  *
  * A manifest parameter of type "regex" reaches the plugin as a soren_dfa: the
- * host compiles the pattern (a POSIX ERE subset: literals, ., [...], [^...],
- * *, +, ?, |, (...), ^, $) into a deterministic automaton over 258 symbols,
+ * host compiles the pattern (POSIX ERE with intervals, bracket classes and
+ * UTF-8 characters, and the flags (?i) and (?-u): docs/grep.md gives the
+ * dialect) into a deterministic automaton over 258 symbols,
  * the 256 byte values plus SOREN_DFA_BEGIN and SOREN_DFA_END, which stand for
  * the two ends of the subject: ^ matches BEGIN and $ matches END.  The
  * automaton is built for "the subject contains a match" and its accepting
