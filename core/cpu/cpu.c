@@ -842,9 +842,9 @@ static void pipe_flush(worker *w)
  * cache misses, and the next emits do not depend on them: a short key
  * (the common case) waits in w's pipeline while its slot is fetched
  * (PIPE_SLOT emits), then its entry (PIPE_ENTRY emits), and only then is
- * folded.  Pairs are folded in the order they were emitted (a long key
- * flushes the pipeline first), so every accumulator sees its values in
- * the same order as without it. */
+ * folded, first in first out.  A long key is folded at once.  Every value
+ * of a key takes the same path, so each accumulator sees its values in
+ * the order map emitted them. */
 static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const void *value)
 {
     worker *w = e->ctx;
@@ -857,9 +857,7 @@ static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const 
     }
     uint64_t h = hash_key(key, len);
     if (len > KEY_INLINE) {
-        pipe_flush(w);
-        if (!w->failed)
-            combine_pair(w, h, key, len, value);
+        combine_pair(w, h, key, len, value);
         return;
     }
     uint64_t n = w->pipe_next;
