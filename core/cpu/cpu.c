@@ -698,7 +698,8 @@ struct worker {
     uint8_t *pipe_vals; /* PIPE values */
     uint64_t pipe_first, pipe_next;
 
-    /* dense mode: key.count accumulators and a seen flag per key */
+    /* dense mode: key.count accumulators (zeros) and a seen flag per key */
+    uint64_t dense_count; /* key.count */
     uint8_t *dense_vals;
     uint8_t *dense_seen;
 
@@ -768,6 +769,31 @@ static void worker_fail(worker *w)
     atomic_store_explicit(&w->g->stop, 1, memory_order_relaxed);
 }
 
+/* 1 if the manifest allows key: what soren__key_refused checks, without
+ * its words, inline on every emit; a key it refuses goes to worker_refuse
+ * for them. */
+static ALWAYS_INLINE int key_allowed(const engine *g, const void *key, uint32_t len)
+{
+    if (g->key_size == 0) /* a string */
+        return len <= g->spec->key_max_size;
+    if (len != g->key_size)
+        return 0;
+    if (g->spec->key_type != SOREN_TYPE_INDEX)
+        return 1;
+    uint32_t k;
+    memcpy(&k, key, 4);
+    return k < g->key_count;
+}
+
+/* Records that map emitted a key the manifest does not allow (out of line:
+ * the emitters stay small). */
+static __attribute__((noinline, cold)) void worker_refuse(worker *w, const void *key,
+                                                          uint32_t len)
+{
+    if (!w->failed && key_refused(w->g, "map", key, len, &w->err))
+        worker_fail(w);
+}
+
 static void worker_nomem(worker *w, const char *what)
 {
     soren_error_set(&w->err, SOREN_ENOMEM, "%s: out of memory in map (%s)",
@@ -782,8 +808,8 @@ static ALWAYS_INLINE uint32_t worker_entry(worker *w, const void *key, uint32_t 
 {
     if (w->failed)
         return NO_ENTRY;
-    if (key_refused(w->g, "map", key, len, &w->err)) {
-        worker_fail(w);
+    if (__builtin_expect(!key_allowed(w->g, key, len), 0)) {
+        worker_refuse(w, key, len);
         return NO_ENTRY;
     }
     uint32_t i = table_find(&w->tab, hash_key(key, len), key, len, fresh);
@@ -851,8 +877,8 @@ static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const 
     engine *g = w->g;
     if (w->failed)
         return;
-    if (key_refused(g, "map", key, len, &w->err)) {
-        worker_fail(w);
+    if (__builtin_expect(!key_allowed(g, key, len), 0)) {
+        worker_refuse(w, key, len);
         return;
     }
     uint64_t h = hash_key(key, len);
@@ -899,8 +925,7 @@ static ALWAYS_INLINE uint8_t *dense_acc(worker *w, const void *key, uint32_t len
             return w->dense_vals + (size_t)k * g->vsize;
         }
     }
-    if (!w->failed && key_refused(g, "map", key, len, &w->err))
-        worker_fail(w);
+    worker_refuse(w, key, len);
     return NULL;
 }
 
@@ -919,22 +944,29 @@ static void emit_dense(soren_emitter *e, const void *key, uint32_t len, const vo
 }
 
 /* The integer sums (the histogram's), without a call per value: the same
- * wrapping additions as sum_u32 and sum_u64, a fresh key taking the value
- * as sum_first does. */
+ * wrapping additions as sum_u32 and sum_u64.  The accumulators start at 0,
+ * so a fresh key takes 0 + its value, as sum_first does, and the seen flag
+ * is only set, never read. */
 #define DEFINE_DENSE_SUM(name, T)                                                        \
     static void emit_dense_sum_##name(soren_emitter *e, const void *key, uint32_t len,  \
                                       const void *value)                                 \
     {                                                                                    \
-        int fresh;                                                                       \
-        uint8_t *acc = dense_acc(e->ctx, key, len, &fresh);                              \
-        if (!acc)                                                                        \
-            return;                                                                      \
-        T x = 0, y;                                                                      \
-        if (!fresh)                                                                      \
-            memcpy(&x, acc, sizeof x);                                                   \
-        memcpy(&y, value, sizeof y);                                                     \
-        x += y;                                                                          \
-        memcpy(acc, &x, sizeof x);                                                       \
+        worker *w = e->ctx;                                                              \
+        if (__builtin_expect(len == 4 && !w->failed, 1)) {                               \
+            uint32_t k;                                                                  \
+            memcpy(&k, key, 4);                                                          \
+            if (__builtin_expect(k < w->dense_count, 1)) {                               \
+                uint8_t *acc = w->dense_vals + (size_t)k * sizeof(T);                    \
+                T x, y;                                                                  \
+                memcpy(&x, acc, sizeof x);                                               \
+                memcpy(&y, value, sizeof y);                                             \
+                x += y;                                                                  \
+                memcpy(acc, &x, sizeof x);                                               \
+                w->dense_seen[k] = 1;                                                    \
+                return;                                                                  \
+            }                                                                            \
+        }                                                                                \
+        worker_refuse(w, key, len);                                                      \
     }
 DEFINE_DENSE_SUM(u32, uint32_t)
 DEFINE_DENSE_SUM(u64, uint64_t)
@@ -1759,7 +1791,8 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
         w->em.ctx = w;
         soren_error_clear(&w->err);
         if (g->dense) {
-            w->dense_vals = malloc((size_t)g->key_count * g->vsize);
+            w->dense_count = g->key_count;
+            w->dense_vals = calloc((size_t)g->key_count, g->vsize);
             w->dense_seen = calloc((size_t)g->key_count, 1);
             if (!w->dense_vals || !w->dense_seen) {
                 rc = soren_error_set(err, SOREN_ENOMEM, "%s: out of memory for the index keys' "
