@@ -650,6 +650,9 @@ typedef struct worker worker;
 #define PIPE_SLOT 8u
 #define PIPE_ENTRY 8u
 #define PIPE (PIPE_SLOT + PIPE_ENTRY)
+/* Tables of fewer slots (256 KiB of them) fold at once: their slots and
+ * entries stay in the caches, where waiting only costs the copies. */
+#define PIPE_MIN_SLOTS (UINT64_C(1) << 15)
 
 /* A pair waiting in combine mode's pipeline (its value is kept apart). */
 typedef struct pending {
@@ -731,7 +734,7 @@ struct engine {
     mode mode;
     combine_ops ops;
     combine_ctx combine;
-    size_t sum_bytes; /* 4 or 8: the combine is an integer sum of that size; 0: other */
+    soren_type sum_type; /* the combine is a sum of values of this type; NONE: another */
     size_t vsize;                 /* value size */
     size_t key_size;              /* typed keys: the one size allowed */
 
@@ -830,27 +833,28 @@ static ALWAYS_INLINE void combine_pair(worker *w, uint64_t h, const uint8_t *key
         return;
     }
     uint8_t *acc = table_value(&w->tab, i);
-    /* The integer sums without a call: the wrapping additions of sum_u32
-     * and sum_u64, a fresh key taking the value as sum_first does. */
-    if (g->sum_bytes == 4) {
-        uint32_t x = 0, y;
-        if (!fresh)
-            memcpy(&x, acc, 4);
-        memcpy(&y, value, 4);
-        x += y;
-        memcpy(acc, &x, 4);
-    } else if (g->sum_bytes == 8) {
-        uint64_t x = 0, y;
-        if (!fresh)
-            memcpy(&x, acc, 8);
-        memcpy(&y, value, 8);
-        x += y;
-        memcpy(acc, &x, 8);
-    } else if (fresh) {
-        g->ops.first(acc, value, &g->combine);
-    } else {
-        g->ops.fold(acc, value, &g->combine);
+    /* The sums without a call: the additions of sum_u32 .. sum_f64 (integers
+     * wrap), a fresh key taking 0 + its value as sum_first does. */
+#define SUM_CASE(TYPE, T)                                                                \
+    if (g->sum_type == TYPE) {                                                           \
+        T x = 0, y;                                                                      \
+        if (!fresh)                                                                      \
+            memcpy(&x, acc, sizeof x);                                                   \
+        memcpy(&y, value, sizeof y);                                                     \
+        x += y;                                                                          \
+        memcpy(acc, &x, sizeof x);                                                       \
+        return;                                                                          \
     }
+    SUM_CASE(SOREN_TYPE_U32, uint32_t)
+    SUM_CASE(SOREN_TYPE_U64, uint64_t)
+    SUM_CASE(SOREN_TYPE_I64, uint64_t)
+    SUM_CASE(SOREN_TYPE_F64, double)
+    SUM_CASE(SOREN_TYPE_F32, float)
+#undef SUM_CASE
+    if (fresh)
+        g->ops.first(acc, value, &g->combine);
+    else
+        g->ops.fold(acc, value, &g->combine);
 }
 
 /* Combines w's pending pairs, oldest first, and empties the pipeline. */
@@ -864,13 +868,33 @@ static void pipe_flush(worker *w)
     w->pipe_first = w->pipe_next = 0;
 }
 
-/* Combine mode's emitter.  A key's slot and then its entry are most often
- * cache misses, and the next emits do not depend on them: a short key
- * (the common case) waits in w's pipeline while its slot is fetched
- * (PIPE_SLOT emits), then its entry (PIPE_ENTRY emits), and only then is
- * folded, first in first out.  A long key is folded at once.  Every value
- * of a key takes the same path, so each accumulator sees its values in
- * the order map emitted them. */
+/* Copies the n <= KEY_INLINE bytes of key to dst without a call: two
+ * loads that may overlap, as key_equal reads them. */
+static ALWAYS_INLINE void key_copy(uint8_t *dst, const uint8_t *key, uint32_t n)
+{
+    if (n >= 8) {
+        uint64_t a = load64(key), b = load64(key + n - 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a = (uint32_t)load32(key), b = (uint32_t)load32(key + n - 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            dst[i] = key[i];
+    }
+}
+
+/* Combine mode's emitter.  Once a table outgrows the caches (PIPE_MIN_SLOTS
+ * slots), a key's slot and then its entry are most often cache misses, and
+ * the next emits do not depend on them: a short key (the common case) then
+ * waits in w's pipeline while its slot is fetched (PIPE_SLOT emits), then
+ * its entry (PIPE_ENTRY emits), and only then is folded, first in first
+ * out.  A long key, or any key while the table is small, is folded at
+ * once; a table never shrinks, so the pipeline is empty until it is in
+ * use.  Every value of a key takes the same path, so each accumulator sees
+ * its values in the order map emitted them. */
 static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const void *value)
 {
     worker *w = e->ctx;
@@ -882,13 +906,13 @@ static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const 
         return;
     }
     uint64_t h = hash_key(key, len);
-    if (len > KEY_INLINE) {
+    const table *t = &w->tab;
+    if (len > KEY_INLINE || t->mask < PIPE_MIN_SLOTS - 1) {
         combine_pair(w, h, key, len, value);
         return;
     }
     uint64_t n = w->pipe_next;
     size_t vs = g->vsize;
-    const table *t = &w->tab;
     if (n - w->pipe_first == PIPE) {
         const pending *q = &w->pipe[n % PIPE];
         combine_pair(w, q->hash, q->key, q->len, w->pipe_vals + (n % PIPE) * vs);
@@ -904,8 +928,14 @@ static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const 
     pending *q = &w->pipe[n % PIPE];
     q->hash = h;
     q->len = len;
-    memcpy(q->key, key, len);
-    memcpy(w->pipe_vals + (n % PIPE) * vs, value, vs);
+    key_copy(q->key, key, len);
+    uint8_t *v = w->pipe_vals + (n % PIPE) * vs;
+    if (vs == 4)
+        memcpy(v, value, 4);
+    else if (vs == 8)
+        memcpy(v, value, 8);
+    else
+        memcpy(v, value, vs);
     __builtin_prefetch(&t->slots[h & t->mask]);
     w->pipe_next = n + 1;
 }
@@ -1612,11 +1642,7 @@ static soren_status check_spec(const soren_stage_spec *spec, const soren_result 
                                    (unsigned)spec->combine, soren_type_name(spec->value_type));
         g->mode = MODE_COMBINE;
         if (spec->combine == SOREN_COMBINE_SUM)
-            g->sum_bytes = spec->value_type == SOREN_TYPE_U32 ? 4
-                           : spec->value_type == SOREN_TYPE_U64 ||
-                                   spec->value_type == SOREN_TYPE_I64
-                               ? 8
-                               : 0;
+            g->sum_type = spec->value_type;
     }
     if (spec->reduce == SOREN_REDUCE_FUNCTION && !code->reduce)
         return soren_error_set(err, SOREN_EJOB, "%s: the plugin has no reduce function", job);
