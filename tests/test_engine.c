@@ -1280,9 +1280,10 @@ Test(engine, keys_of_every_length_equal_a_plain_fold)
 
 /* Each key's values fold into its entry in the order map emitted them,
  * short keys (which wait to be folded) and long ones (which do not)
- * interleaved: one thread, chunks of 20 records and whole, an
- * order-sensitive combine, over 40 keys (so that a key's pairs wait
- * together) and 3000, equal to folding every key's values in input order. */
+ * interleaved: one thread, chunks of 20 records and whole, a table large
+ * enough that short keys wait, an order-sensitive combine, over 40 keys (so
+ * that a key's pairs wait together) and 3000, equal to folding every key's
+ * values in input order. */
 Test(engine, combine_folds_in_emit_order)
 {
     enum { RECORDS = 100000 };
@@ -1302,7 +1303,7 @@ Test(engine, combine_folds_in_emit_order)
             soren_result res;
             run_opt(&spec, data, (size_t)RECORDS * KEYREC_SIZE,
                     &(soren_cpu_options){.threads = 1, .chunk_bytes = chunks[c],
-                                         .table_slots = 8},
+                                         .table_slots = 1u << 16},
                     &res);
             char what[64];
             snprintf(what, sizeof what, "%zu keys, %s", (size_t)ref.count,
