@@ -54,6 +54,19 @@ static void baseline_args(int argc, char **argv, const char *name, const char *u
     }
 }
 
+/* The operand text as a u32 (what names it in the message); exits 2 if it
+ * is not one. */
+static inline uint32_t baseline_u32(const char *name, const char *what, const char *text)
+{
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end || !*text || v > UINT32_MAX) {
+        fprintf(stderr, "%s: %s is a u32, not %s\n", name, what, text);
+        exit(2);
+    }
+    return (uint32_t)v;
+}
+
 /* The file at path, mapped read-only and read in (an empty file: a valid
  * pointer to no bytes); *size its bytes.  baseline_unmap releases it. */
 static const uint8_t *baseline_map(const char *name, const char *path, uint64_t *size)

@@ -75,12 +75,7 @@ int main(int argc, char **argv)
     const char *args[3];
     long threads;
     baseline_args(argc, argv, name, "K CENTROIDS POINTS", 3, args, &threads);
-    char *end;
-    unsigned long long want = strtoull(args[0], &end, 10);
-    if (*end || !*args[0] || want > UINT32_MAX) {
-        fprintf(stderr, "%s: K is a u32, not %s\n", name, args[0]);
-        return 2;
-    }
+    uint64_t want = baseline_u32(name, "K", args[0]);
     uint64_t csize, psize;
     const uint8_t *cbytes = baseline_map(name, args[1], &csize);
     const uint8_t *points = baseline_map(name, args[2], &psize);

@@ -57,26 +57,15 @@ static void *multiply_share(void *arg)
     return NULL;
 }
 
-static uint32_t dimension(const char *name, const char *what, const char *text)
-{
-    char *end;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (*end || !*text || v > UINT32_MAX) {
-        fprintf(stderr, "%s: %s is a u32, not %s\n", name, what, text);
-        exit(2);
-    }
-    return (uint32_t)v;
-}
-
 int main(int argc, char **argv)
 {
     static const char name[] = "cpu-matmul";
     const char *args[5];
     long threads;
     baseline_args(argc, argv, name, "ROWS INNER COLS A B", 5, args, &threads);
-    uint64_t rows = dimension(name, "ROWS", args[0]);
-    uint64_t inner = dimension(name, "INNER", args[1]);
-    uint64_t cols = dimension(name, "COLS", args[2]);
+    uint64_t rows = baseline_u32(name, "ROWS", args[0]);
+    uint64_t inner = baseline_u32(name, "INNER", args[1]);
+    uint64_t cols = baseline_u32(name, "COLS", args[2]);
     uint64_t asize, bsize;
     const uint8_t *abytes = baseline_map(name, args[3], &asize);
     const uint8_t *bbytes = baseline_map(name, args[4], &bsize);
