@@ -308,6 +308,15 @@ static void table_free(table *t)
     memset(t, 0, sizeof *t);
 }
 
+/* After a table's last lookup: its slots go, its entries stay (the merge,
+ * reduce and copy read entries only), so that they do not add to the
+ * memory that the merged tables and the result take next. */
+static void table_drop_slots(table *t)
+{
+    free(t->slots);
+    t->slots = NULL;
+}
+
 static int table_rehash(table *t)
 {
     uint64_t slots = (t->mask + 1) * 2;
@@ -1112,6 +1121,7 @@ static void group_by_partition(worker *w)
 {
     engine *g = w->g;
     unsigned P = g->nthreads;
+    table_drop_slots(&w->tab);
     w->part_start = calloc((size_t)P + 1, sizeof *w->part_start);
     w->by_part = malloc(((size_t)w->tab.count + 1) * sizeof *w->by_part);
     if (!w->part_start || !w->by_part) {
@@ -1270,6 +1280,7 @@ static void merge_combine(part *p, unsigned t)
                     g->ops.merge(table_value(&p->tab, i), v, &g->combine);
             }
         }
+        table_drop_slots(&p->tab);
     }
 }
 
@@ -1363,6 +1374,7 @@ static void merge_collect(part *p, unsigned t)
             remap[s][k] = i;
         }
     }
+    table_drop_slots(&p->tab);
     /* Each key's values, packed in one array. */
     uint32_t keys = p->tab.count;
     start = malloc(((size_t)keys + 1) * sizeof *start);
