@@ -1212,9 +1212,11 @@ static int map_chunk(worker *w, uint64_t c)
         if (w->failed)
             break;
     }
-    soren__current_map.in = NULL;
+    /* The pairs still waiting, folded while a fault in a user combine
+     * still names the input. */
     if (g->mode == MODE_COMBINE && !g->dense)
         pipe_flush(w);
+    soren__current_map.in = NULL;
     if (g->mode == MODE_LIST)
         segment_close(w);
     if (w->failed)
