@@ -13,6 +13,8 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,6 +52,19 @@ static void baseline_args(int argc, char **argv, const char *name, const char *u
         fprintf(stderr, "usage: %s [--threads N] %s\n", name, usage);
         exit(2);
     }
+}
+
+/* The operand text as a u32 (what names it in the message); exits 2 if it
+ * is not one. */
+static inline uint32_t baseline_u32(const char *name, const char *what, const char *text)
+{
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (*end || !*text || v > UINT32_MAX) {
+        fprintf(stderr, "%s: %s is a u32, not %s\n", name, what, text);
+        exit(2);
+    }
+    return (uint32_t)v;
 }
 
 /* The file at path, mapped read-only and read in (an empty file: a valid
@@ -111,6 +126,31 @@ static void *baseline_calloc(const char *name, size_t n, size_t size, const char
         exit(1);
     }
     return p;
+}
+
+/* Prints v as soren-host writes an f32 (is_f32) or f64 value: the fewest
+ * significant digits of %g, from FLT_DIG (DBL_DIG) up, or from 1 for a
+ * subnormal, that read back to the same bits; inf, -inf, and nan for every
+ * NaN. */
+static inline void baseline_print_float(double v, int is_f32)
+{
+    if (isnan(v)) {
+        fputs("nan", stdout);
+        return;
+    }
+    if (isinf(v)) {
+        fputs(v < 0 ? "-inf" : "inf", stdout);
+        return;
+    }
+    char buf[64];
+    int subnormal = fabs(v) < (is_f32 ? FLT_MIN : DBL_MIN);
+    int last = is_f32 ? 9 : 17;
+    for (int digits = subnormal ? 1 : is_f32 ? FLT_DIG : DBL_DIG; digits <= last; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, v);
+        if (is_f32 ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, stdout);
 }
 
 /* The exit status once the output is written: 1 if writing failed. */

@@ -5,7 +5,9 @@
 # that uses every separator of sdk/soren/text.h (and a backslash, which tsv
 # escapes), stringmatch over seeded text with overlapping matches, each at
 # several thread counts (histogram's index keys take the
-# CPU engine's dense arrays).  Prints TAP.
+# CPU engine's dense arrays); kmeans's step over seeded points and matmul
+# over seeded matrices (one cut short, whose missing columns both leave
+# out).  Prints TAP.
 set -u
 LC_ALL=C
 export LC_ALL
@@ -17,38 +19,48 @@ fail=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 notok() { n=$((n + 1)); echo "not ok $n - $1"; fail=1; }
 
-# same NAME BASELINE PLUGIN INPUT THREADS [PATTERN]: the two outputs are
-# equal bytes (PATTERN: stringmatch's parameter, the baseline's argument).
+# same NAME THREADS BASELINE OPERANDS PLUGIN ARGUMENTS: BASELINE's output for
+# OPERANDS and `soren-host run PLUGIN ARGUMENTS`'s are equal bytes.  OPERANDS
+# and ARGUMENTS are split at spaces; files are named relative to $tmp, the
+# current folder, so that no path holds one.
 same() {
-  if [ $# -gt 5 ]; then
-    "$b/bench/$2" --threads "$5" "$6" "$4" > "$tmp/want" 2> "$tmp/err"
-  else
-    "$b/bench/$2" --threads "$5" "$4" > "$tmp/want" 2> "$tmp/err"
-  fi || { notok "$1: $2 failed: $(head -c 300 "$tmp/err")"; return; }
-  if [ $# -gt 5 ]; then
-    "$b/soren-host" run "$b/stage/plugins/$3.json" "$4" --device cpu --threads "$5" \
-      -p "pattern=$6" > "$tmp/got" 2> "$tmp/err"
-  else
-    "$b/soren-host" run "$b/stage/plugins/$3.json" "$4" --device cpu --threads "$5" \
-      > "$tmp/got" 2> "$tmp/err"
-  fi || { notok "$1: soren-host failed: $(head -c 300 "$tmp/err")"; return; }
-  if [ -s "$tmp/want" ] && cmp -s "$tmp/want" "$tmp/got"; then
-    ok "$1 ($(wc -l < "$tmp/want") lines)"
+  "$b/bench/$3" --threads "$2" $4 > want 2> err ||
+    { notok "$1: $3 failed: $(head -c 300 err)"; return; }
+  "$b/soren-host" run "$b/stage/plugins/$5.json" $6 --device cpu --threads "$2" \
+    > got 2> err || { notok "$1: soren-host failed: $(head -c 300 err)"; return; }
+  if [ -s want ] && cmp -s want got; then
+    ok "$1 ($(wc -l < want) lines)"
   else
     notok "$1"
-    diff "$tmp/want" "$tmp/got" | head -5 | sed 's/^/# /'
+    diff want got | head -5 | sed 's/^/# /'
   fi
 }
 
-echo "1..12"
-"$b/soren-gen" rgb --size 3M --seed 11 > "$tmp/rgb" || exit 1
-"$b/soren-gen" text --size 2M --seed 12 > "$tmp/text" || exit 1
+cd "$tmp" || exit 1
+set -f
+echo "1..21"
+"$b/soren-gen" rgb --size 3M --seed 11 > rgb || exit 1
+"$b/soren-gen" text --size 2M --seed 12 > text || exit 1
 printf 'a\\b c\tc\vd\fe\rf\n\303\251t\303\251 x\037y long-word-past-sixteen-bytes\n\n a\\b  \205 z' \
-  > "$tmp/separators"
+  > separators
+"$b/soren-gen" points --count 30000 --dims 3 --seed 13 > points || exit 1
+"$b/soren-gen" points --count 30000 --dims 3 --seed 13 --centroids 24 > centroids || exit 1
+# Matrices whose sizes are no multiple of the baseline's blocks, and a B
+# cut short, so that only its first 20 columns are whole.
+"$b/soren-gen" matrix --rows 70 --cols 300 --seed 14 > a || exit 1
+"$b/soren-gen" matrix --rows 300 --cols 260 --seed 15 > b || exit 1
+head -c $(((299 * 260 + 20) * 4 + 3)) b > b-short
 for t in 1 2 3; do
-  same "histogram, 3 MiB RGB, $t threads" cpu-histogram histogram "$tmp/rgb" $t
-  same "wordcount, 2 MiB text, $t threads" cpu-wordcount wordcount "$tmp/text" $t
-  same "wordcount, every separator, $t threads" cpu-wordcount wordcount "$tmp/separators" $t
-  same "stringmatch aa, 2 MiB text, $t threads" cpu-stringmatch stringmatch "$tmp/text" $t aa
+  same "histogram, 3 MiB RGB, $t threads" $t cpu-histogram rgb histogram rgb
+  same "wordcount, 2 MiB text, $t threads" $t cpu-wordcount text wordcount text
+  same "wordcount, every separator, $t threads" $t cpu-wordcount separators wordcount separators
+  same "stringmatch aa, 2 MiB text, $t threads" $t cpu-stringmatch "aa text" stringmatch \
+    "text -p pattern=aa"
+  same "kmeans, 30000 points, 24 centroids, $t threads" $t cpu-kmeans "24 centroids points" \
+    kmeans "points -p k=24 -p centroids=@centroids"
+  same "matmul 70 x 300 x 260, $t threads" $t cpu-matmul "70 300 260 a b" matmul \
+    "-p a=@a -p b=@b -p rows=70 -p inner=300 -p cols=260"
+  same "matmul, B cut short, $t threads" $t cpu-matmul "70 300 260 a b-short" matmul \
+    "-p a=@a -p b=@b-short -p rows=70 -p inner=300 -p cols=260"
 done
 exit $fail

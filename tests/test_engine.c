@@ -1120,6 +1120,202 @@ Test(engine, tables_grow_from_any_first_size)
     free(data);
 }
 
+/* ---- Keys of every length, through the tables ----------------------------- */
+
+/* Records of KEYREC_SIZE bytes: the key's length (0 to KEYREC_MAX), its
+ * bytes, then a u64 value at KEYREC_VALUE. */
+enum { KEYREC_MAX = 40, KEYREC_VALUE = 44, KEYREC_SIZE = 52 };
+
+static void keyrec_map(soren_emitter *e, const soren_record *r, const soren_params *p)
+{
+    (void)p;
+    soren_emit(e, r->data + 1, r->data[0], r->data + KEYREC_VALUE);
+}
+
+/* An order-sensitive fold: acc * 1000003 + v, wrapping. */
+static void polynomial(void *acc, const void *v)
+{
+    uint64_t a, b;
+    memcpy(&a, acc, 8);
+    memcpy(&b, v, 8);
+    a = a * 1000003u + b;
+    memcpy(acc, &a, 8);
+}
+
+static const uint64_t polynomial_identity = 0;
+
+/* records records whose keys are prefixes of a few random stems (so many
+ * keys equal each other up to any length, the 16 bytes an entry holds
+ * among them), lengths 0 to KEYREC_MAX, most near 16, drawn from about
+ * distinct keys; values random. */
+static uint8_t *keyrec_data(size_t records, size_t distinct, uint64_t seed)
+{
+    enum { STEMS = 4 };
+    static const uint8_t alphabet[] = {'a', 'b', 0, 0xff};
+    uint64_t rng = seed;
+    uint8_t stems[STEMS][KEYREC_MAX];
+    for (size_t s = 0; s < STEMS; s++)
+        for (size_t j = 0; j < KEYREC_MAX; j++)
+            stems[s][j] = alphabet[tu_rand_below(&rng, 4)];
+    uint8_t *data = calloc(records, KEYREC_SIZE);
+    cr_assert_not_null(data);
+    for (size_t i = 0; i < records; i++) {
+        uint8_t *r = data + i * KEYREC_SIZE;
+        /* Key number k: its stem, its length and a tag of 4 bytes at a
+         * place set by k, so that keys differ anywhere, also only past
+         * byte 16. */
+        uint64_t k = tu_rand_below(&rng, distinct);
+        uint64_t h = k * UINT64_C(0x9e3779b97f4a7c15);
+        uint8_t len = (uint8_t)((h >> 8) % 4 ? 12 + (h >> 16) % 10 : (h >> 16) % (KEYREC_MAX + 1));
+        r[0] = len;
+        memcpy(r + 1, stems[k % STEMS], len);
+        if (len >= 4) {
+            size_t at = (h >> 24) % (len - 3);
+            uint32_t tag = (uint32_t)(k / STEMS);
+            memcpy(r + 1 + at, &tag, 4);
+        }
+        uint64_t v = tu_rand(&rng);
+        memcpy(r + KEYREC_VALUE, &v, 8);
+    }
+    return data;
+}
+
+typedef struct keyrec_ref {
+    const uint8_t *rec;
+    size_t at; /* the record's number, so that equal keys keep input order */
+} keyrec_ref;
+
+static int keyrec_cmp(const void *a, const void *b)
+{
+    const keyrec_ref *x = a, *y = b;
+    word wx = {x->rec + 1, x->rec[0]}, wy = {y->rec + 1, y->rec[0]};
+    int c = word_cmp(&wx, &wy);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* The records folded per key by a sort and a loop, in key order: the sum,
+ * the maximum or (polynomial) the order-sensitive fold of each key's
+ * values in input order. */
+static void keyrec_reference(const uint8_t *data, size_t records, soren_combine_op op,
+                             soren_result *ref)
+{
+    keyrec_ref *refs = malloc(records * sizeof *refs);
+    cr_assert_not_null(refs);
+    for (size_t i = 0; i < records; i++)
+        refs[i] = (keyrec_ref){data + i * KEYREC_SIZE, i};
+    qsort(refs, records, sizeof *refs, keyrec_cmp);
+    soren_stage_spec spec = make_spec("keys", NULL, SOREN_INPUT_FIXED, SOREN_TYPE_STRING,
+                                      SOREN_TYPE_U64, op, SOREN_REDUCE_COMBINE);
+    soren_result_init(ref, &spec);
+    for (size_t i = 0; i < records;) {
+        const uint8_t *r = refs[i].rec;
+        uint64_t acc = op == SOREN_COMBINE_USER ? polynomial_identity : 0;
+        size_t j = i;
+        for (; j < records && word_cmp(&(word){r + 1, r[0]},
+                                       &(word){refs[j].rec + 1, refs[j].rec[0]}) == 0;
+             j++) {
+            uint64_t v;
+            memcpy(&v, refs[j].rec + KEYREC_VALUE, 8);
+            if (op == SOREN_COMBINE_SUM)
+                acc += v;
+            else if (op == SOREN_COMBINE_MAX)
+                acc = j == i || v > acc ? v : acc;
+            else
+                polynomial(&acc, &v);
+        }
+        cr_assert_eq(soren_result_append(ref, r + 1, r[0], &acc, NULL), SOREN_OK);
+        i = j;
+    }
+    free(refs);
+}
+
+/* Keys of 0 to 40 bytes, many equal up to the 16 bytes an entry holds
+ * inline, through tables that start at 8 slots and grow many times, equal
+ * a sort and a loop: an integer sum (added in the emitter), a maximum
+ * (the combine's function) at 1, 2 and 5 threads, small chunks and the
+ * default.  The same keys grouping 200000 records into 5000 keys. */
+Test(engine, keys_of_every_length_equal_a_plain_fold)
+{
+    static const size_t distinct[] = {150000, 5000};
+    static const soren_combine_op ops[] = {SOREN_COMBINE_SUM, SOREN_COMBINE_MAX};
+    enum { RECORDS = 200000 };
+    for (size_t d = 0; d < 2; d++) {
+        uint8_t *data = keyrec_data(RECORDS, distinct[d], 31 + d);
+        for (size_t o = 0; o < 2; o++) {
+            soren_result ref;
+            keyrec_reference(data, RECORDS, ops[o], &ref);
+            if (d == 0)
+                cr_assert_gt(ref.count, 100000, "%llu keys", (unsigned long long)ref.count);
+            soren_stage code = {.map = keyrec_map, .combine = {ops[o], SOREN_TYPE_U64, NULL, NULL}};
+            soren_stage_spec spec = make_spec("keys", &code, SOREN_INPUT_FIXED, SOREN_TYPE_STRING,
+                                              SOREN_TYPE_U64, ops[o], SOREN_REDUCE_COMBINE);
+            spec.record_size = KEYREC_SIZE;
+            static const unsigned threads[] = {1, 2, 5};
+            static const uint64_t chunks[] = {KEYREC_SIZE * 1000, 0};
+            for (size_t t = 0; t < 3; t++) {
+                for (size_t c = 0; c < 2; c++) {
+                    uint64_t chunk = chunks[c];
+                    soren_explain x = {0};
+                    x.job = "keys";
+                    soren_result res;
+                    run_opt(&spec, data, (size_t)RECORDS * KEYREC_SIZE,
+                            &(soren_cpu_options){.threads = threads[t], .chunk_bytes = chunk,
+                                                 .table_slots = 8, .explain = &x},
+                            &res);
+                    char what[96];
+                    snprintf(what, sizeof what, "%zu keys, %s, %u threads, %s chunks",
+                             (size_t)ref.count, ops[o] == SOREN_COMBINE_SUM ? "sum" : "max",
+                             threads[t], chunk ? "52 kB" : "default");
+                    expect_same_result(&res, &ref, what);
+                    expect_growths(&x, 8, 9, what);
+                    soren_result_destroy(&res);
+                    soren_explain_destroy(&x);
+                }
+            }
+            soren_result_destroy(&ref);
+        }
+        free(data);
+    }
+}
+
+/* Each key's values fold into its entry in the order map emitted them,
+ * short keys (which wait to be folded) and long ones (which do not)
+ * interleaved: one thread, chunks of 20 records and whole, a table large
+ * enough that short keys wait, an order-sensitive combine, over 40 keys (so
+ * that a key's pairs wait together) and 3000, equal to folding every key's
+ * values in input order. */
+Test(engine, combine_folds_in_emit_order)
+{
+    enum { RECORDS = 100000 };
+    static const size_t distinct[] = {40, 3000};
+    static const uint64_t chunks[] = {20 * KEYREC_SIZE, (uint64_t)RECORDS * KEYREC_SIZE};
+    for (size_t d = 0; d < 2; d++) {
+        uint8_t *data = keyrec_data(RECORDS, distinct[d], 47 + d);
+        soren_result ref;
+        keyrec_reference(data, RECORDS, SOREN_COMBINE_USER, &ref);
+        soren_stage code = {.map = keyrec_map,
+                            .combine = SOREN_COMBINE_FN(polynomial, &polynomial_identity)};
+        soren_stage_spec spec =
+            make_spec("keys", &code, SOREN_INPUT_FIXED, SOREN_TYPE_STRING, SOREN_TYPE_U64,
+                      SOREN_COMBINE_USER, SOREN_REDUCE_COMBINE);
+        spec.record_size = KEYREC_SIZE;
+        for (size_t c = 0; c < 2; c++) {
+            soren_result res;
+            run_opt(&spec, data, (size_t)RECORDS * KEYREC_SIZE,
+                    &(soren_cpu_options){.threads = 1, .chunk_bytes = chunks[c],
+                                         .table_slots = 1u << 16},
+                    &res);
+            char what[64];
+            snprintf(what, sizeof what, "%zu keys, %s", (size_t)ref.count,
+                     c ? "one chunk" : "chunks of 20 records");
+            expect_same_result(&res, &ref, what);
+            soren_result_destroy(&res);
+        }
+        soren_result_destroy(&ref);
+        free(data);
+    }
+}
+
 /* ---- Map-only ------------------------------------------------------------ */
 
 static void line_map(soren_emitter *e, const soren_record *r, const soren_params *p)

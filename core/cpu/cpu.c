@@ -6,7 +6,7 @@
  *  map     Worker w takes chunks of the inputs from a shared counter and runs
  *          map on the records that start in each.  Its emitter applies the
  *          combine at once into w's own open-addressing table (combine
- *          mode), counts keys and keeps the values (collect mode: a reduce
+ *          mode: each accumulator updated in place in its key's entry), counts keys and keeps the values (collect mode: a reduce
  *          function without a combine), or appends the pairs to w's list
  *          (list mode: map-only).  The table starts at the size the options
  *          give (from the projection, or forced) and doubles as it fills;
@@ -18,7 +18,8 @@
  *          has seen; no hashing, no table.
  *  merge   Partition t is merged from partition t of every worker's table,
  *          applying the combine again (or gathering every value of a key).
- *          Keys are not copied: merged entries point into the workers' key
+ *          Keys of up to 16 bytes live in the entries; longer ones are
+ *          not copied again: merged entries point into the workers' key
  *          arenas, which live until the end.  Dense mode: partition t is
  *          the t-th range of keys, folded from every worker's array in
  *          worker order (as the tables merge), keeping only keys some
@@ -200,25 +201,52 @@ static void arena_free(arena *a)
 
 /* ---- The table: open addressing, linear probing -------------------------- */
 
+/* Keys of up to KEY_INLINE bytes live in their entry; longer ones in the
+ * table's arena (or, copy_keys 0, wherever the caller keeps them). */
+#define KEY_INLINE 16u
+/* Entries come in blocks of 2^ENTRY_BLOCK_SHIFT that never move: growing
+ * the table copies no entry and never holds two copies of them. */
+#define ENTRY_BLOCK_SHIFT 10u
+#define ENTRY_BLOCK_MASK ((1u << ENTRY_BLOCK_SHIFT) - 1)
+
+/* An entry's header is 32 bytes, and a value of at most 4 bytes sits in
+ * aux's place (collect mode, which uses aux, has 8-byte values), so such an
+ * entry is one record of half a cache line: a probe that matches reads the
+ * key and updates the value with one miss.  A larger value follows the
+ * header, 8-byte aligned. */
 typedef struct entry {
     uint64_t hash;
-    const uint8_t *key;
     uint32_t len;
     uint32_t aux; /* collect mode: the entry's rank within its partition */
+    union {
+        uint8_t bytes[KEY_INLINE]; /* len <= KEY_INLINE */
+        const uint8_t *ptr;        /* longer */
+    } key;
 } entry;
 
+_Static_assert(sizeof(entry) == 32, "an entry header is 32 bytes");
+
+static inline const uint8_t *entry_key(const entry *en)
+{
+    return en->len <= KEY_INLINE ? en->key.bytes : en->key.ptr;
+}
+
 /* A slot is 0 (empty) or the hash's high half over (entry index + 1), so a
- * probe compares 32 bits of hash before it touches the entry. */
+ * probe compares 32 bits of hash before it touches the entry.  The hash is
+ * computed once, by whoever first looks the key up: entries keep it for
+ * growth, partitioning and the merge. */
 typedef struct table {
     uint64_t *slots;
     uint64_t mask;
-    entry *entries;
-    uint8_t *values; /* vsize bytes per entry */
+    uint8_t **blocks; /* records of stride bytes: an entry, then its value */
+    uint32_t nblocks, blocks_cap;
+    size_t stride;
+    size_t value_at;  /* the value's offset within a record */
     uint32_t count;
     uint32_t cap;
     size_t vsize;
     uint64_t key_total; /* sum of the entries' key lengths */
-    int copy_keys;      /* 0: entries point at keys someone else keeps */
+    int copy_keys;      /* 0: long keys stay where the caller keeps them */
     arena keys;
     /* Each growth doubles the slots, so growth k went from first_slots << k
      * to first_slots << (k + 1): --explain reports them without the table
@@ -227,13 +255,37 @@ typedef struct table {
     unsigned growths;
 } table;
 
+static ALWAYS_INLINE entry *table_entry(const table *t, uint32_t e)
+{
+    return (entry *)(t->blocks[e >> ENTRY_BLOCK_SHIFT] + (e & ENTRY_BLOCK_MASK) * t->stride);
+}
+
+static ALWAYS_INLINE uint8_t *table_value(const table *t, uint32_t e)
+{
+    return (uint8_t *)table_entry(t, e) + t->value_at;
+}
+
+/* The layout of vsize-byte values, with no slots and no entries: merge_dense
+ * fills such a table without probing. */
+static void table_layout(table *t, size_t vsize)
+{
+    memset(t, 0, sizeof *t);
+    t->vsize = vsize;
+    if (vsize <= 4) {
+        t->stride = sizeof(entry);
+        t->value_at = offsetof(entry, aux);
+    } else {
+        t->stride = sizeof(entry) + ((vsize + 7) & ~(size_t)7);
+        t->value_at = sizeof(entry);
+    }
+}
+
 /* An empty table of at least min_slots slots (a power of two), more if
  * expect keys would load it past 5/8. */
 static int table_init(table *t, size_t vsize, int copy_keys, uint64_t min_slots,
                       uint64_t expect)
 {
-    memset(t, 0, sizeof *t);
-    t->vsize = vsize;
+    table_layout(t, vsize);
     t->copy_keys = copy_keys;
     uint64_t slots = min_slots;
     while (slots * 5 / 8 < expect)
@@ -249,10 +301,20 @@ static int table_init(table *t, size_t vsize, int copy_keys, uint64_t min_slots,
 static void table_free(table *t)
 {
     free(t->slots);
-    free(t->entries);
-    free(t->values);
+    for (uint32_t b = 0; b < t->nblocks; b++)
+        free(t->blocks[b]);
+    free(t->blocks);
     arena_free(&t->keys);
     memset(t, 0, sizeof *t);
+}
+
+/* After a table's last lookup: its slots go, its entries stay (the merge,
+ * reduce and copy read entries only), so that they do not add to the
+ * memory that the merged tables and the result take next. */
+static void table_drop_slots(table *t)
+{
+    free(t->slots);
+    t->slots = NULL;
 }
 
 static int table_rehash(table *t)
@@ -263,7 +325,7 @@ static int table_rehash(table *t)
         return -1;
     uint64_t mask = slots - 1;
     for (uint32_t e = 0; e < t->count; e++) {
-        uint64_t h = t->entries[e].hash;
+        uint64_t h = table_entry(t, e)->hash;
         uint64_t i = h & mask;
         while (s[i])
             i = (i + 1) & mask;
@@ -276,22 +338,47 @@ static int table_rehash(table *t)
     return 0;
 }
 
-static int table_grow_entries(table *t)
+/* One more block of entries, aligned to 64 bytes so that no entry header
+ * straddles a cache line. */
+static int table_add_block(table *t)
 {
-    if (t->cap >= UINT32_MAX - 1)
+    if (t->cap >= UINT32_MAX - ENTRY_BLOCK_MASK - 1)
         return -1;
-    uint64_t cap = t->cap ? (uint64_t)t->cap * 2 : 256;
-    if (cap > UINT32_MAX - 1)
-        cap = UINT32_MAX - 1;
-    entry *e = realloc(t->entries, cap * sizeof *e);
-    if (!e)
+    if (t->nblocks == t->blocks_cap) {
+        uint32_t n = t->blocks_cap ? t->blocks_cap * 2 : 16;
+        uint8_t **b = realloc(t->blocks, (size_t)n * sizeof *b);
+        if (!b)
+            return -1;
+        t->blocks = b;
+        t->blocks_cap = n;
+    }
+    uint8_t *p = aligned_alloc(64, ((size_t)t->stride << ENTRY_BLOCK_SHIFT));
+    if (!p)
         return -1;
-    t->entries = e;
-    uint8_t *v = realloc(t->values, cap * t->vsize);
-    if (!v)
-        return -1;
-    t->values = v;
-    t->cap = (uint32_t)cap;
+    t->blocks[t->nblocks++] = p;
+    t->cap += 1u << ENTRY_BLOCK_SHIFT;
+    return 0;
+}
+
+/* Makes entry e (the next one, room taken) hold key: inline if short,
+ * else copied into the arena (copy_keys) or pointed at.  -1: no memory. */
+static ALWAYS_INLINE int entry_set(table *t, entry *en, uint64_t h, const uint8_t *key,
+                                   uint32_t len)
+{
+    en->hash = h;
+    en->len = len; /* aux: the value's place or collect mode's, set by them */
+    if (len <= KEY_INLINE) {
+        memcpy(en->key.bytes, key, len);
+    } else if (t->copy_keys) {
+        uint8_t *p = arena_alloc(&t->keys, len);
+        if (!p)
+            return -1;
+        memcpy(p, key, len);
+        en->key.ptr = p;
+    } else {
+        en->key.ptr = key;
+    }
+    t->key_total += len;
     return 0;
 }
 
@@ -299,19 +386,12 @@ static int table_grow_entries(table *t)
 static __attribute__((noinline)) uint32_t table_insert(table *t, uint64_t i, uint64_t h,
                                                        const uint8_t *key, uint32_t len)
 {
-    if (t->count == t->cap && table_grow_entries(t) != 0)
+    if (t->count == t->cap && table_add_block(t) != 0)
         return NO_ENTRY;
-    const uint8_t *stored = key;
-    if (t->copy_keys && len) {
-        uint8_t *p = arena_alloc(&t->keys, len);
-        if (!p)
-            return NO_ENTRY;
-        memcpy(p, key, len);
-        stored = p;
-    }
-    uint32_t e = t->count++;
-    t->entries[e] = (entry){.hash = h, .key = stored, .len = len, .aux = 0};
-    t->key_total += len;
+    uint32_t e = t->count;
+    if (entry_set(t, table_entry(t, e), h, key, len) != 0)
+        return NO_ENTRY;
+    t->count++;
     t->slots[i] = (h & UINT64_C(0xffffffff00000000)) | ((uint64_t)e + 1);
     return e;
 }
@@ -333,8 +413,8 @@ static ALWAYS_INLINE uint32_t table_find(table *t, uint64_t h, const uint8_t *ke
             break;
         if ((s & UINT64_C(0xffffffff00000000)) == tag) {
             uint32_t e = (uint32_t)s - 1;
-            const entry *en = &t->entries[e];
-            if (en->len == len && key_equal(en->key, key, len)) {
+            const entry *en = table_entry(t, e);
+            if (en->len == len && key_equal(entry_key(en), key, len)) {
                 *fresh = 0;
                 return e;
             }
@@ -343,11 +423,6 @@ static ALWAYS_INLINE uint32_t table_find(table *t, uint64_t h, const uint8_t *ke
     }
     *fresh = 1;
     return table_insert(t, i, h, key, len);
-}
-
-static inline uint8_t *table_value(const table *t, uint32_t e)
-{
-    return t->values + (size_t)e * t->vsize;
 }
 
 /* ---- Pair lists (map-only output, reduce output) ------------------------- */
@@ -578,6 +653,23 @@ typedef struct segment {
 typedef struct engine engine;
 typedef struct worker worker;
 
+/* Emits between fetching a key's slot and its entry, and between fetching
+ * its entry and folding the pair: together about a memory latency of
+ * map's work. */
+#define PIPE_SLOT 8u
+#define PIPE_ENTRY 8u
+#define PIPE (PIPE_SLOT + PIPE_ENTRY)
+/* Tables of fewer slots (256 KiB of them) fold at once: their slots and
+ * entries stay in the caches, where waiting only costs the copies. */
+#define PIPE_MIN_SLOTS (UINT64_C(1) << 15)
+
+/* A pair waiting in combine mode's pipeline (its value is kept apart). */
+typedef struct pending {
+    uint64_t hash;
+    uint32_t len;
+    uint8_t key[KEY_INLINE];
+} pending;
+
 /* One pass of the engine (map, merge, reduce, copy): every thread takes
  * the next unit (a chunk, a partition, a segment) from one counter until
  * none is left or a unit has failed on any thread, so a slow thread, or one
@@ -612,7 +704,14 @@ struct worker {
     uint64_t pair_count, pair_cap;
     uint64_t *pair_part_start; /* P + 1 */
 
-    /* dense mode: key.count accumulators and a seen flag per key */
+    /* combine mode: the short keys' pairs that wait for their slot and
+     * entry (emit_combine), pipe_first .. pipe_next - 1, at index n % PIPE */
+    pending pipe[PIPE];
+    uint8_t *pipe_vals; /* PIPE values */
+    uint64_t pipe_first, pipe_next;
+
+    /* dense mode: key.count accumulators (zeros) and a seen flag per key */
+    uint64_t dense_count; /* key.count */
     uint8_t *dense_vals;
     uint8_t *dense_seen;
 
@@ -644,6 +743,7 @@ struct engine {
     mode mode;
     combine_ops ops;
     combine_ctx combine;
+    soren_type sum_type; /* the combine is a sum of values of this type; NONE: another */
     size_t vsize;                 /* value size */
     size_t key_size;              /* typed keys: the one size allowed */
 
@@ -655,7 +755,6 @@ struct engine {
     int fold; /* the records are pairs to fold (soren_cpu_options.fold) */
     int dense; /* combine mode with per-thread arrays of key_count accumulators */
     uint64_t key_count;
-    uint32_t *dense_keys; /* dense: key k's bytes at dense_keys[k], which entries point to */
 
     const pass *pass; /* the pass the threads run */
     worker *workers;
@@ -682,6 +781,31 @@ static void worker_fail(worker *w)
     atomic_store_explicit(&w->g->stop, 1, memory_order_relaxed);
 }
 
+/* 1 if the manifest allows key: what soren__key_refused checks, without
+ * its words, inline on every emit; a key it refuses goes to worker_refuse
+ * for them. */
+static ALWAYS_INLINE int key_allowed(const engine *g, const void *key, uint32_t len)
+{
+    if (g->key_size == 0) /* a string */
+        return len <= g->spec->key_max_size;
+    if (len != g->key_size)
+        return 0;
+    if (g->spec->key_type != SOREN_TYPE_INDEX)
+        return 1;
+    uint32_t k;
+    memcpy(&k, key, 4);
+    return k < g->key_count;
+}
+
+/* Records that map emitted a key the manifest does not allow (out of line:
+ * the emitters stay small). */
+static __attribute__((noinline, cold)) void worker_refuse(worker *w, const void *key,
+                                                          uint32_t len)
+{
+    if (!w->failed && key_refused(w->g, "map", key, len, &w->err))
+        worker_fail(w);
+}
+
 static void worker_nomem(worker *w, const char *what)
 {
     soren_error_set(&w->err, SOREN_ENOMEM, "%s: out of memory in map (%s)",
@@ -696,8 +820,8 @@ static ALWAYS_INLINE uint32_t worker_entry(worker *w, const void *key, uint32_t 
 {
     if (w->failed)
         return NO_ENTRY;
-    if (key_refused(w->g, "map", key, len, &w->err)) {
-        worker_fail(w);
+    if (__builtin_expect(!key_allowed(w->g, key, len), 0)) {
+        worker_refuse(w, key, len);
         return NO_ENTRY;
     }
     uint32_t i = table_find(&w->tab, hash_key(key, len), key, len, fresh);
@@ -706,19 +830,123 @@ static ALWAYS_INLINE uint32_t worker_entry(worker *w, const void *key, uint32_t 
     return i;
 }
 
-static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const void *value)
+/* Folds value into key's accumulator in w's table (h: key's hash). */
+static ALWAYS_INLINE void combine_pair(worker *w, uint64_t h, const uint8_t *key, uint32_t len,
+                                       const void *value)
 {
-    worker *w = e->ctx;
     engine *g = w->g;
     int fresh;
-    uint32_t i = worker_entry(w, key, len, &fresh);
-    if (i == NO_ENTRY)
+    uint32_t i = table_find(&w->tab, h, key, len, &fresh);
+    if (i == NO_ENTRY) {
+        worker_nomem(w, "the thread's table");
         return;
+    }
     uint8_t *acc = table_value(&w->tab, i);
+    /* The sums without a call: the additions of sum_u32 .. sum_f64 (integers
+     * wrap), a fresh key taking 0 + its value as sum_first does. */
+#define SUM_CASE(TYPE, T)                                                                \
+    if (g->sum_type == TYPE) {                                                           \
+        T x = 0, y;                                                                      \
+        if (!fresh)                                                                      \
+            memcpy(&x, acc, sizeof x);                                                   \
+        memcpy(&y, value, sizeof y);                                                     \
+        x += y;                                                                          \
+        memcpy(acc, &x, sizeof x);                                                       \
+        return;                                                                          \
+    }
+    SUM_CASE(SOREN_TYPE_U32, uint32_t)
+    SUM_CASE(SOREN_TYPE_U64, uint64_t)
+    SUM_CASE(SOREN_TYPE_I64, uint64_t)
+    SUM_CASE(SOREN_TYPE_F64, double)
+    SUM_CASE(SOREN_TYPE_F32, float)
+#undef SUM_CASE
     if (fresh)
         g->ops.first(acc, value, &g->combine);
     else
         g->ops.fold(acc, value, &g->combine);
+}
+
+/* Combines w's pending pairs, oldest first, and empties the pipeline. */
+static void pipe_flush(worker *w)
+{
+    size_t vs = w->g->vsize;
+    for (uint64_t n = w->pipe_first; n < w->pipe_next && !w->failed; n++) {
+        const pending *q = &w->pipe[n % PIPE];
+        combine_pair(w, q->hash, q->key, q->len, w->pipe_vals + (n % PIPE) * vs);
+    }
+    w->pipe_first = w->pipe_next = 0;
+}
+
+/* Copies the n <= KEY_INLINE bytes of key to dst without a call: two
+ * loads that may overlap, as key_equal reads them. */
+static ALWAYS_INLINE void key_copy(uint8_t *dst, const uint8_t *key, uint32_t n)
+{
+    if (n >= 8) {
+        uint64_t a = load64(key), b = load64(key + n - 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4) {
+        uint32_t a = (uint32_t)load32(key), b = (uint32_t)load32(key + n - 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            dst[i] = key[i];
+    }
+}
+
+/* Combine mode's emitter.  Once a table outgrows the caches (PIPE_MIN_SLOTS
+ * slots), a key's slot and then its entry are most often cache misses, and
+ * the next emits do not depend on them: a short key (the common case) then
+ * waits in w's pipeline while its slot is fetched (PIPE_SLOT emits), then
+ * its entry (PIPE_ENTRY emits), and only then is folded, first in first
+ * out.  A long key, or any key while the table is small, is folded at
+ * once; a table never shrinks, so the pipeline is empty until it is in
+ * use.  Every value of a key takes the same path, so each accumulator sees
+ * its values in the order map emitted them. */
+static void emit_combine(soren_emitter *e, const void *key, uint32_t len, const void *value)
+{
+    worker *w = e->ctx;
+    engine *g = w->g;
+    if (w->failed)
+        return;
+    if (__builtin_expect(!key_allowed(g, key, len), 0)) {
+        worker_refuse(w, key, len);
+        return;
+    }
+    uint64_t h = hash_key(key, len);
+    const table *t = &w->tab;
+    if (len > KEY_INLINE || t->mask < PIPE_MIN_SLOTS - 1) {
+        combine_pair(w, h, key, len, value);
+        return;
+    }
+    uint64_t n = w->pipe_next;
+    size_t vs = g->vsize;
+    if (n - w->pipe_first == PIPE) {
+        const pending *q = &w->pipe[n % PIPE];
+        combine_pair(w, q->hash, q->key, q->len, w->pipe_vals + (n % PIPE) * vs);
+        w->pipe_first++;
+    }
+    if (n - w->pipe_first >= PIPE_SLOT) {
+        /* The pair PIPE_SLOT emits old: its slot has arrived; fetch the
+         * entry it names (the key's, most often). */
+        uint64_t s = t->slots[w->pipe[(n - PIPE_SLOT) % PIPE].hash & t->mask];
+        if (s)
+            __builtin_prefetch(table_entry(t, (uint32_t)s - 1), 1);
+    }
+    pending *q = &w->pipe[n % PIPE];
+    q->hash = h;
+    q->len = len;
+    key_copy(q->key, key, len);
+    uint8_t *v = w->pipe_vals + (n % PIPE) * vs;
+    if (vs == 4)
+        memcpy(v, value, 4);
+    else if (vs == 8)
+        memcpy(v, value, 8);
+    else
+        memcpy(v, value, vs);
+    __builtin_prefetch(&t->slots[h & t->mask]);
+    w->pipe_next = n + 1;
 }
 
 /* Dense mode: the accumulator of key (*fresh: the worker had not seen it),
@@ -736,8 +964,7 @@ static ALWAYS_INLINE uint8_t *dense_acc(worker *w, const void *key, uint32_t len
             return w->dense_vals + (size_t)k * g->vsize;
         }
     }
-    if (!w->failed && key_refused(g, "map", key, len, &w->err))
-        worker_fail(w);
+    worker_refuse(w, key, len);
     return NULL;
 }
 
@@ -756,22 +983,29 @@ static void emit_dense(soren_emitter *e, const void *key, uint32_t len, const vo
 }
 
 /* The integer sums (the histogram's), without a call per value: the same
- * wrapping additions as sum_u32 and sum_u64, a fresh key taking the value
- * as sum_first does. */
+ * wrapping additions as sum_u32 and sum_u64.  The accumulators start at 0,
+ * so a fresh key takes 0 + its value, as sum_first does, and the seen flag
+ * is only set, never read. */
 #define DEFINE_DENSE_SUM(name, T)                                                        \
     static void emit_dense_sum_##name(soren_emitter *e, const void *key, uint32_t len,  \
                                       const void *value)                                 \
     {                                                                                    \
-        int fresh;                                                                       \
-        uint8_t *acc = dense_acc(e->ctx, key, len, &fresh);                              \
-        if (!acc)                                                                        \
-            return;                                                                      \
-        T x = 0, y;                                                                      \
-        if (!fresh)                                                                      \
-            memcpy(&x, acc, sizeof x);                                                   \
-        memcpy(&y, value, sizeof y);                                                     \
-        x += y;                                                                          \
-        memcpy(acc, &x, sizeof x);                                                       \
+        worker *w = e->ctx;                                                              \
+        if (__builtin_expect(len == 4 && !w->failed, 1)) {                               \
+            uint32_t k;                                                                  \
+            memcpy(&k, key, 4);                                                          \
+            if (__builtin_expect(k < w->dense_count, 1)) {                               \
+                uint8_t *acc = w->dense_vals + (size_t)k * sizeof(T);                    \
+                T x, y;                                                                  \
+                memcpy(&x, acc, sizeof x);                                               \
+                memcpy(&y, value, sizeof y);                                             \
+                x += y;                                                                  \
+                memcpy(acc, &x, sizeof x);                                               \
+                w->dense_seen[k] = 1;                                                    \
+                return;                                                                  \
+            }                                                                            \
+        }                                                                                \
+        worker_refuse(w, key, len);                                                      \
     }
 DEFINE_DENSE_SUM(u32, uint32_t)
 DEFINE_DENSE_SUM(u64, uint64_t)
@@ -887,6 +1121,7 @@ static void group_by_partition(worker *w)
 {
     engine *g = w->g;
     unsigned P = g->nthreads;
+    table_drop_slots(&w->tab);
     w->part_start = calloc((size_t)P + 1, sizeof *w->part_start);
     w->by_part = malloc(((size_t)w->tab.count + 1) * sizeof *w->by_part);
     if (!w->part_start || !w->by_part) {
@@ -894,7 +1129,7 @@ static void group_by_partition(worker *w)
         return;
     }
     for (uint32_t e = 0; e < w->tab.count; e++)
-        w->part_start[partition_of(w->tab.entries[e].hash, P) + 1]++;
+        w->part_start[partition_of(table_entry(&w->tab, e)->hash, P) + 1]++;
     for (unsigned p = 0; p < P; p++)
         w->part_start[p + 1] += w->part_start[p];
     uint64_t *fill = malloc((size_t)P * sizeof *fill);
@@ -904,8 +1139,10 @@ static void group_by_partition(worker *w)
     }
     memcpy(fill, w->part_start, (size_t)P * sizeof *fill);
     for (uint32_t e = 0; e < w->tab.count; e++) {
-        unsigned p = partition_of(w->tab.entries[e].hash, P);
-        w->tab.entries[e].aux = (uint32_t)(fill[p] - w->part_start[p]);
+        entry *en = table_entry(&w->tab, e);
+        unsigned p = partition_of(en->hash, P);
+        if (g->mode == MODE_COLLECT)
+            en->aux = (uint32_t)(fill[p] - w->part_start[p]);
         w->by_part[fill[p]++] = e;
     }
     if (g->mode != MODE_COLLECT) {
@@ -925,13 +1162,13 @@ static void group_by_partition(worker *w)
         return;
     }
     for (uint64_t k = 0; k < w->pair_count; k++)
-        w->pair_part_start[partition_of(w->tab.entries[w->pair_entry[k]].hash, P) + 1]++;
+        w->pair_part_start[partition_of(table_entry(&w->tab, w->pair_entry[k])->hash, P) + 1]++;
     for (unsigned p = 0; p < P; p++)
         w->pair_part_start[p + 1] += w->pair_part_start[p];
     memcpy(fill, w->pair_part_start, (size_t)P * sizeof *fill);
     for (uint64_t k = 0; k < w->pair_count; k++) {
         uint32_t e = w->pair_entry[k];
-        uint64_t at = fill[partition_of(w->tab.entries[e].hash, P)]++;
+        uint64_t at = fill[partition_of(table_entry(&w->tab, e)->hash, P)]++;
         pe[at] = e;
         memcpy(pv + at * g->vsize, w->pair_vals + k * g->vsize, g->vsize);
     }
@@ -975,6 +1212,10 @@ static int map_chunk(worker *w, uint64_t c)
         if (w->failed)
             break;
     }
+    /* The pairs still waiting, folded while a fault in a user combine
+     * still names the input. */
+    if (g->mode == MODE_COMBINE && !g->dense)
+        pipe_flush(w);
     soren__current_map.in = NULL;
     if (g->mode == MODE_LIST)
         segment_close(w);
@@ -1027,10 +1268,10 @@ static void merge_combine(part *p, unsigned t)
         for (unsigned s = 0; s < g->nthreads; s++) {
             const worker *w = &g->workers[s];
             for (uint64_t k = w->part_start[t]; k < w->part_start[t + 1]; k++) {
-                const entry *en = &w->tab.entries[w->by_part[k]];
+                const entry *en = table_entry(&w->tab, w->by_part[k]);
                 const uint8_t *v = table_value(&w->tab, w->by_part[k]);
                 int fresh;
-                uint32_t i = table_find(&p->tab, en->hash, en->key, en->len, &fresh);
+                uint32_t i = table_find(&p->tab, en->hash, entry_key(en), en->len, &fresh);
                 if (i == NO_ENTRY) {
                     part_nomem(p, "the tables");
                     return;
@@ -1041,6 +1282,7 @@ static void merge_combine(part *p, unsigned t)
                     g->ops.merge(table_value(&p->tab, i), v, &g->combine);
             }
         }
+        table_drop_slots(&p->tab);
     }
 }
 
@@ -1052,20 +1294,14 @@ static void merge_dense(part *p, unsigned t)
     engine *g = p->g;
     uint64_t lo = g->key_count * t / g->nthreads, hi = g->key_count * (t + 1) / g->nthreads;
     table *tab = &p->tab;
-    memset(tab, 0, sizeof *tab);
-    tab->vsize = g->vsize;
+    table_layout(tab, g->vsize);
     p->src = tab;
-    if (hi == lo)
-        return;
-    tab->entries = malloc((size_t)(hi - lo) * sizeof *tab->entries);
-    tab->values = malloc((size_t)(hi - lo) * g->vsize);
-    if (!tab->entries || !tab->values) {
-        part_nomem(p, "the key ranges");
-        return;
-    }
-    tab->cap = (uint32_t)(hi - lo);
     for (uint64_t k = lo; k < hi; k++) {
-        uint8_t *acc = tab->values + (size_t)tab->count * g->vsize;
+        if (tab->count == tab->cap && table_add_block(tab) != 0) {
+            part_nomem(p, "the key ranges");
+            return;
+        }
+        uint8_t *acc = table_value(tab, tab->count);
         int seen = 0;
         for (unsigned s = 0; s < g->nthreads; s++) {
             const worker *w = &g->workers[s];
@@ -1079,9 +1315,8 @@ static void merge_dense(part *p, unsigned t)
             seen = 1;
         }
         if (seen) {
-            tab->entries[tab->count++] =
-                (entry){.key = (const uint8_t *)&g->dense_keys[k], .len = 4};
-            tab->key_total += 4;
+            uint32_t key = (uint32_t)k;
+            entry_set(tab, table_entry(tab, tab->count++), 0, (const uint8_t *)&key, 4);
         }
     }
 }
@@ -1092,8 +1327,8 @@ static void reduce_combined(part *p)
     engine *g = p->g;
     soren_reduce_fn *reduce = g->spec->code->reduce;
     for (uint32_t i = 0; i < p->src->count && !p->failed; i++) {
-        const entry *en = &p->src->entries[i];
-        reduce(&p->em, en->key, en->len, table_value(p->src, i), 1, g->params);
+        const entry *en = table_entry(p->src, i);
+        reduce(&p->em, entry_key(en), en->len, table_value(p->src, i), 1, g->params);
     }
 }
 
@@ -1125,9 +1360,9 @@ static void merge_collect(part *p, unsigned t)
         }
         for (uint64_t k = 0; k < n; k++) {
             uint32_t e = w->by_part[first + k];
-            const entry *en = &w->tab.entries[e];
+            const entry *en = table_entry(&w->tab, e);
             int fresh;
-            uint32_t i = table_find(&p->tab, en->hash, en->key, en->len, &fresh);
+            uint32_t i = table_find(&p->tab, en->hash, entry_key(en), en->len, &fresh);
             if (i == NO_ENTRY) {
                 part_nomem(p, "the tables");
                 goto done;
@@ -1141,6 +1376,7 @@ static void merge_collect(part *p, unsigned t)
             remap[s][k] = i;
         }
     }
+    table_drop_slots(&p->tab);
     /* Each key's values, packed in one array. */
     uint32_t keys = p->tab.count;
     start = malloc(((size_t)keys + 1) * sizeof *start);
@@ -1172,7 +1408,7 @@ static void merge_collect(part *p, unsigned t)
     for (unsigned s = 0; s < P; s++) {
         const worker *w = &g->workers[s];
         for (uint64_t k = w->pair_part_start[t]; k < w->pair_part_start[t + 1]; k++) {
-            uint32_t i = remap[s][w->tab.entries[w->pair_entry[k]].aux];
+            uint32_t i = remap[s][table_entry(&w->tab, w->pair_entry[k])->aux];
             memcpy(vals + fill[i]++ * vs, w->pair_vals + k * vs, vs);
         }
     }
@@ -1203,8 +1439,8 @@ static void reduce_collected(part *p)
         uint8_t *v = p->vals + p->val_start[i] * vs;
         if (n > 1)
             qsort_r(v, (size_t)n, vs, value_cmp, &vt);
-        const entry *en = &p->tab.entries[i];
-        reduce(&p->em, en->key, en->len, v, (uint32_t)n, g->params);
+        const entry *en = table_entry(&p->tab, i);
+        reduce(&p->em, entry_key(en), en->len, v, (uint32_t)n, g->params);
     }
 }
 
@@ -1255,14 +1491,13 @@ static void copy_table(engine *g, const table *t, uint64_t out_pair, uint64_t ou
     soren_result *r = g->out;
     uint64_t at = out_key;
     for (uint32_t i = 0; i < t->count; i++) {
-        const entry *en = &t->entries[i];
+        const entry *en = table_entry(t, i);
         r->key_offset[out_pair + i] = at;
         if (en->len)
-            memcpy(r->key_bytes + at, en->key, en->len);
+            memcpy(r->key_bytes + at, entry_key(en), en->len);
         at += en->len;
+        memcpy(r->values + (out_pair + i) * g->vsize, table_value(t, i), g->vsize);
     }
-    if (t->count)
-        memcpy(r->values + out_pair * g->vsize, t->values, (size_t)t->count * g->vsize);
 }
 
 /* Copies unit u (a segment in list mode, else a partition) into the
@@ -1420,6 +1655,8 @@ static soren_status check_spec(const soren_stage_spec *spec, const soren_result 
                                    "%s: combine %u over values of type %s is not supported", job,
                                    (unsigned)spec->combine, soren_type_name(spec->value_type));
         g->mode = MODE_COMBINE;
+        if (spec->combine == SOREN_COMBINE_SUM)
+            g->sum_type = spec->value_type;
     }
     if (spec->reduce == SOREN_REDUCE_FUNCTION && !code->reduce)
         return soren_error_set(err, SOREN_EJOB, "%s: the plugin has no reduce function", job);
@@ -1585,16 +1822,6 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
                           : g->mode == MODE_COMBINE ? emit_combine
                           : g->mode == MODE_COLLECT ? emit_collect
                                                     : emit_list;
-    if (g->dense) {
-        g->dense_keys = malloc((size_t)g->key_count * sizeof *g->dense_keys);
-        if (!g->dense_keys) {
-            rc = soren_error_set(err, SOREN_ENOMEM, "%s: out of memory for the index keys' "
-                                 "arrays", spec->job_name);
-            goto done;
-        }
-        for (uint64_t k = 0; k < g->key_count; k++)
-            g->dense_keys[k] = (uint32_t)k;
-    }
     uint64_t min_slots, expect;
     first_table_size(opt, n, &min_slots, &expect);
     for (unsigned i = 0; i < n; i++) {
@@ -1604,7 +1831,8 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
         w->em.ctx = w;
         soren_error_clear(&w->err);
         if (g->dense) {
-            w->dense_vals = malloc((size_t)g->key_count * g->vsize);
+            w->dense_count = g->key_count;
+            w->dense_vals = calloc((size_t)g->key_count, g->vsize);
             w->dense_seen = calloc((size_t)g->key_count, 1);
             if (!w->dense_vals || !w->dense_seen) {
                 rc = soren_error_set(err, SOREN_ENOMEM, "%s: out of memory for the index keys' "
@@ -1612,8 +1840,10 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
                                      spec->job_name, n);
                 goto done;
             }
-        } else if (g->mode != MODE_LIST && table_init(&w->tab, g->mode == MODE_COMBINE ? g->vsize : 8,
-                                               1, min_slots, expect) != 0) {
+        } else if (g->mode != MODE_LIST &&
+                   (table_init(&w->tab, g->mode == MODE_COMBINE ? g->vsize : 8, 1, min_slots,
+                               expect) != 0 ||
+                    (g->mode == MODE_COMBINE && !(w->pipe_vals = malloc(PIPE * g->vsize))))) {
             rc = soren_error_set(err, SOREN_ENOMEM, "%s: out of memory for the map tables of "
                                  "%u threads; try fewer --threads", spec->job_name, n);
             goto done;
@@ -1701,6 +1931,7 @@ done:
     for (unsigned i = 0; g->workers && i < n; i++) {
         worker *w = &g->workers[i];
         table_free(&w->tab);
+        free(w->pipe_vals);
         free(w->dense_vals);
         free(w->dense_seen);
         free(w->by_part);
@@ -1721,7 +1952,6 @@ done:
     free(g->parts);
     free(g->order);
     free(g->chunk_first);
-    free(g->dense_keys);
     free(g);
     return rc;
 }
