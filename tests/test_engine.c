@@ -648,6 +648,67 @@ Test(engine, merged_runs_equal_one_order)
     free(text);
 }
 
+/* Keys and values of the key-order test, for its reference sort. */
+typedef struct ref_pair {
+    uint8_t key[24];
+    uint32_t size, value;
+} ref_pair;
+
+static int ref_pair_compare(const void *a, const void *b)
+{
+    const ref_pair *x = a, *y = b;
+    uint32_t n = x->size < y->size ? x->size : y->size;
+    int c = n ? memcmp(x->key, y->key, n) : 0;
+    if (c)
+        return c;
+    if (x->size != y->size)
+        return x->size < y->size ? -1 : 1;
+    return (x->value > y->value) - (x->value < y->value);
+}
+
+/* String keys in key order equal a plain sort by bytes, then length, then
+ * value: keys of 0 to 20 bytes from 0x00, 'a', 'b' and 0xff, so that many
+ * share their first 8 bytes, some differ only past them or only in length
+ * ("ab" and "ab\0"), and some repeat with other values. */
+Test(engine, string_keys_in_key_order_equal_a_plain_sort)
+{
+    static const uint8_t alphabet[] = {0x00, 'a', 'b', 0xff};
+    const size_t n = 20000;
+    ref_pair *ref = calloc(n, sizeof *ref);
+    cr_assert_not_null(ref);
+    soren_stage_spec spec = wc_spec();
+    soren_result res;
+    soren_result_init(&res, &spec);
+    soren_error err;
+    soren_error_clear(&err);
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        ref[i].size = (uint32_t)(rng >> 33) % 21;
+        for (uint32_t b = 0; b < ref[i].size; b++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            ref[i].key[b] = alphabet[(rng >> 40) % 4];
+        }
+        ref[i].value = (uint32_t)(rng >> 50) % 5;
+        cr_assert_eq(soren_result_append(&res, ref[i].key, ref[i].size, &ref[i].value, &err),
+                     SOREN_OK);
+    }
+    qsort(ref, n, sizeof *ref, ref_pair_compare);
+    cr_assert_eq(soren_result_order(&res, SOREN_ORDER_KEY, 0, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(res.count, n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t size = res.key_offset[i + 1] - res.key_offset[i];
+        uint32_t value;
+        memcpy(&value, res.values + i * res.value_size, sizeof value);
+        cr_assert(size == ref[i].size &&
+                      memcmp(res.key_bytes + res.key_offset[i], ref[i].key, size) == 0 &&
+                      value == ref[i].value,
+                  "pair %zu differs from the plain sort", i);
+    }
+    soren_result_destroy(&res);
+    free(ref);
+}
+
 Test(engine, wordcount_over_several_inputs)
 {
     /* A line never spans two inputs: "b" ends one and "a" starts the next. */

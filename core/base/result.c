@@ -335,6 +335,77 @@ static uint64_t kept(soren_result *r, soren_order order, uint64_t limit)
     return keep;
 }
 
+/* A pair's string key as its first 8 bytes, big-endian and zero padded.
+ * Two keys whose prefixes differ compare as their prefixes do, because
+ * bytes_compare orders a key before every longer key it begins; keys with
+ * equal prefixes need the whole comparison. */
+typedef struct prefixed {
+    uint64_t prefix, pair;
+} prefixed;
+
+static uint64_t key_prefix(const soren_result *r, uint64_t i)
+{
+    const uint8_t *k = r->key_bytes + r->key_offset[i];
+    uint64_t n = r->key_offset[i + 1] - r->key_offset[i], p = 0;
+    for (uint64_t b = 0; b < 8; b++)
+        p = p << 8 | (b < n ? k[b] : 0);
+    return p;
+}
+
+/* Sorts a[0 .. n) by prefix, a byte at a time from the lowest (stable), in
+ * scratch's room; the sorted array is returned (a or scratch). */
+static prefixed *radix_by_prefix(prefixed *a, prefixed *scratch, uint64_t n)
+{
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        uint64_t at[256] = {0};
+        for (uint64_t i = 0; i < n; i++)
+            at[a[i].prefix >> shift & 255]++;
+        if (at[a[0].prefix >> shift & 255] == n)
+            continue; /* every key has this byte */
+        for (uint64_t b = 0, sum = 0; b < 256; b++) {
+            uint64_t c = at[b];
+            at[b] = sum;
+            sum += c;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            scratch[at[a[i].prefix >> shift & 255]++] = a[i];
+        prefixed *t = a;
+        a = scratch;
+        scratch = t;
+    }
+    return a;
+}
+
+/* idx[0 .. n) in key order for string keys: a radix sort of the prefixes,
+ * then each run of equal prefixes by the whole comparison.  The cache
+ * misses of comparing through the key offsets are paid once a pair
+ * instead of once a comparison.  -1 when out of memory. */
+static int order_by_key_prefix(order_ctx *ctx, uint64_t *idx, uint64_t n)
+{
+    prefixed *a = malloc(n * sizeof *a), *scratch = malloc(n * sizeof *scratch);
+    if (!a || !scratch) {
+        free(a);
+        free(scratch);
+        return -1;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        a[i] = (prefixed){key_prefix(ctx->r, i), i};
+    prefixed *sorted = radix_by_prefix(a, scratch, n);
+    for (uint64_t i = 0; i < n; i++)
+        idx[i] = sorted[i].pair;
+    for (uint64_t run = 0; run < n;) {
+        uint64_t end = run + 1;
+        while (end < n && sorted[end].prefix == sorted[run].prefix)
+            end++;
+        if (end - run > 1)
+            qsort_r(idx + run, (size_t)(end - run), sizeof *idx, index_compare, ctx);
+        run = end;
+    }
+    free(a);
+    free(scratch);
+    return 0;
+}
+
 soren_status soren_result_order(soren_result *r, soren_order order, uint64_t limit,
                                 soren_error *err)
 {
@@ -345,6 +416,13 @@ soren_status soren_result_order(soren_result *r, soren_order order, uint64_t lim
     uint64_t *idx = malloc(n * sizeof *idx);
     if (!idx)
         return ordering_out_of_memory(r, err);
+    if (order == SOREN_ORDER_KEY && typed_size(r->key_type) == 0 && keep >= n / 4) {
+        if (order_by_key_prefix(&ctx, idx, n) != 0) {
+            free(idx);
+            return ordering_out_of_memory(r, err);
+        }
+        return take_in_order(r, idx, keep, err);
+    }
     if (keep < n / 4) {
         select_smallest(&ctx, idx, n, keep);
     } else {
