@@ -1,9 +1,11 @@
 #!/bin/sh
-# grep-gnu.sh - the grep plugin against GNU grep -E on real text (TAP).
+# grep-gnu.sh [--device gpu] - the grep plugin against GNU grep -E on real
+# text (TAP).
 #
 # The text is /usr/share/common-licenses and the copyright files under
 # /usr/share/doc that hold UTF-8 past ASCII, then a line of words with
-# invalid UTF-8.  For each pattern, soren-host's grep on the CPU engine must
+# invalid UTF-8.  For each pattern, soren-host's grep on the CPU engine (on
+# the GPU with --device gpu, as the GPU bundle's run-gpu-tests runs it) must
 # print byte for byte what GNU grep prints for the same words, split as
 # soren_next_word splits them (sdk/soren/text.h) and counted the way
 # soren-host writes its TSV (sorted by key, backslashes escaped).  Each
@@ -16,6 +18,11 @@
 # soren got wrong shows as a difference.
 set -u
 b=${SOREN_BUILDDIR:?set SOREN_BUILDDIR (make check does)}
+device=cpu
+if [ $# -gt 0 ]; then
+    [ "$1" = --device ] && [ "${2:-}" = gpu ] || { echo "usage: grep-gnu.sh [--device gpu]" >&2; exit 2; }
+    device=gpu
+fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/soren-grep-gnu-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
@@ -66,7 +73,7 @@ check() {
     [ -n "$flags" ] && soren="(?$flags)$4"
     LC_ALL=$2 grep -a "$3" -- "$gnu" "$tmp/words" | LC_ALL=C sort | LC_ALL=C uniq -c |
         LC_ALL=C awk '{printf "%s\t%s\n", $2, $1}' | sed 's/\\/\\\\/g' > "$tmp/want"
-    if ! "$b/soren-host" run "$b/stage/plugins/grep.json" "$tmp/text" --device cpu \
+    if ! "$b/soren-host" run "$b/stage/plugins/grep.json" "$tmp/text" --device "$device" \
         --threads 2 -p "pattern=$soren" > "$tmp/got" 2> "$tmp/err"; then
         failed=1
         echo "not ok $n - $1: soren-host failed on $soren"
