@@ -93,6 +93,17 @@ static soren_status thread_bcast(void *ctx, int root, void *buf, uint64_t size, 
 
 static const soren_comm_ops thread_ops = {thread_allgather, thread_alltoallv, thread_bcast};
 
+/* Frees t and its arrays (the barrier is the caller's). */
+static void free_parts(soren_thread_comm *t)
+{
+    free(t->ranks);
+    free(t->values);
+    free(t->send);
+    free(t->send_counts);
+    free(t->failed);
+    free(t);
+}
+
 soren_thread_comm *soren__thread_comm_new(int n)
 {
     soren_thread_comm *t = calloc(1, sizeof *t);
@@ -106,12 +117,7 @@ soren_thread_comm *soren__thread_comm_new(int n)
     t->failed = calloc((size_t)n, sizeof *t->failed);
     if (!t->ranks || !t->values || !t->send || !t->send_counts || !t->failed ||
         pthread_barrier_init(&t->barrier, NULL, (unsigned)n) != 0) {
-        free(t->ranks);
-        free(t->values);
-        free(t->send);
-        free(t->send_counts);
-        free(t->failed);
-        free(t);
+        free_parts(t);
         return NULL;
     }
     for (int r = 0; r < n; r++)
@@ -124,12 +130,7 @@ void soren__thread_comm_free(soren_thread_comm *t)
     if (!t)
         return;
     pthread_barrier_destroy(&t->barrier);
-    free(t->ranks);
-    free(t->values);
-    free(t->send);
-    free(t->send_counts);
-    free(t->failed);
-    free(t);
+    free_parts(t);
 }
 
 soren_comm soren__thread_comm_rank(soren_thread_comm *t, int rank, int local_rank)
