@@ -252,10 +252,12 @@ static void run_job(host *h, job *j)
     char *key = run_key(j, inputs);
     o.gpu_sessions = job_begins(h, j, o.progress, key);
     free(key);
-    int fd_stdin = j->fds[FD_STDIN];
-    uint64_t gpu = gpu_take(h, o.device, gpu_want(h, o.device_memory, inputs ? j->fds + FD_INPUTS
-                                                                          : &fd_stdin,
-                                                  inputs ? inputs : 1));
+    /* A run without INPUT files reads standard input, unless it is an
+     * index job, which reads nothing. */
+    const int *fds = inputs ? j->fds + FD_INPUTS : &j->fds[FD_STDIN];
+    int index_job = soren_loaded_plugin(j->loaded)->manifest->input.format == SOREN_INPUT_INDEX;
+    size_t nfds = inputs ? inputs : index_job ? 0 : 1;
+    uint64_t gpu = gpu_take(h, o.device, gpu_want(h, o.device_memory, fds, nfds));
     if (gpu)
         o.device_memory = gpu;
     if (o.progress)
