@@ -783,6 +783,21 @@ static int ledger_wait_served(soren_ledger *l, const int *served, int n)
     return ledger_served(l, served);
 }
 
+/* Waits up to 5 s for n jobs to have asked the ledger (taken their turn);
+ * 1 if they did. */
+static int ledger_wait_asked(soren_ledger *l, uint64_t n)
+{
+    for (int i = 0; i < 5000; i++) {
+        pthread_mutex_lock(&l->lock);
+        uint64_t asked = l->next_ticket;
+        pthread_mutex_unlock(&l->lock);
+        if (asked >= n)
+            return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
 static void ledger_start(ledger_job *j, pthread_t *t, soren_ledger *l, int *served, uint64_t want)
 {
     *j = (ledger_job){.ledger = l, .want = want, .served = served};
@@ -802,8 +817,9 @@ Test(ledger, jobs_that_fit_run_side_by_side_and_in_turn)
     cr_assert_eq(ledger_wait_served(&l, &served, 2), 2, "two jobs that fit run side by side");
     /* c does not fit beside a and b; d would, but asked after c */
     ledger_start(&c, &tc, &l, &served, 30);
-    usleep(20000);
+    cr_assert(ledger_wait_asked(&l, 3), "c never asked");
     ledger_start(&d, &td, &l, &served, 5);
+    cr_assert(ledger_wait_asked(&l, 4), "d never asked");
     usleep(50000);
     cr_assert_eq(ledger_served(&l, &served), 2, "a job that does not fit waits, and so do the "
                  "jobs that asked after it");
