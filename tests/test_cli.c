@@ -782,6 +782,16 @@ Test(cli, devices_without_a_gpu)
     cr_expect(strstr(err, "--devices: no usable GPU: ") != NULL, "%s", err);
     free(out);
     free(err);
+    /* bound to fewer CPUs than the host has, as mpirun binds a rank: -v says so */
+    if (sysconf(_SC_NPROCESSORS_ONLN) > 1 && tu_runf(NULL, NULL, "taskset -c 0 true") == 0) {
+        rc = tu_runf(&out, &err, "taskset -c 0 '%s' run wordcount -v -o /dev/null '%s'",
+                     tu_host(), in);
+        cr_expect_eq(rc, 0, "%s", err);
+        cr_expect(strstr(err, "soren-host: cpus: this process may run on 1 of the host's ") !=
+                      NULL, "%s", err);
+        free(out);
+        free(err);
+    }
     rc = tu_runf(&out, &err, "'%s' run wordcount --devices 2 --device cpu '%s'", tu_host(), in);
     cr_expect_eq(rc, 2);
     cr_expect(strstr(err, "--devices spreads a run over GPUs, and --device cpu asks for the "

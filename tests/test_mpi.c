@@ -397,3 +397,13 @@ Test(mpi, standard_input_is_refused)
     cr_expect(strstr(err, "standard input reaches one rank only") != NULL, "%s", err);
     free(err);
 }
+
+Test(mpi, devices_is_refused_under_mpirun)
+{
+    need_mpi();
+    char *err = NULL;
+    cr_expect_eq(run(2, &err, "wordcount --devices 2 /dev/null"), 2);
+    cr_expect(strstr(err, "under mpirun each rank takes one GPU: run one rank per GPU without "
+                          "--devices") != NULL, "%s", err);
+    free(err);
+}

@@ -1,6 +1,9 @@
 #include "device.h"
 
 #include <stdio.h>
+#include <unistd.h>
+
+#include "../cpu/cpu.h"
 
 /* Why the GPU engine cannot run one of the job's stages (NULL if it can
  * run them all), in buf. */
@@ -17,6 +20,21 @@ static const char *gpu_unsupported(const soren_stage_spec *specs, size_t stages,
         return buf;
     }
     return NULL;
+}
+
+/* A process bound to fewer CPUs than the host has (mpirun binds each rank
+ * to one core by default) runs its CPU engine threads and the GPU's
+ * staging threads on those alone: --verbose says so, with the way out. */
+static void say_cpus(const soren_run_options *o)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned usable = soren_cpu_count();
+    if (online > 0 && usable < (unsigned long)online)
+        soren_progress_say(o->progress, "soren-host: cpus: this process may run on %u of the "
+                           "host's %ld CPUs (its CPU affinity; mpirun binds each rank to one "
+                           "core unless told otherwise): the CPU engine and the GPU's staging "
+                           "threads share them; docs/mpi.md shows mpirun's options for more\n",
+                           usable, online);
 }
 
 soren_status soren__choose_device(const soren_stage_spec *specs, size_t stages,
@@ -43,6 +61,7 @@ soren_status soren__choose_device(const soren_stage_spec *specs, size_t stages,
            : o->device_count == 1 ? o->devices[0] % gpus
                                   : 0;
     if (o->verbose) {
+        say_cpus(o);
         if (gpu_ok)
             soren_progress_say(o->progress, "soren-host: device: gpu %d of %d\n", *gpu, gpus);
         else if (o->device == SOREN_DEVICE_AUTO)

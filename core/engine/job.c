@@ -187,6 +187,10 @@ soren_status soren_run_job(const soren_plugin *p, const soren_run_options *o,
 
 soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, soren_error *err)
 {
+    if (opt->comm && (opt->devices_all || opt->device_count > 1))
+        return soren_error_set(err, SOREN_EUSAGE, "--devices spreads a run over the GPUs of "
+                               "one process, and under mpirun each rank takes one GPU: run one "
+                               "rank per GPU without --devices (docs/mpi.md)");
     if (!opt->comm && (opt->devices_all || opt->device_count)) {
         int devices[SOREN_MAX_DEVICES];
         size_t count = 0;
