@@ -53,10 +53,12 @@ if [ "$(wc -c < "$tmp/text")" -lt 100000 ] ||
 fi
 # Made-up words: invalid UTF-8 (a Latin-1 byte, a lone continuation byte,
 # a truncated sequence, an overlong form and a surrogate, inside and beside
-# valid text), then a few that the real text may lack.
+# valid text), then a few that the real text may lack (braces, backslashes,
+# hexadecimal words, numbers joined by an en and an em dash), so that every
+# case matches some word on any host.
 printf '\ncaf\351 na\357ve \377\376 ab\200cd \303 x\342\202 \300\257 \355\240\200 \351t\303\251 caf\303\251\n' \
     >> "$tmp/text"
-printf 'a{x} {1} C:\\dos \\n\n' >> "$tmp/text"
+printf 'a{x} {1} C:\\dos \\n 0xdeadbeef c0ffee 1990\342\200\2232001 3\342\200\2244\n' >> "$tmp/text"
 
 LC_ALL=C tr -s ' \t\n\v\f\r' '\n' < "$tmp/text" | LC_ALL=C grep -av '^$' > "$tmp/words"
 
