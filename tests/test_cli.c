@@ -615,9 +615,13 @@ Test(cli, progress_on_a_terminal)
     if (tu_runf(NULL, NULL, "script -qec true /dev/null") != 0)
         cr_skip_test("script(1) from util-linux is needed to run soren-host on a terminal");
     make_text_file("in.txt", 8);
+    make_text_file("slow.txt", 1);
+    /* The test job that sleeps on every line keeps its map on the line
+     * for frames to show, however fast the host. */
     char *out = NULL;
-    int rc = tu_runf(&out, NULL, "cd '%s' && script -qec \"'%s' run wordcount in.txt "
-                                 "--device cpu -t 1 -o tty.tsv\" /dev/null", dir, tu_host());
+    int rc = tu_runf(&out, NULL, "cd '%s' && SOREN_TEST_SLOW_US=1 script -qec \"'%s' run "
+                                 "'%s/stage/test-plugins/faulty.json' slow.txt --device cpu -t 1 "
+                                 "-o tty.tsv\" /dev/null", dir, tu_host(), tu_builddir());
     cr_assert_eq(rc, 0, "%s", out);
     cr_expect(strstr(out, "soren-host: map ") != NULL, "%s", out);
     free(out);
