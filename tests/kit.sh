@@ -22,13 +22,7 @@ PKG_CONFIG_PATH=$builddir/stage/pkgconfig
 SOREN_DATADIR=$builddir/stage
 export PKG_CONFIG_PATH SOREN_DATADIR
 
-n=0
-failed=0
-ok() { n=$((n + 1)); printf 'ok %d - %s\n' "$n" "$1"; }
-not_ok() {
-    n=$((n + 1)); failed=1; printf 'not ok %d - %s\n' "$n" "$1"; shift
-    for f in "$@"; do [ -f "$f" ] && sed 's/^/# /' "$f" | tail -40; done
-}
+. "$(dirname "$0")/tap.sh"
 # check DESCRIPTION COMMAND...: ok when the command succeeds.
 check() { what=$1; shift; if "$@"; then ok "$what"; else not_ok "$what" "$tmp/out"; fi; }
 build() { $make -C "$tmp/job" CUDA_ARCH=sm_90 "$@" > "$tmp/out" 2>&1; }

@@ -9,13 +9,7 @@ script=$srcdir/bench/real-inputs.sh
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/soren-real-inputs-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
-n=0
-failed=0
-ok() { n=$((n + 1)); printf 'ok %d - %s\n' "$n" "$1"; }
-not_ok() {
-    n=$((n + 1)); failed=1; printf 'not ok %d - %s\n' "$n" "$1"; shift
-    for f in "$@"; do [ -f "$f" ] && sed 's/^/# /' "$f" | tail -20; done
-}
+. "$(dirname "$0")/tap.sh"
 skip() { n=$((n + 1)); printf 'ok %d - %s # SKIP %s\n' "$n" "$1" "$2"; }
 size() { wc -c < "$1" 2>/dev/null || echo none; }
 

@@ -30,14 +30,7 @@ trap 'rm -rf "$tmp"' EXIT
 # path: a user's shell has neither.
 unset MAKEFLAGS MAKELEVEL MFLAGS SOREN_PLUGIN_PATH SOREN_DATADIR XDG_DATA_HOME
 
-n=0
-failed=0
-# printf, not echo: a description may hold a backslash (a printf command).
-ok() { n=$((n + 1)); printf 'ok %d - %s\n' "$n" "$1"; }
-not_ok() {
-    n=$((n + 1)); failed=1; printf 'not ok %d - %s\n' "$n" "$1"; shift
-    for f in "$@"; do [ -f "$f" ] && sed 's/^/# /' "$f" | tail -40; done
-}
+. "$(dirname "$0")/tap.sh"
 
 # ---- The tutorial's blocks -------------------------------------------------
 mkdir "$tmp/steps" || exit 1
