@@ -229,8 +229,7 @@ static soren_status check_table(const soren_plugin *p, soren_error *err)
  * (the one found and the one listed), so it is refused. */
 static soren_status check_file_name(const soren_manifest *m, soren_error *err)
 {
-    const char *slash = strrchr(m->path, '/');
-    const char *file = slash ? slash + 1 : m->path;
+    const char *file = base_name(m->path);
     size_t n = strlen(file), k = strlen(m->name);
     if (n == k + 5 && strncmp(file, m->name, k) == 0 && strcmp(file + k, ".json") == 0)
         return SOREN_OK;
@@ -270,8 +269,7 @@ static soren_status copy_library(int fd, const char *lib, const char *dir, char 
 {
     static atomic_uint_fast64_t copies;
     uint64_t n = atomic_fetch_add(&copies, 1);
-    const char *base = strrchr(lib, '/');
-    base = base ? base + 1 : lib;
+    const char *base = base_name(lib);
     size_t size = strlen(dir) + strlen(base) + 48;
     *copy = malloc(size);
     if (!*copy)
