@@ -226,7 +226,9 @@ soren_status soren__run_ranks(const soren_plugin *p, const soren_run_options *o,
         free(threads);
         return soren_error_set(err, SOREN_ENOMEM, "out of memory");
     }
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     for (size_t r = 0; r < count; r++) {
+        runs[r].gate = &g;
         runs[r].p = p;
         runs[r].o = *o;
         runs[r].o.device_count = 0;
@@ -243,10 +245,7 @@ soren_status soren__run_ranks(const soren_plugin *p, const soren_run_options *o,
             runs[r].o.progress = NULL;
         soren_error_clear(&runs[r].err);
     }
-    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     size_t started = 1; /* rank 0 runs on this thread */
-    for (size_t r = 0; r < count; r++)
-        runs[r].gate = &g;
     while (started < count && pthread_create(&threads[started], NULL, rank_main,
                                              &runs[started]) == 0)
         started++;
