@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../utf8.h"
+
 const char soren_format_names[] = "tsv csv json jsonl";
 
 int soren_format_parse(const char *name, soren_format *out)
@@ -544,39 +546,6 @@ static void w_csv_string(writer *w, const uint8_t *s, uint64_t n)
     w_byte(w, '"');
 }
 
-/* Length of the valid UTF-8 sequence at s[0 .. n), or 0 (RFC 3629: no
- * overlong forms, no surrogates, nothing past U+10FFFF). */
-static size_t utf8_length(const uint8_t *s, uint64_t n)
-{
-    uint8_t c = s[0];
-    size_t len;
-    uint8_t lo = 0x80, hi = 0xbf; /* range of the second byte */
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        len = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        if (c == 0xe0)
-            lo = 0xa0;
-        else if (c == 0xed)
-            hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        if (c == 0xf0)
-            lo = 0x90;
-        else if (c == 0xf4)
-            hi = 0x8f;
-    } else
-        return 0;
-    if (n < len || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf)
-            return 0;
-    return len;
-}
-
 static void w_json_string(writer *w, const uint8_t *s, uint64_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -598,7 +567,7 @@ static void w_json_string(writer *w, const uint8_t *s, uint64_t n)
             i++;
             continue;
         }
-        size_t len = c < 0x20 ? 0 : utf8_length(s + i, n - i);
+        size_t len = c < 0x20 ? 0 : soren__utf8_length(s + i, n - i);
         if (len) {
             w_bytes(w, s + i, len);
             i += len;

@@ -90,6 +90,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../utf8.h"
+
 #define NONE UINT32_MAX
 
 /* The parser recurses once per group; deeper nesting is refused so that a
@@ -742,20 +744,12 @@ static soren_status read_char(parser *ps, size_t *at, uint32_t *c)
         (*at)++;
         return SOREN_OK;
     }
-    /* The well-formed sequences (Unicode's table 3-7): the lead byte gives
-     * the length and the range of the second byte. */
-    unsigned n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
-               : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
-    uint8_t lo2 = p[0] == 0xe0 ? 0xa0 : p[0] == 0xf0 ? 0x90 : 0x80;
-    uint8_t hi2 = p[0] == 0xed ? 0x9f : p[0] == 0xf4 ? 0x8f : 0xbf;
-    bool ok = n > 0 && left >= n && p[1] >= lo2 && p[1] <= hi2;
-    for (unsigned i = 2; ok && i < n; i++)
-        ok = p[i] >= 0x80 && p[i] <= 0xbf;
-    if (!ok)
+    size_t n = soren__utf8_length(p, left);
+    if (n == 0)
         return syntax_error(ps, *at, "byte 0x%02x is not valid UTF-8 (start the pattern with "
                             "(?-u) to match bytes)", p[0]);
     uint32_t v = p[0] & (0x7fu >> n);
-    for (unsigned i = 1; i < n; i++)
+    for (size_t i = 1; i < n; i++)
         v = v << 6 | (p[i] & 0x3fu);
     *c = v;
     *at += n;
