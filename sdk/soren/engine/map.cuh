@@ -3,7 +3,7 @@
  * functions inlined into them.
  *
  * One thread runs map over one record at a time (a grid-stride loop; a
- * block's records of a step are first copied into shared memory where the
+ * warp's records of a step are first copied into shared memory where the
  * launcher gives room, see load_tile), and soren_emit delivers each pair as
  * the launch's variant says:
  *   hash        find or claim the key's slot in the global table (linear
@@ -597,7 +597,7 @@ __device__ inline uint64_t record_start(const soren_gpu_map_args &a, uint64_t r)
     return a.line_starts[r] < a.input_size ? a.line_starts[r] : a.input_size;
 }
 
-/* A block's records, copied to shared memory: input bytes [from, from + n)
+/* A warp's records, copied to shared memory: input bytes [from, from + n)
  * lie at bytes + (from & 15), so that the copy reads whole aligned 16-byte
  * words.  bytes is NULL where the records are read in place. */
 struct record_tile {
@@ -605,23 +605,25 @@ struct record_tile {
     uint64_t from;
 };
 
-/* Copies input bytes [from, to) into the block's tile (capacity bytes,
- * 16-aligned) and returns it, or an empty tile where they do not fit.  Map
- * then reads its record, and the emits read the keys that point into it,
- * from shared memory, where the input is read once, coalesced.  Every
- * thread of the block calls it; the launcher gives a tile only to a
- * 16-aligned input, so the first word read starts inside it. */
+/* Copies input bytes [from, to) into tile (capacity bytes, 16-aligned) and
+ * returns it, or an empty tile where they do not fit.  Map then reads its
+ * record, and the emits read the keys that point into it, from shared
+ * memory, where the input is read once, coalesced.  The size threads that
+ * share the tile call it together, each with its rank; the launcher gives a
+ * tile only to a 16-aligned input, so the first word read starts inside
+ * it. */
 __device__ inline record_tile load_tile(const soren_gpu_map_args &a, uint8_t *tile,
-                                        uint32_t capacity, uint64_t from, uint64_t to)
+                                        uint32_t capacity, uint64_t from, uint64_t to,
+                                        uint32_t rank, uint32_t size)
 {
     const uint32_t head = (uint32_t)(from & 15);
     if (to - from + head > capacity)
         return record_tile{nullptr, 0};
     const uint8_t *start = a.input + (from - head);
     const uint64_t words = (to - from + head) / 16;
-    for (uint64_t i = threadIdx.x; i < words; i += blockDim.x)
+    for (uint64_t i = rank; i < words; i += size)
         ((uint4 *)tile)[i] = __ldg((const uint4 *)start + i);
-    for (uint64_t i = words * 16 + threadIdx.x; i < to - from + head; i += blockDim.x)
+    for (uint64_t i = words * 16 + rank; i < to - from + head; i += size)
         tile[i] = start[i];
     return record_tile{tile, from - head};
 }
@@ -672,10 +674,10 @@ __host__ __device__ constexpr bool tiles_records(uint32_t variant)
  * emit).  Threads do not poll for another thread's overflow: a thread stops
  * at its own first emit that cannot be applied, and one whose emits all
  * apply has useful work to finish.  Where the launcher gives a tile
- * (tile_bytes of shared memory after the table's), each step copies the
- * block's records into it first; a thread that stopped still takes part in
- * the copies.  A resuming launch reads records in place: its threads go on
- * from different steps. */
+ * (tile_bytes of shared memory after the table's, an equal part for each
+ * warp), each step copies the warp's records into its part first; a thread
+ * that stopped still takes part in the copies.  A resuming launch reads
+ * records in place: its threads go on from different steps. */
 template <const auto &Desc, uint32_t I, uint32_t V>
 __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_t tile_bytes)
 {
@@ -740,15 +742,23 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
     const record_tile in_place = {nullptr, 0};
     bool going = true;
     if (tiles_records(V) && tile_bytes && !a.resuming) {
-        uint8_t *tile = (uint8_t *)shared + ((a.shared_bytes + 15) & ~15u);
-        for (uint64_t first = tid - threadIdx.x; first < count; first += stride) {
-            const uint64_t end = first + blockDim.x < count ? first + blockDim.x : count;
-            __syncthreads(); /* the step before is done with the tile */
-            record_tile t = load_tile(a, tile, tile_bytes, record_start(a, first),
-                                      record_start(a, end));
-            __syncthreads();
-            if (going && first + threadIdx.x < end)
-                going = map_one(first + threadIdx.x, 0, t);
+        /* Each warp copies its records of a step into its own part of the
+         * tile and waits for its own lanes only: a long line holds up the
+         * 32 threads that share its step, not the block. */
+        const uint32_t lane = threadIdx.x & 31, warp_first = threadIdx.x - lane;
+        const uint32_t lanes = blockDim.x - warp_first < 32 ? blockDim.x - warp_first : 32;
+        const unsigned warp = lanes == 32 ? ~0u : (1u << lanes) - 1;
+        const uint32_t per_thread = tile_bytes / blockDim.x;
+        uint8_t *tile = (uint8_t *)shared + ((a.shared_bytes + 15) & ~15u) +
+                        (size_t)warp_first * per_thread;
+        for (uint64_t first = tid - lane; first < count; first += stride) {
+            const uint64_t end = first + lanes < count ? first + lanes : count;
+            __syncwarp(warp); /* the step before is done with the tile */
+            record_tile t = load_tile(a, tile, per_thread * lanes, record_start(a, first),
+                                      record_start(a, end), lane, lanes);
+            __syncwarp(warp);
+            if (going && first + lane < end)
+                going = map_one(first + lane, 0, t);
         }
     } else {
         uint64_t j = tid;

@@ -21,8 +21,9 @@
 namespace soren {
 
 /* A map block's record tile: bytes per thread, enough for a quarter more
- * than the input's mean record (a block's lines vary far less in sum than
- * one by one); 0 (records read in place) where the variant does not tile,
+ * than the input's mean record (a warp's lines vary less in sum than one by
+ * one; a step whose lines do not fit reads them in place); 0 (records read
+ * in place) where the variant does not tile,
  * the records are not lines or pairs, the input is not 16-aligned, or
  * records are short or long.  A warp's loads of short records already read
  * whole lines of memory (histogram's 3-byte pixels took 30% longer through
