@@ -621,8 +621,10 @@ __device__ inline record_tile load_tile(const soren_gpu_map_args &a, uint8_t *ti
         return record_tile{nullptr, 0};
     const uint8_t *start = a.input + (from - head);
     const uint64_t words = (to - from + head) / 16;
+#pragma unroll 1
     for (uint64_t i = rank; i < words; i += size)
         ((uint4 *)tile)[i] = __ldg((const uint4 *)start + i);
+#pragma unroll 1
     for (uint64_t i = words * 16 + rank; i < to - from + head; i += size)
         tile[i] = start[i];
     return record_tile{tile, from - head};
@@ -659,13 +661,16 @@ __device__ inline void reduce_group(soren_emitter *e, const soren_gpu_map_args &
            &a.params);
 }
 
-/* Whether a variant maps the input's records in order, a block's threads
+/* Whether a variant maps the input's records in order, a warp's threads
  * the consecutive records of one step of the grid-stride loop, so that a
- * block's records may be read from a tile (monitor samples records, reduce
- * maps groups). */
+ * warp's records may be read from a tile (monitor samples records, reduce
+ * maps groups).  dense's keys are indexes, which records of bytes rarely
+ * carry (histogram's are 3-byte pixels, never tiled): the tiled loop would
+ * cost its kernel registers, and half its resident blocks, for nothing. */
 __host__ __device__ constexpr bool tiles_records(uint32_t variant)
 {
-    return variant != SOREN_GPU_MONITOR && variant != SOREN_GPU_REDUCE;
+    return variant != SOREN_GPU_MONITOR && variant != SOREN_GPU_REDUCE &&
+           variant != SOREN_GPU_DENSE;
 }
 
 /* The map launch of variant V (a soren_gpu_variant): one thread a record in
@@ -744,19 +749,18 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
     if (tiles_records(V) && tile_bytes && !a.resuming) {
         /* Each warp copies its records of a step into its own part of the
          * tile and waits for its own lanes only: a long line holds up the
-         * 32 threads that share its step, not the block. */
-        const uint32_t lane = threadIdx.x & 31, warp_first = threadIdx.x - lane;
-        const uint32_t lanes = blockDim.x - warp_first < 32 ? blockDim.x - warp_first : 32;
-        const unsigned warp = lanes == 32 ? ~0u : (1u << lanes) - 1;
-        const uint32_t per_thread = tile_bytes / blockDim.x;
+         * 32 threads that share its step, not the block.  Blocks are whole
+         * warps (the occupancy query's sizes are). */
+        const uint32_t lane = threadIdx.x & 31;
+        const uint32_t warp_bytes = tile_bytes / (blockDim.x / 32);
         uint8_t *tile = (uint8_t *)shared + ((a.shared_bytes + 15) & ~15u) +
-                        (size_t)warp_first * per_thread;
+                        (threadIdx.x / 32) * warp_bytes;
         for (uint64_t first = tid - lane; first < count; first += stride) {
-            const uint64_t end = first + lanes < count ? first + lanes : count;
-            __syncwarp(warp); /* the step before is done with the tile */
-            record_tile t = load_tile(a, tile, per_thread * lanes, record_start(a, first),
-                                      record_start(a, end), lane, lanes);
-            __syncwarp(warp);
+            const uint64_t end = first + 32 < count ? first + 32 : count;
+            __syncwarp(); /* the step before is done with the tile */
+            record_tile t = load_tile(a, tile, warp_bytes, record_start(a, first),
+                                      record_start(a, end), lane, 32);
+            __syncwarp();
             if (going && first + lane < end)
                 going = map_one(first + lane, 0, t);
         }
