@@ -137,14 +137,31 @@ collect() {
 
 # repeat CORPUS SIZE OUT: CORPUS over and over, cut at SIZE bytes.
 repeat() {
-    n=$(wc -c < "$1")
+    copies "$1" "$2" | head -c "$2" > "$3"
+    [ "$(wc -c < "$3")" -eq "$2" ]
+}
+
+# copies CORPUS SIZE: CORPUS over and over on standard output, SIZE bytes or
+# more.  A corpus under 1 MiB and SIZE is doubled first, in $tmp/copies, so
+# that a small one (a seed's, a short log) takes a few cat calls, not one a
+# copy.
+copies() {
+    from=$1
+    n=$(wc -c < "$from")
+    if [ "$n" -lt "$2" ] && [ "$n" -lt 1048576 ]; then
+        cp "$from" "$tmp/copies" || return 1
+        from=$tmp/copies
+        while [ "$n" -lt "$2" ] && [ "$n" -lt 1048576 ]; do
+            cat "$from" "$from" > "$tmp/twice" && mv "$tmp/twice" "$from" || return 1
+            n=$((n * 2))
+        done
+    fi
     times=$((($2 + n - 1) / n))
     i=0
     while [ "$i" -lt "$times" ]; do
-        cat "$1"
+        cat "$from"
         i=$((i + 1))
-    done | head -c "$2" > "$3"
-    [ "$(wc -c < "$3")" -eq "$2" ]
+    done
 }
 
 # record KIND LIST CORPUS: the sources of a kind, into SOURCES.
@@ -269,13 +286,8 @@ for kind in $(echo "$kinds" | tr , ' '); do
             "access logs, as the server wrote them" || continue
         for s in "$@"; do
             b=$(bytes "$s")
-            n=$(wc -c < "$tmp/weblog")
-            times=$((b / n + 1))
-            i=0
-            while [ "$i" -lt "$times" ]; do
-                cat "$tmp/weblog"
-                i=$((i + 1))
-            done | awk -v max="$b" '{ n += length($0) + 1; if (n > max) exit; print }' \
+            copies "$tmp/weblog" "$((b + 1))" |
+                awk -v max="$b" '{ n += length($0) + 1; if (n > max) exit; print }' \
                 > "$dir/weblog-$s" || fail "cannot write $dir/weblog-$s"
         done
         ;;
