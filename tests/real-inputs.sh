@@ -150,26 +150,25 @@ fi
 
 # A kind the seed lacks is still skipped, saying so; a seed that is not gzip
 # is an error.
+# seed_fails DESCRIPTION STATUS MESSAGE KIND VARIABLE: the tiny seed, with
+# VARIABLE naming an empty folder, for KIND at 100 bytes: exit status STATUS,
+# MESSAGE on stderr, no input made.
+seed_fails() {
+    env REAL_INPUTS_SEED="$tmp/tiny" "$5=$tmp/none" sh "$script" --kinds "$4" "$tmp/f-$4" 100 \
+        > "$tmp/out" 2>&1
+    rc=$?
+    if [ "$rc" -eq "$2" ] && grep -q "$3" "$tmp/out" && [ ! -e "$tmp/f-$4/$4-100" ]; then
+        ok "$1"
+    else
+        not_ok "$1 (status $rc)" "$tmp/out"
+    fi
+}
 rm "$tmp/tiny/rgb.gz"
-REAL_INPUTS_SEED=$tmp/tiny REAL_INPUTS_PICTURE_DIRS=$tmp/none sh "$script" --kinds rgb \
-    "$tmp/s3" 100 > "$tmp/out" 2>&1
-rc=$?
-if [ "$rc" -eq 3 ] && grep -q "rgb skipped: .* (and the seed $tmp/tiny has no rgb.gz)" "$tmp/out" &&
-    [ ! -e "$tmp/s3/rgb-100" ]; then
-    ok "a kind the seed lacks: skipped with status 3"
-else
-    not_ok "a kind the seed lacks: skipped with status 3 (status $rc)" "$tmp/out"
-fi
+seed_fails "a kind the seed lacks: skipped with status 3" 3 \
+    "rgb skipped: .* (and the seed $tmp/tiny has no rgb.gz)" rgb REAL_INPUTS_PICTURE_DIRS
 echo 'abc' > "$tmp/tiny/text.gz"
-REAL_INPUTS_SEED=$tmp/tiny REAL_INPUTS_DOC_DIRS=$tmp/none sh "$script" --kinds text \
-    "$tmp/s4" 100 > "$tmp/out" 2>&1
-rc=$?
-if [ "$rc" -eq 1 ] && grep -q "cannot read the seed $tmp/tiny/text.gz" "$tmp/out" &&
-    [ ! -e "$tmp/s4/text-100" ]; then
-    ok "a seed that gzip cannot read: an error"
-else
-    not_ok "a seed that gzip cannot read: an error (status $rc)" "$tmp/out"
-fi
+seed_fails "a seed that gzip cannot read: an error" 1 "cannot read the seed $tmp/tiny/text.gz" \
+    text REAL_INPUTS_DOC_DIRS
 
 sh "$script" "$tmp/bad" 10X > "$tmp/out" 2>&1
 rc=$?
