@@ -31,6 +31,20 @@ config is one of auto, hash, block, direct, dense, sort (a GPU variant forced wi
 whose phases_ms has its own phase names).  Every figure below is a median of the
 runs; every ratio is a ratio of medians.  A figure that a missing run would need
 is written n/a.
+
+A row's "input" is "generated" (soren-gen's; a row without "input" is one) or
+"real" (bench/real-inputs.sh's, of the same size); a real row's "source" is its
+input's key in "real_inputs", which holds, once per input, its kind, bytes, file
+and the lines of its SOURCES, or why the host could not make it ("skipped", as
+the row of each job that would have used it says):
+
+     "real_inputs": {"text-10485760": {"kind": "text", "bytes": 10485760,
+                                       "file": "/tmp/soren-bench/real-text-10485760/...",
+                                       "sources": ["text: 299 files, ...", ...]},
+                     "weblog-5242858": {"kind": "weblog", "skipped": "no web server ..."}}
+
+Sections (a) to (e) and the targets are on the generated inputs; (f) sets the
+real ones beside them, and the last section lists where each real input came from.
 """
 
 import json
@@ -74,9 +88,10 @@ def ratio(num, den):
 
 
 class Results:
-    """The results file, indexed by (app, size, config)."""
+    """The rows of one input (generated or real) of the results file, indexed by
+    (app, size, config)."""
 
-    def __init__(self, data):
+    def __init__(self, data, which="generated"):
         self.data = data
         self.limits = data.get("limits") or {}
         self.rows = {}
@@ -85,6 +100,8 @@ class Results:
         for r in data.get("results") or []:
             app, size, config = r.get("app"), r.get("size"), r.get("config")
             if app is None or size is None or config is None:
+                continue
+            if r.get("input", "generated") != which:
                 continue
             self.rows.setdefault((app, size, config), r)  # the first of duplicates
             if app not in self.apps:
@@ -321,6 +338,81 @@ def section_targets(res):
     return lines
 
 
+def section_real(gen, real):
+    """Real inputs beside generated ones, for every job and size that ran on a real one."""
+    rows = []
+    for app in real.apps:
+        for size in real.sizes_of(app):
+            cols = []
+            for res in (gen, real):
+                cols.append([(res.get(app, size, "auto") or {}).get("variant", NA),
+                             fmt(res.device_ms(app, size, "auto")),
+                             fmt(res.wall_ms(app, size, "auto"), 1),
+                             fmt(res.wall_ms(app, size, "cpu"), 1),
+                             fmt(ratio(res.wall_ms(app, size, "cpu"),
+                                       res.wall_ms(app, size, "auto")), 2, "x"),
+                             fmt(ratio(res.device_ms(app, size, "cub"),
+                                       res.device_ms(app, size, "auto")), 2, "x")])
+            # each figure's generated column, then its real one
+            rows.append([app, size, fmt_bytes(real.input_bytes(app, size))]
+                        + [c for pair in zip(*cols) for c in pair])
+    header = ["app", "size", "input"]
+    for name in ("auto ran", "auto device ms", "auto wall ms", "cpu wall ms", "gpu vs cpu",
+                 "gpu vs cub"):
+        header += [f"{name}, generated", f"{name}, real"]
+    return ["## (f) Real inputs beside generated ones", "",
+            "Each job of text, RGB or web logs on its generated input (`soren-gen`) and on a "
+            "real one of the same size (`bench/real-inputs.sh`, from the files listed below): "
+            "`--engine auto`'s variant, device and wall time, the CPU engine's wall time, and "
+            "the ratios of (c) and (d): the CPU engine's wall time over auto's, the CUB "
+            "baseline's device time over auto's (above 1x the GPU is faster).", "",
+            table(header, rows), ""]
+
+
+def section_sources(data, real, most=20):
+    """Where each real input came from: its SOURCES, the first files of each kind."""
+    lines = ["## Real inputs: where they came from", "",
+             "Each real input is the files below concatenated in this order, repeated and cut "
+             "to its size (the SOURCES of `bench/real-inputs.sh`; a long list is cut here, the "
+             "results file has it whole); an input the host could not make is skipped, saying "
+             "why.", ""]
+    made = data.get("real_inputs") or {}
+    users = {}
+    for r in data.get("results") or []:
+        if r.get("input") == "real" and r.get("source"):
+            apps = users.setdefault(r["source"], [])
+            if r.get("app") not in apps:
+                apps.append(r.get("app"))
+    for key in sorted(set(made) | set(users)):
+        info = made.get(key, {})
+        used = ", ".join(a for a in users.get(key, []) if a) or "no job"
+        if "skipped" in info:
+            lines += [f"- `{key}` ({used}): skipped: {info['skipped']}", ""]
+            continue
+        lines += [f"- `{key}`, {fmt_bytes(info.get('bytes'))} ({used})" +
+                  (f": `{info['command']}`" if info.get("command") else ""), ""]
+        shown, files = [], 0
+        for line in info.get("sources") or []:
+            if line.startswith("    ") or (line.startswith("  ") and not line.startswith("  #")
+                                           and line[2:3].isdigit()):
+                files += 1
+                if files > most:
+                    continue
+            elif files > most:
+                shown.append(f"  ... and {files - most} more")
+                files = 0
+            else:
+                files = 0
+            shown.append(line)
+        if files > most:
+            shown.append(f"  ... and {files - most} more")
+        lines += ["  ```", *("  " + l for l in shown), "  ```", ""] if shown else \
+            ["  (no SOURCES in the results file)", ""]
+    if not made and not users:
+        lines += ["No real inputs.", ""]
+    return lines
+
+
 # ---- Charts ------------------------------------------------------------------------
 
 def chart_speedup(res, path, plt):
@@ -413,7 +505,8 @@ def load_pyplot():
 def write_report(results_path, outdir, plt="auto"):
     """Writes OUTDIR/STEM.md and the charts; returns the Markdown's path."""
     with open(results_path, encoding="utf-8") as f:
-        res = Results(json.load(f))
+        data = json.load(f)
+    res, real = Results(data), Results(data, "real")
     stem = os.path.splitext(os.path.basename(results_path))[0]
     os.makedirs(outdir, exist_ok=True)
     if plt == "auto":
@@ -433,6 +526,8 @@ def write_report(results_path, outdir, plt="auto"):
     lines += section_phases(res)
     lines += charts
     lines += section_cpu(res) + section_cub(res) + section_limits(res) + section_targets(res)
+    if real.rows or data.get("real_inputs"):
+        lines += section_real(res, real) + section_sources(data, real)
     md = os.path.join(outdir, stem + ".md")
     with open(md, "w", encoding="utf-8") as f:
         f.write("\n".join(lines).rstrip() + "\n")
@@ -443,9 +538,14 @@ def write_report(results_path, outdir, plt="auto"):
 
 def synthetic_results():
     """A small results file: wordcount at two sizes with every config, histogram
-    without a sort run (its speedup must read n/a), one output that does not match."""
-    def row(app, size, nbytes, config, device, wall, variant=None, match=True, phases=None):
-        return {"app": app, "size": size, "input_bytes": nbytes, "config": config,
+    without a sort run (its speedup must read n/a), one output that does not match;
+    the generated rows have no "input" (as in files older than real inputs), and
+    wordcount at 1GiB also ran on a real input, whose SOURCES lists 25 files, and
+    pageviewcount's real input was skipped."""
+    def row(app, size, nbytes, config, device, wall, variant=None, match=True, phases=None,
+            real=False):
+        extra = {"input": "real", "source": "text-1073741824"} if real else {}
+        return {**extra, "app": app, "size": size, "input_bytes": nbytes, "config": config,
                 "variant": variant or config, "runs": 3, "wall_ms": [wall, wall * 1.1, wall * 0.9],
                 "device_ms": None if device is None else [device, device * 1.2, device * 0.8],
                 "phases_ms": phases or {"upload": nbytes / 25e6, "split": 1.0, "monitor": 0.5,
@@ -466,8 +566,22 @@ def synthetic_results():
     results += [row("histogram", "1GiB", gib - 1, "auto", 8.8, 498, "dense"),
                 row("histogram", "1GiB", gib - 1, "cub", 8.0, 450, match=False,
                     phases={"histogram": 7.9, "copy_back": 0.1})]
+    # on the real text: auto 100 ms device, 800 ms wall; cpu 4000 ms (5x); cub 50 ms (0.5x)
+    results += [row("wordcount", "1GiB", gib, "auto", 100, 800, "block", real=True),
+                row("wordcount", "1GiB", gib, "cpu", None, 4000, real=True),
+                row("wordcount", "1GiB", gib, "cub", 50, 700, real=True),
+                {"app": "pageviewcount", "size": "1GiB", "input": "real",
+                 "source": "weblog-1073741800", "skipped": "no web server access log"}]
+    sources = ["# Inputs made by bench/real-inputs.sh on buildhost, 2000-01-01T00:00Z",
+               "text: 25 files, 1048576 bytes (documentation, .gz unpacked)"]
+    sources += [f"  41943 /usr/share/doc/p{i:02}/copyright" for i in range(25)]
+    real_inputs = {"text-1073741824": {"kind": "text", "bytes": gib, "file": "/d/text",
+                                       "command": "sh bench/real-inputs.sh --kinds text ...",
+                                       "sources": sources},
+                   "weblog-1073741800": {"kind": "weblog", "bytes": gib - 24,
+                                         "skipped": "no web server access log"}}
     return {"gpu": "Synthetic GPU", "driver": "0.0", "date": "2000-01-01", "commit": "unknown",
-            "host_cpus": 16,
+            "host_cpus": 16, "real_inputs": real_inputs,
             "limits": {"d2d_gbps": 3000.0, "h2d_pinned_gbps": 50.0, "h2d_pageable_gbps": 7.5,
                        "d2h_pinned_gbps": 50.0, "command": "bench/bench-limits --json"},
             "results": results}
@@ -501,9 +615,22 @@ def self_test():
             expect(text in md, f"the report shows {text!r}")
         hist_a = [l for l in section_speedup_text(md).splitlines() if l.startswith("| histogram | 1GiB")]
         expect(len(hist_a) == 1 and hist_a[0].count(NA) >= 3, "histogram without sort reads n/a in (a)")
-        targets_text = md.split("## Targets", 1)[-1]
+        targets_text = md.split("## Targets", 1)[-1].split("## (f)", 1)[0]
         expect(targets_text.count("| met |") == 1 and targets_text.count("**missed**") == 4,
                "one target met, four missed")
+        # (f): generated and real side by side, each figure a column of each
+        expect("| auto device ms, generated | auto device ms, real |" in md, "(f)'s columns")
+        expect("| wordcount | 1GiB | 1 GiB | hash | block | 80.00 | 100.00 | 840.0 | 800.0 | "
+               "3710.0 | 4000.0 | 4.42x | 5.00x | 0.38x | 0.50x |" in md,
+               "(f) sets wordcount's real figures beside its generated ones")
+        expect("| wordcount | soren-small" not in md.split("## (f)", 1)[-1],
+               "(f) only where a real input ran")
+        for text in ("- `text-1073741824`, 1 GiB (wordcount): `sh bench/real-inputs.sh",
+                     "  # Inputs made by bench/real-inputs.sh on buildhost",
+                     "    41943 /usr/share/doc/p19/copyright", "  ... and 5 more",
+                     "- `weblog-1073741800` (pageviewcount): skipped: no web server access log"):
+            expect(text in md, f"the sources section shows {text!r}")
+        expect("p20/copyright" not in md, "the sources section cuts a long list")
         if plt is None:
             expect("Charts skipped" in md, "the report says the charts were skipped")
         else:
@@ -518,6 +645,16 @@ def self_test():
         with open(write_report(empty, os.path.join(tmp, "out"), None), encoding="utf-8") as f:
             md = f.read()
         expect(md.split("## Targets", 1)[-1].count(NA) >= 5, "targets without runs read n/a")
+        # A file from before real inputs (no "input", no real_inputs) has no (f).
+        old = synthetic_results()
+        old["results"] = [r for r in old["results"] if "input" not in r]
+        del old["real_inputs"]
+        with open(empty, "w", encoding="utf-8") as f:
+            json.dump(old, f)
+        with open(write_report(empty, os.path.join(tmp, "out"), None), encoding="utf-8") as f:
+            md = f.read()
+        expect("| 9.00x |" in md and "## (f)" not in md and "## Real inputs" not in md,
+               "a file without real inputs: the generated sections alone")
 
     for f in failures:
         print(f"report.py self-test: FAILED: {f}", file=sys.stderr)

@@ -2,10 +2,12 @@
 """run_bench.py - `make bench`: every application at the papers' sizes and at a
 size that fills the GPU, with auto, each GPU variant that applies, the CPU
 engine and, for wordcount and histogram, the CUB baselines; the hardware limits
-measured in the same run; one results file, its report and charts.
+measured in the same run; one results file, its report and charts.  Each
+application of text, RGB or web logs also runs on real input of the same size.
 
     run_bench.py [--out DIR] [--runs N] [--apps A,B,...] [--sizes S,...]
-                 [--data DIR] [--configs C,...] [--timeout SECONDS]
+                 [--data DIR] [--configs C,...] [--inputs generated,real]
+                 [--timeout SECONDS]
 
 --out        where the results go (default: bench/results beside this script)
 --runs       timed runs of each configuration after one warm-up (default 5)
@@ -17,6 +19,9 @@ measured in the same run; one results file, its report and charts.
 --data       where generated inputs are kept between runs (default
              $SOREN_BENCH_DIR, else /tmp/soren-bench)
 --configs    only these configurations (auto, a variant, cpu, cub)
+--inputs     generated (soren-gen's), real (bench/real-inputs.sh's, from the
+             host's documentation, pictures and access logs, for the jobs
+             of text, RGB and web logs) or both (the default)
 
 Run from the build tree (make bench sets SOREN_BENCH_ROOT to it) or from the GPU
 bundle (gpu-bundle/bench/run_bench.py: the root is the folder above).  Each
@@ -26,6 +31,14 @@ run; device phases from the run's --explain report, which the GPU engine times
 with CUDA events).  Every configuration's output is compared with the CPU
 engine's, byte for byte.  Writes DIR/<gpu>-<date>.json (every figure with its
 exact command), then report.py writes DIR/<gpu>-<date>.md and its two charts.
+
+A real input has the generated one's size in bytes (a web log: whole lines up
+to it); bench/real-inputs.sh makes it once into the data folder, and the
+results file keeps, once per input, the files it was made from (its SOURCES).
+A kind the host lacks is recorded as skipped with the script's reason.  Where
+bench/real-seed is beside this script (the GPU bundle carries one, made on the
+build host), it is the seed for a kind the host lacks (REAL_INPUTS_SEED, unless
+the environment sets it).
 """
 
 import argparse
@@ -34,6 +47,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -86,10 +100,21 @@ APPS = {
 }
 SIZES = ["small", "medium", "big", "gpu"]
 CUB = {"wordcount": "cub-wordcount", "histogram": "cub-histogram"}
+INPUTS = ["generated", "real"]
+# The kinds of input bench/real-inputs.sh makes from a host's real files.
+REAL_KINDS = ("text", "rgb", "weblog")
 
 
 def log(*args):
     print(*args, flush=True)
+
+
+class Skipped(Exception):
+    """A real input the host cannot make: its key in real_inputs, and why."""
+
+    def __init__(self, key, reason):
+        super().__init__(reason)
+        self.key = key
 
 
 class Bench:
@@ -106,9 +131,14 @@ class Bench:
         self.host = os.path.join(self.root, "soren-host")
         self.gen = os.path.join(self.root, "soren-gen")
         self.bench = os.path.join(self.root, "bench", "soren-bench")
+        seed = os.path.join(HERE, "real-seed")
+        if os.path.isdir(seed) and "REAL_INPUTS_SEED" not in self.env:
+            self.env["REAL_INPUTS_SEED"] = seed
         self.data = args.data
         os.makedirs(self.data, exist_ok=True)
         self.results = []
+        # KIND-BYTES -> the real input made (its file and SOURCES) or skipped
+        self.real_inputs = {}
 
     def run(self, cmd, timeout=None, **kw):
         """Runs cmd; returns its standard output, or raises with its standard error."""
@@ -128,22 +158,65 @@ class Bench:
             os.rename(path + ".tmp", path)
         return path
 
-    def inputs(self, app, size):
-        """(label, input files, extra soren-bench arguments, input bytes, bytes read)."""
+    def real(self, kind, nbytes):
+        """The real input of kind of nbytes: (its key in the results' real_inputs,
+        its path), made by bench/real-inputs.sh into DATA/real-KEY once; raises
+        Skipped where the host lacks the kind, RuntimeError where the script fails."""
+        key = f"{kind}-{nbytes}"
+        known = self.real_inputs.get(key)
+        if known:
+            if "skipped" in known:
+                raise Skipped(key, known["skipped"])
+            return key, known["file"]
+        folder = os.path.join(self.data, f"real-{key}")
+        path = os.path.join(folder, key)
+        cmd = ["sh", os.path.join(HERE, "real-inputs.sh"), "--kinds", kind, folder, str(nbytes)]
+        if not (os.path.exists(path) and os.path.exists(os.path.join(folder, "SOURCES"))):
+            # made in a folder of its own, renamed when whole
+            tmp = folder + ".tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            done = subprocess.run(cmd[:-2] + [tmp, str(nbytes)], env=self.env,
+                                  capture_output=True, text=True, timeout=1800)
+            if done.returncode == 3:
+                why = re.search(r"skipped: (.*)", done.stderr)
+                reason = why.group(1) if why else done.stderr.strip()[-500:]
+                self.real_inputs[key] = {"kind": kind, "bytes": nbytes, "command": shlex.join(cmd),
+                                         "skipped": reason}
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise Skipped(key, reason)
+            if done.returncode != 0:
+                raise RuntimeError(f"{shlex.join(cmd)}: exit {done.returncode}: "
+                                   f"{done.stderr.strip()[-2000:]}")
+            shutil.rmtree(folder, ignore_errors=True)
+            os.rename(tmp, folder)
+        with open(os.path.join(folder, "SOURCES"), encoding="utf-8", errors="replace") as f:
+            sources = [line.rstrip("\n") for line in f if line.strip()]
+        self.real_inputs[key] = {"kind": kind, "bytes": os.path.getsize(path), "file": path,
+                                 "command": shlex.join(cmd), "sources": sources}
+        return key, path
+
+    def inputs(self, app, size, which="generated"):
+        """(label, input files, extra soren-bench arguments, input bytes, bytes read,
+        source): which is generated or real; source is the real input's key."""
         kind = APPS[app]["data"]
         label, spec = DATA[kind][size]
         if kind in ("text", "rgb", "weblog", "html"):
+            # the generated input, also made for its size where the real one is asked for
             path = self.generate(f"{kind}-{label}", spec + ["--seed", "1"])
+            views = os.path.join(self.data, f"views-{label}.tsv")
+            source = None
+            if which == "real":
+                source, path = self.real(kind, os.path.getsize(path))
+                views = os.path.join(os.path.dirname(path), "views.tsv")
             files = [path]
             if app == "pageviewrank":
                 # its input is pageviewcount's output over the same log
-                views = os.path.join(self.data, f"views-{label}.tsv")
                 if not os.path.exists(views):
                     self.run([self.host, "run", "pageviewcount", path, "--device", "cpu",
                               "-o", views], timeout=1800)
                 files = [views]
             size_bytes = os.path.getsize(files[0])
-            return label, files, [], size_bytes, size_bytes
+            return label, files, [], size_bytes, size_bytes, source
         if kind == "matrix":
             n = spec
             a = self.generate(f"matrix-{n}-a", ["matrix", "--rows", str(n), "--cols", str(n),
@@ -152,14 +225,14 @@ class Bench:
                                                 "--seed", "2"])
             extra = ["--param", f"a=@{a}", "--param", f"b=@{b}", "--param", f"rows={n}",
                      "--param", f"inner={n}", "--param", f"cols={n}"]
-            return label, [], extra, 0, 2 * n * n * 4
+            return label, [], extra, 0, 2 * n * n * 4, None
         if kind == "features":
             docs = spec
             f = self.generate(f"features-{docs}", ["features", "--docs", str(docs), "--dims",
                                                    "128", "--seed", "1"])
             extra = ["--param", f"features=@{f}", "--param", f"docs={docs}",
                      "--param", "dims=128"]
-            return label, [], extra, 0, docs * 128 * 4
+            return label, [], extra, 0, docs * 128 * 4, None
         count = spec
         points = self.generate(f"points-{label}", ["points", "--count", str(count), "--dims",
                                                    "3", "--clusters", "24", "--seed", "1"])
@@ -167,7 +240,7 @@ class Bench:
                                                   "24", "--clusters", "24", "--seed", "1"])
         extra = ["--param", "k=24", "--param", f"centroids=@{c0}"]
         size_bytes = os.path.getsize(points)
-        return label, [points], extra, size_bytes, size_bytes
+        return label, [points], extra, size_bytes, size_bytes, None
 
     # ---- Configurations -------------------------------------------------------
 
@@ -182,22 +255,26 @@ class Bench:
             cmd += ["--device", "gpu", "--engine", config]
         return cmd + params + extra + files
 
-    def one(self, app, size, config, label, files, extra, input_bytes, bytes_read, reference):
-        output = os.path.join(self.data, f"out-{app}-{label}-{config}")
+    def one(self, app, config, label, which, source, files, extra, input_bytes, bytes_read,
+            reference):
+        tag = label if which == "generated" else f"{label}-real"
+        output = os.path.join(self.data, f"out-{app}-{tag}-{config}")
         if config == "cub":
             cmd = [os.path.join(self.root, "bench", CUB[app]), files[0], output,
                    "--runs", str(self.args.runs)]
         else:
             cmd = self.config_command(app, config, files, extra, output)
-        row = {"app": app, "size": label, "input_bytes": input_bytes or bytes_read,
+        row = {"app": app, "size": label, "input": which, "input_bytes": input_bytes or bytes_read,
                "config": config, "bytes_read": bytes_read, "command": shlex.join(cmd)}
+        if source:
+            row["source"] = source
         t0 = time.time()
         try:
             line = self.run(cmd).strip().splitlines()[-1]
             got = json.loads(line)
         except (RuntimeError, subprocess.TimeoutExpired, ValueError, IndexError) as e:
             row["error"] = str(e)[-1000:]
-            log(f"  {app:14} {label:13} {config:7} FAILED: {row['error'][:300]}")
+            log(f"  {app:14} {tag:18} {config:7} FAILED: {row['error'][:300]}")
             # a run killed by the time limit may leave part of its output;
             # the CPU engine's must not be taken for the reference
             try:
@@ -219,7 +296,7 @@ class Bench:
         wall = median(row.get("wall_ms"))
         dev = median(row.get("device_ms"))
         checked = {True: "=", False: "DIFFERS", None: "ref" if config == "cpu" else "unchecked"}
-        log(f"  {app:14} {label:13} {config:7} ran {row['variant']:6} "
+        log(f"  {app:14} {tag:18} {config:7} ran {row['variant']:6} "
             f"wall {fmt(wall)} ms, device {fmt(dev)} ms, "
             f"output {checked[row.get('output_matches')]}"
             f"  ({time.time() - t0:.0f} s)")
@@ -232,24 +309,37 @@ class Bench:
 
     def app(self, app):
         for size in self.args.sizes:
-            try:
-                label, files, extra, input_bytes, bytes_read = self.inputs(app, size)
-            except RuntimeError as e:
-                log(f"  {app}: {size}: cannot make the input: {e}")
-                continue
-            reference = os.path.join(self.data, f"out-{app}-{label}-cpu")
-            configs = [c for c in APPS[app]["configs"]
-                       if not self.args.configs or c in self.args.configs]
-            # the CPU engine first: its output is every other's reference
-            order = [c for c in configs if c == "cpu"] + [c for c in configs if c != "cpu"]
-            for config in order:
-                row = self.one(app, size, config, label, files, extra, input_bytes, bytes_read,
-                               reference if os.path.exists(reference) else None)
-                self.results.append(row)
-            try:
-                os.remove(reference)
-            except OSError:
-                pass
+            for which in self.args.inputs:
+                if which == "real" and APPS[app]["data"] not in REAL_KINDS:
+                    continue
+                self.app_input(app, size, which)
+
+    def app_input(self, app, size, which):
+        """Every configuration of app at size on the generated or the real input."""
+        try:
+            label, files, extra, input_bytes, bytes_read, source = self.inputs(app, size, which)
+        except Skipped as e:
+            log(f"  {app}: {size}: real input skipped: {e}")
+            self.results.append({"app": app, "size": DATA[APPS[app]["data"]][size][0],
+                                 "input": which, "source": e.key, "skipped": str(e)})
+            return
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            log(f"  {app}: {size}: cannot make the {which} input: {e}")
+            return
+        tag = label if which == "generated" else f"{label}-real"
+        reference = os.path.join(self.data, f"out-{app}-{tag}-cpu")
+        configs = [c for c in APPS[app]["configs"]
+                   if not self.args.configs or c in self.args.configs]
+        # the CPU engine first: its output is every other's reference
+        order = [c for c in configs if c == "cpu"] + [c for c in configs if c != "cpu"]
+        for config in order:
+            row = self.one(app, config, label, which, source, files, extra, input_bytes,
+                           bytes_read, reference if os.path.exists(reference) else None)
+            self.results.append(row)
+        try:
+            os.remove(reference)
+        except OSError:
+            pass
 
     # ---- The run ----------------------------------------------------------------
 
@@ -257,7 +347,7 @@ class Bench:
         cmd = [os.path.join(self.root, "bench", "bench-limits"), "--json"]
         try:
             got = json.loads(self.run(cmd).strip().splitlines()[-1])
-        except (RuntimeError, ValueError, IndexError) as e:
+        except (RuntimeError, OSError, ValueError, IndexError) as e:
             log(f"bench-limits failed: {e}")
             return {"command": shlex.join(cmd), "error": str(e)[-500:]}, "unknown GPU"
         got["command"] = shlex.join(cmd)
@@ -269,6 +359,7 @@ class Bench:
         doc = {"gpu": gpu, "driver": driver_version(), "date": date, "commit": commit(self.root),
                "host_cpus": os.cpu_count(), "runs": self.args.runs,
                "seconds": round(time.time() - started), "limits": limits,
+               "inputs": self.args.inputs, "real_inputs": self.real_inputs,
                "results": self.results}
         os.makedirs(self.args.out, exist_ok=True)
         path = os.path.join(self.args.out, f"{slug(gpu)}-{date}.json")
@@ -296,7 +387,7 @@ class Bench:
                                  self.args.out], text=True)
         failed = [r for r in self.results if "error" in r or r.get("output_matches") is False]
         for r in failed:
-            log(f"FAILED: {r['app']} {r['size']} {r['config']}: "
+            log(f"FAILED: {r['app']} {r['size']} {r['input']} {r['config']}: "
                 f"{r.get('error', 'output differs from the CPU engine')[:300]}")
         return 1 if failed or report.returncode != 0 else 0
 
@@ -362,6 +453,8 @@ def parse_args(argv):
     ap.add_argument("--data", default=os.environ.get("SOREN_BENCH_DIR", "/tmp/soren-bench"))
     ap.add_argument("--configs", default="",
                     help="only these configurations (e.g. cpu,auto; default: all that apply)")
+    ap.add_argument("--inputs", default=",".join(INPUTS),
+                    help="generated, real or both (the default)")
     ap.add_argument("--timeout", type=int, default=900,
                     help="seconds one configuration may take (default 900)")
     args = ap.parse_args(argv)
@@ -374,6 +467,14 @@ def parse_args(argv):
     for s in args.sizes:
         if s not in SIZES:
             ap.error(f"--sizes: no size {s} (known: {', '.join(SIZES)})")
+    inputs = [i for i in args.inputs.split(",") if i]
+    for i in inputs:
+        if i not in INPUTS:
+            ap.error(f"--inputs: no input {i} (known: {', '.join(INPUTS)})")
+    # the generated input first, each as often as once
+    args.inputs = [i for i in INPUTS if i in inputs]
+    if not args.inputs:
+        ap.error(f"--inputs: expected {', '.join(INPUTS)} or both")
     if args.runs < 5:
         log("note: fewer than 5 runs per configuration: figures for a smoke run only")
     return args
