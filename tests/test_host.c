@@ -436,6 +436,27 @@ Test(host, host_that_dies_mid_job)
     free(expect(0, "(none)", "ps"));
 }
 
+/* The progress line and --explain of a job that runs in the host reach the
+ * client's standard error as a local run writes them. */
+Test(host, progress_and_explain_relayed)
+{
+    build_plugin("slow", "1.0.0", 1, 1, 0);
+    tu_write(strcat(strcpy((char[4200]){0}, dir), "/slow.txt"), "slow1\nslow2\nslow3\nslow4\n",
+             24);
+    start_host("");
+    char *out = NULL, *err = NULL;
+    int rc = host(&out, &err, "run slow slow.txt --device cpu -t 1 --progress --explain "
+                              "-o out.tsv");
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_expect(strstr(err, "\rsoren-host: map ") != NULL, "no map frame: %s", err);
+    cr_expect(strstr(err, "\"variant\"") != NULL, "no explain report: %s", err);
+    char *got = tu_read(strcat(strcpy((char[4200]){0}, dir), "/out.tsv"), NULL);
+    cr_expect_str_eq(got, "slow1\t1\nslow2\t1\nslow3\t1\nslow4\t1\n");
+    free(got);
+    free(out);
+    free(err);
+}
+
 Test(host, plugin_that_crashes_in_the_host)
 {
     build_plugin("crashes", "1.0.0", 1, 0, 1);
