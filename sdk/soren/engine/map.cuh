@@ -436,6 +436,17 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
     /* After a failed emit the record's later emits wait for the resume. */
     if (e->state[EMIT_FAILED])
         return;
+    if (c->variant == SOREN_GPU_DENSE) {
+        /* A dense launch never stops for room, so never resumes: its emits
+         * keep no count, only a bad key stops the record. */
+        if constexpr (S::key_type == SOREN_TYPE_INDEX) {
+            if (key_ok<S::key_type>(a, key, n))
+                dense_insert<S::op, S::value_type, S::user_combine>(c, *(const uint32_t *)key, v);
+            else
+                e->state[EMIT_FAILED] = 1;
+        }
+        return;
+    }
     bool applied = true;
     if (e->state[EMIT_PAIRS] < e->state[EMIT_SKIP]) {
         /* applied by the launch that stopped on this record */
@@ -465,10 +476,6 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
                           : hash_insert<S::op, S::value_type, S::user_combine>(a, k, n, h, v);
             break;
         }
-        case SOREN_GPU_DENSE:
-            if constexpr (S::key_type == SOREN_TYPE_INDEX)
-                dense_insert<S::op, S::value_type, S::user_combine>(c, *(const uint32_t *)key, v);
-            break;
         case SOREN_GPU_DIRECT:
         case SOREN_GPU_REDUCE:
             applied = direct_append(a, k, n, v);
@@ -486,7 +493,10 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
         return;
     }
     e->state[EMIT_PAIRS]++;
-    e->state[EMIT_KEY_BYTES] += soren__key_footprint(n);
+    /* Only the sort variant's offsets and monitoring read the key bytes. */
+    if (c->variant == SOREN_GPU_SORT_COUNT || c->variant == SOREN_GPU_SORT_WRITE ||
+        c->variant == SOREN_GPU_MONITOR)
+        e->state[EMIT_KEY_BYTES] += soren__key_footprint(n);
 }
 
 template <const auto &Desc, uint32_t Count, uint32_t I = 0>
