@@ -644,3 +644,36 @@ Test(gpu, devices_all_equal_the_cpu_engine)
     free(bucketsum);
     free(log);
 }
+
+/* --devices through a resident host, whose jobs keep a GPU session: each
+ * rank sets up its own on its GPU, and every run, the first and those
+ * after it, equals the CPU engine byte for byte. */
+Test(gpu, devices_all_through_a_resident_host)
+{
+    if (soren_device_count(NULL, 0) < 2)
+        cr_skip_test("one GPU: --devices spreads a run over two or more");
+    char *text = in_dir("text"), *want = in_dir("cpu.out"), *got = in_dir("host.out");
+    char *sock = in_dir("run/host.sock"), *err = NULL;
+    dg_text(text, 16 << 20, 704);
+    cr_assert_eq(run("wordcount", "--local --device cpu", text, want, &err), 0, "%s", err);
+    free(err);
+    err = NULL;
+    cr_assert_eq(tu_runf(NULL, &err, "'%s' --socket '%s' serve --detach", tu_host(), sock), 0,
+                 "serve: %s", err);
+    free(err);
+    for (int i = 0; i < 3; i++) {
+        err = NULL;
+        int rc = tu_runf(NULL, &err, "'%s' --socket '%s' run wordcount --devices all '%s' -o '%s'",
+                         tu_host(), sock, text, got);
+        cr_expect_eq(rc, 0, "run %d through the host: exit %d: %s", i + 1, rc, err);
+        free(err);
+        if (rc != 0)
+            break;
+        expect_same(got, want, "wordcount --devices all through a resident host");
+    }
+    tu_runf(NULL, NULL, "'%s' --socket '%s' stop", tu_host(), sock);
+    free(text);
+    free(want);
+    free(got);
+    free(sock);
+}
