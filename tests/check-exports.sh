@@ -6,17 +6,14 @@
 # (docs/design.md, "Layout").  Prints TAP.
 b=${1:-$SOREN_BUILDDIR}
 s=${2:-$SOREN_SRCDIR}
-fail=0
-n=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/soren-exports-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); echo "not ok $n - $1"; fail=1; }
+. "$(dirname "$0")/tap.sh"
 same() { # NAME WANT GOT: the two sorted lists are equal
   if [ -s "$2" ] && cmp -s "$2" "$3"; then
     ok "$1 ($(wc -l < "$2") symbols)"
   else
-    notok "$1"
+    not_ok "$1"
     diff "$2" "$3" | sed -n 's/^</# missing:/p; s/^>/# extra:/p'
   fi
 }
@@ -41,4 +38,4 @@ for so do
   exports "$so" > "$tmp/got"
   same "$(basename "$so") exports exactly soren_plugin_v1" "$tmp/plugin" "$tmp/got"
 done
-exit $fail
+exit $failed

@@ -14,10 +14,7 @@ export LC_ALL
 b=${SOREN_BUILDDIR:?set SOREN_BUILDDIR (make check does)}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/soren-baselines-XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-n=0
-fail=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); echo "not ok $n - $1"; fail=1; }
+. "$(dirname "$0")/tap.sh"
 
 # same NAME THREADS BASELINE OPERANDS PLUGIN ARGUMENTS: BASELINE's output for
 # OPERANDS and `soren-host run PLUGIN ARGUMENTS`'s are equal bytes.  OPERANDS
@@ -25,13 +22,13 @@ notok() { n=$((n + 1)); echo "not ok $n - $1"; fail=1; }
 # current folder, so that no path holds one.
 same() {
   "$b/bench/$3" --threads "$2" $4 > want 2> err ||
-    { notok "$1: $3 failed: $(head -c 300 err)"; return; }
+    { not_ok "$1: $3 failed: $(head -c 300 err)"; return; }
   "$b/soren-host" run "$b/stage/plugins/$5.json" $6 --device cpu --threads "$2" \
-    > got 2> err || { notok "$1: soren-host failed: $(head -c 300 err)"; return; }
+    > got 2> err || { not_ok "$1: soren-host failed: $(head -c 300 err)"; return; }
   if [ -s want ] && cmp -s want got; then
     ok "$1 ($(wc -l < want) lines)"
   else
-    notok "$1"
+    not_ok "$1"
     diff want got | head -5 | sed 's/^/# /'
   fi
 }
@@ -63,4 +60,4 @@ for t in 1 2 3; do
   same "matmul, B cut short, $t threads" $t cpu-matmul "70 300 260 a b-short" matmul \
     "-p a=@a -p b=@b-short -p rows=70 -p inner=300 -p cols=260"
 done
-exit $fail
+exit $failed
