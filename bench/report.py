@@ -369,7 +369,7 @@ def section_real(gen, real):
             table(header, rows), ""]
 
 
-def section_sources(data, real, most=20):
+def section_sources(data, most=20):
     """Where each real input came from: its SOURCES, the first files of each kind."""
     lines = ["## Real inputs: where they came from", "",
              "Each real input is the files below concatenated in this order, repeated and cut "
@@ -527,7 +527,7 @@ def write_report(results_path, outdir, plt="auto"):
     lines += charts
     lines += section_cpu(res) + section_cub(res) + section_limits(res) + section_targets(res)
     if real.rows or data.get("real_inputs"):
-        lines += section_real(res, real) + section_sources(data, real)
+        lines += section_real(res, real) + section_sources(data)
     md = os.path.join(outdir, stem + ".md")
     with open(md, "w", encoding="utf-8") as f:
         f.write("\n".join(lines).rstrip() + "\n")
