@@ -19,6 +19,8 @@
 
 /* The most GPUs one run spreads over in one process. */
 #define SOREN_MAX_DEVICES 16
+/* The GPU sessions soren_run keeps for a run over every GPU it may use. */
+#define SOREN_RUN_SESSIONS (SOREN_MAX_STAGES * SOREN_MAX_DEVICES)
 
 /* A run for a client of the resident host (core/host/): the client opened
  * its inputs and output, and the host reads and writes what it was handed,
@@ -56,7 +58,9 @@ typedef struct soren_run_options {
     soren_progress *progress;  /* the progress line, or NULL; verbose lines go through it */
     const soren_comm *comm;    /* the ranks of a distributed run; NULL: one process */
     /* The library's jobs: a GPU session per stage, made by the first run on
-     * the GPU and kept by the caller; NULL: every run sets up anew. */
+     * the GPU and kept by the caller; NULL: every run sets up anew.  A run
+     * of soren_run over several GPUs (--devices) takes SOREN_RUN_SESSIONS:
+     * the GPU of rank r keeps its stages' from r * SOREN_MAX_STAGES. */
     soren_gpu_session **gpu_sessions;
     /* ... and each parameter's version, which changes whenever its value
      * does: a session uploads only the parameters whose version it does

@@ -235,11 +235,10 @@ soren_status soren__run_ranks(const soren_plugin *p, const soren_run_options *o,
         runs[r].o.devices_all = 0;
         runs[r].comm = soren__thread_comm_rank(t, (int)r, devices[r]);
         runs[r].o.comm = &runs[r].comm;
-        /* A caller's kept GPU sessions (a library job's, a resident host's)
-         * belong to one GPU and one run at a time: each rank sets up its
-         * own on its GPU, as in a run of its own. */
-        runs[r].o.gpu_sessions = NULL;
-        runs[r].o.param_versions = NULL;
+        /* A caller's kept GPU sessions (a resident host's) hold a set for
+         * each rank: a rank sets up on its GPU once, as a run of its own. */
+        if (o->gpu_sessions)
+            runs[r].o.gpu_sessions = o->gpu_sessions + r * SOREN_MAX_STAGES;
         /* the CPUs shared among the ranks: their staging, their folds */
         if (!o->threads) {
             unsigned cpus = soren_cpu_count() / (unsigned)count;

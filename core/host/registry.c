@@ -20,7 +20,7 @@ typedef struct file_mark {
 typedef struct session_set {
     struct session_set *next;
     char *key;
-    soren_gpu_session *stage[SOREN_MAX_STAGES];
+    soren_gpu_session *stage[SOREN_RUN_SESSIONS];
 } session_set;
 
 /* The most sets a plugin keeps idle; the least recently used go first. */
@@ -74,7 +74,7 @@ soren_registry *soren_registry_new(const char *copy_dir)
 
 static void set_free(session_set *s)
 {
-    for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
+    for (size_t i = 0; i < SOREN_RUN_SESSIONS; i++)
         soren_gpu_session_free(s->stage[i]);
     free(s->key);
     free(s);
