@@ -318,15 +318,23 @@ soren_status soren_dist_gather(const soren_comm *c, const soren_result *local, i
     return rc;
 }
 
+soren_status soren_dist_ends(const soren_comm *c, uint64_t count, uint64_t **ends,
+                             soren_error *err)
+{
+    uint64_t *all = *ends = must_alloc((size_t)c->size * sizeof *all);
+    soren_status rc = c->ops->allgather(c->ctx, count, all, err);
+    for (int r = 1; rc == SOREN_OK && r < c->size; r++)
+        all[r] += all[r - 1];
+    return rc;
+}
+
 soren_status soren_dist_first(const soren_comm *c, uint64_t count, uint64_t *first,
                               soren_error *err)
 {
-    uint64_t *all = must_alloc((size_t)c->size * sizeof *all);
-    soren_status rc = c->ops->allgather(c->ctx, count, all, err);
-    *first = 0;
-    for (int r = 0; rc == SOREN_OK && r < c->rank; r++)
-        *first += all[r];
-    free(all);
+    uint64_t *ends;
+    soren_status rc = soren_dist_ends(c, count, &ends, err);
+    *first = rc == SOREN_OK && c->rank > 0 ? ends[c->rank - 1] : 0;
+    free(ends);
     return rc;
 }
 

@@ -90,6 +90,12 @@ soren_status soren_dist_shuffle(const soren_comm *c, const soren_result *local,
 soren_status soren_dist_gather(const soren_comm *c, const soren_result *local, int to_all,
                                soren_result *whole, soren_error *err);
 
+/* Where each rank's pairs end when each holds count and they are laid
+ * end to end in rank order: ends[r], c->size of them (malloc'd; the
+ * caller frees it, also on an error). */
+soren_status soren_dist_ends(const soren_comm *c, uint64_t count, uint64_t **ends,
+                             soren_error *err);
+
 /* The number of the first pair of this rank when each rank holds count
  * pairs: the pairs of the ranks before it (a later stage's base). */
 soren_status soren_dist_first(const soren_comm *c, uint64_t count, uint64_t *first,

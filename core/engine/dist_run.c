@@ -95,13 +95,19 @@ soren_status soren__gather_whole(const soren_run_options *o, const soren_stage_s
                                  const soren_result *share, int to_all, soren_result *whole,
                                  soren_error *err)
 {
+    const soren_comm *c = o->comm;
     soren_result_init(whole, last);
-    soren_status rc = soren_dist_gather(o->comm, share, to_all, whole, err);
-    if (rc != SOREN_OK)
-        return rc;
-    if (to_all || o->comm->rank == 0)
-        rc = soren_result_order(whole, last->order, last->limit, err);
-    return soren_dist_agree(o->comm, rc, err);
+    /* Each share is in the stage's order already (its first `limit`
+     * pairs, where the stage keeps so many): the whole is their merge. */
+    uint64_t *ends;
+    soren_status rc = soren_dist_ends(c, share->count, &ends, err);
+    if (rc == SOREN_OK)
+        rc = soren_dist_gather(c, share, to_all, whole, err);
+    if (rc == SOREN_OK && (to_all || c->rank == 0))
+        rc = soren_result_merge_runs(whole, ends, (size_t)c->size, last->order, last->limit,
+                                     err);
+    free(ends);
+    return soren_dist_agree(c, rc, err);
 }
 
 /* Rank 0 gets every rank's stats: all[stage * ranks + rank]; all may be
@@ -118,21 +124,25 @@ static soren_status gather_stats(const soren_comm *c, const soren_rank_stage *mi
     return SOREN_OK;
 }
 
-/* --verbose on rank 0: what every rank did in every stage. */
-static void say_ranks(const soren_distributed *d, size_t stages)
+/* --verbose on rank 0: what every rank did in every stage, a line each
+ * through the progress line (relayed to a resident host's client). */
+static void say_ranks(soren_progress *progress, const soren_distributed *d, size_t stages)
 {
     for (size_t s = 0; s < stages; s++)
         for (int r = 0; r < d->ranks; r++) {
             const soren_rank_stage *st = &d->stages[s * (size_t)d->ranks + r];
-            fprintf(stderr, "soren-host: rank %d of %d: stage %zu: %s engine, %s [%llu, %llu), "
-                    "%llu pairs mapped", r, d->ranks, s + 1, st->gpu ? "gpu" : "cpu",
-                    s ? "pairs" : "input", (unsigned long long)st->begin,
-                    (unsigned long long)st->end, (unsigned long long)st->mapped);
+            char sent[96] = "";
             if (st->shuffled)
-                fprintf(stderr, ", %llu bytes sent, %llu pairs received",
-                        (unsigned long long)st->sent_bytes, (unsigned long long)st->received);
-            fprintf(stderr, ", %llu pairs out; ms: map %.3f, exchange %.3f, fold %.3f\n",
-                    (unsigned long long)st->pairs, st->ms_map, st->ms_exchange, st->ms_fold);
+                snprintf(sent, sizeof sent, ", %llu bytes sent, %llu pairs received",
+                         (unsigned long long)st->sent_bytes, (unsigned long long)st->received);
+            soren_progress_say(progress, "soren-host: rank %d of %d: stage %zu: %s engine, %s "
+                               "[%llu, %llu), %llu pairs mapped%s, %llu pairs out; ms: map "
+                               "%.3f, exchange %.3f, fold %.3f\n", r, d->ranks, s + 1,
+                               st->gpu ? "gpu" : "cpu", s ? "pairs" : "input",
+                               (unsigned long long)st->begin, (unsigned long long)st->end,
+                               (unsigned long long)st->mapped, sent,
+                               (unsigned long long)st->pairs, st->ms_map, st->ms_exchange,
+                               st->ms_fold);
         }
 }
 
@@ -143,7 +153,7 @@ soren_status soren__report_ranks(const soren_run_options *o, const soren_rank_st
     *all = c->rank == 0 ? calloc(stages * (size_t)c->size, sizeof **all) : NULL;
     soren_status rc = gather_stats(c, stats, stages, *all, err);
     if (rc == SOREN_OK && *all && o->verbose)
-        say_ranks(&(soren_distributed){.ranks = c->size, .stages = *all}, stages);
+        say_ranks(o->progress, &(soren_distributed){.ranks = c->size, .stages = *all}, stages);
     return rc;
 }
 
