@@ -645,6 +645,51 @@ Test(gpu, devices_all_equal_the_cpu_engine)
     free(log);
 }
 
+/* Ranks on GPUs that receive many pairs fold them on their GPU (the hash
+ * variant over the pairs as they are): 300,000 words over two GPUs or more
+ * send each rank more than the 65,536 pairs from which it does, and the
+ * output, whole or cut to its top, equals the CPU engine byte for byte.
+ * pageviewcount's combine counts (a partial count would count as one):
+ * its ranks fold on the CPU. */
+Test(gpu, devices_fold_on_the_gpu)
+{
+    if (soren_device_count(NULL, 0) < 2)
+        cr_skip_test("one GPU: --devices spreads a run over two or more");
+    char *text = gen("words", "text --size 48M --vocab 300000 --seed 706");
+    char *want = in_dir("cpu.out"), *got = in_dir("gpu.out");
+    static const char *const shapes[] = {"", "--top 100 --order value_desc", "--order key"};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        char args[256], *err = NULL;
+        snprintf(args, sizeof args, "%s --device cpu", shapes[i]);
+        cr_assert_eq(run("wordcount", args, text, want, &err), 0, "%s", err);
+        free(err);
+        err = NULL;
+        snprintf(args, sizeof args, "%s --devices all --verbose", shapes[i]);
+        int rc = run("wordcount", args, text, got, &err);
+        cr_expect_eq(rc, 0, "wordcount %s --devices all: exit %d: %s", shapes[i], rc, err);
+        if (rc == 0) {
+            cr_expect(strstr(err, "on the gpu\n") != NULL && strstr(err, "on the cpu\n") == NULL,
+                      "wordcount %s --devices all: every rank should fold on its GPU: %s",
+                      shapes[i], err);
+            expect_same(got, want, "wordcount --devices all, folded on the GPUs");
+        }
+        free(err);
+    }
+    char *log = gen("log", "weblog --size 64M --urls 20000 --ips 5000 --seed 707"), *err = NULL;
+    cr_assert_eq(run("pageviewcount", "--device cpu", log, want, &err), 0, "%s", err);
+    free(err);
+    err = NULL;
+    cr_expect_eq(run("pageviewcount", "--devices all --verbose", log, got, &err), 0, "%s", err);
+    cr_expect(strstr(err, "on the cpu\n") != NULL && strstr(err, "on the gpu\n") == NULL,
+              "a count folds on the CPU: %s", err);
+    expect_same(got, want, "pageviewcount --devices all");
+    free(err);
+    free(log);
+    free(text);
+    free(want);
+    free(got);
+}
+
 /* --devices through a resident host, whose jobs keep a GPU session: each
  * rank sets up its own on its GPU, and every run, the first and those
  * after it, equals the CPU engine byte for byte. */

@@ -50,7 +50,9 @@ static soren_status run_stage_dist(const soren_stage_spec *spec, size_t index, s
     st->received = received.count;
     soren_progress_phase(o->progress, "fold", 0);
     soren_result_init(res, spec);
-    rc = soren__fold_received(spec, &received, params, o, res, err);
+    int on_gpu = 0;
+    rc = soren__fold_received(spec, where, &received, params, o, res, &on_gpu, err);
+    st->fold_gpu = (uint32_t)on_gpu;
     soren_input_close(&received);
     st->pairs = res->count;
     st->ms_fold = soren__now_ms() - t1;
@@ -137,12 +139,12 @@ static void say_ranks(soren_progress *progress, const soren_distributed *d, size
                          (unsigned long long)st->sent_bytes, (unsigned long long)st->received);
             soren_progress_say(progress, "soren-host: rank %d of %d: stage %zu: %s engine, %s "
                                "[%llu, %llu), %llu pairs mapped%s, %llu pairs out; ms: map "
-                               "%.3f, exchange %.3f, fold %.3f\n", r, d->ranks, s + 1,
+                               "%.3f, exchange %.3f, fold %.3f on the %s\n", r, d->ranks, s + 1,
                                st->gpu ? "gpu" : "cpu", s ? "pairs" : "input",
                                (unsigned long long)st->begin, (unsigned long long)st->end,
                                (unsigned long long)st->mapped, sent,
                                (unsigned long long)st->pairs, st->ms_map, st->ms_exchange,
-                               st->ms_fold);
+                               st->ms_fold, st->fold_gpu ? "gpu" : "cpu");
         }
 }
 

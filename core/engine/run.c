@@ -14,15 +14,42 @@ double soren__now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-enum { FOLD_PAIRS_PER_THREAD = 1 << 16 };
+/* The CPU engine folds with a thread for each FOLD_PAIRS_PER_THREAD pairs;
+ * the GPU, from FOLD_ON_GPU_LEAST pairs: fewer fold on the CPU in less than
+ * a GPU run's set-up and waits. */
+enum { FOLD_PAIRS_PER_THREAD = 1 << 16, FOLD_ON_GPU_LEAST = 1 << 16 };
 
-soren_status soren__fold_received(const soren_stage_spec *spec, const soren_input *received,
-                                  const soren_params *params, const soren_run_options *o,
-                                  soren_result *res, soren_error *err)
+/* The fold on the rank's GPU: a run of the stage whose records are the
+ * pairs as they are, with the hash variant, quietly (the rank's map has
+ * spoken; its bytes are not the input's). */
+static soren_status fold_on_gpu(const soren_stage_spec *f, const soren_input *received,
+                                const soren_params *params, const soren_run_options *o,
+                                soren_result *res, soren_error *err)
+{
+    soren_run_options g = *o;
+    g.engine = "hash";
+    g.verbose = 0;
+    g.progress = NULL;
+    g.gpu.fold_pairs = 1;
+    soren_explain x;
+    memset(&x, 0, sizeof x);
+    soren_status rc = soren__run_gpu(f, received, 1, params, &g, NULL, res, &x, err);
+    soren_explain_destroy(&x);
+    return rc;
+}
+
+soren_status soren__fold_received(const soren_stage_spec *spec, soren_device where,
+                                  const soren_input *received, const soren_params *params,
+                                  const soren_run_options *o, soren_result *res, int *on_gpu,
+                                  soren_error *err)
 {
     soren_stage_spec f = *spec;
     f.input_format = SOREN_INPUT_PAIRS;
     f.record_size = 0;
+    *on_gpu = where == SOREN_DEVICE_GPU && received->count >= FOLD_ON_GPU_LEAST &&
+              soren_gpu_folds_pairs(&f);
+    if (*on_gpu)
+        return fold_on_gpu(&f, received, params, o, res, err);
     /* Each thread's table is sized for every received key, so threads
      * beyond the work's need cost their tables' setup: one per 64K pairs. */
     unsigned threads = o->threads ? o->threads : soren_cpu_count();
@@ -46,7 +73,8 @@ soren_status soren__fold_pairs(const soren_stage_spec *spec, const char *what, s
     if (rc != SOREN_OK)
         return rc;
     soren_progress_phase(o->progress, "fold", 0);
-    rc = soren__fold_received(spec, &pairs, params, o, res, err);
+    int on_gpu;
+    rc = soren__fold_received(spec, SOREN_DEVICE_CPU, &pairs, params, o, res, &on_gpu, err);
     soren_input_close(&pairs);
     return rc;
 }

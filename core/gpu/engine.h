@@ -70,6 +70,11 @@ typedef struct soren_gpu_options {
     uint64_t device_memory;
     soren_progress *progress; /* where the run reports its phases and uploaded bytes (or NULL) */
     int device;              /* the CUDA device to run on (a rank's: its local rank's) */
+    /* A pairs input whose records are emitted as they are instead of
+     * mapped: the fold of the pairs a distributed run's ranks sent each
+     * other, with the hash variant (soren_gpu_folds_pairs says which stages
+     * can). */
+    int fold_pairs;
 } soren_gpu_options;
 
 /* A stage set up on the GPU for runs again and again (the library's
@@ -105,6 +110,10 @@ void soren_gpu_session_free(soren_gpu_session *s);
 
 /* Why the GPU engine cannot run this stage (NULL if it can). */
 const char *soren_gpu_unsupported(const soren_stage_spec *spec);
+/* 1 if the plugin's device code folds pairs of this stage as they are
+ * (soren_gpu_options.fold_pairs): a combine other than count, keys other
+ * than index keys, and plugin ABI 1.7 or later. */
+int soren_gpu_folds_pairs(const soren_stage_spec *spec);
 
 /* Runs spec on device opt->device over the inputs, leaving the ordered pairs in out
  * (initialised by the caller).  Fills x (zeroed by the caller, which owns

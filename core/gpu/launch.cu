@@ -44,6 +44,7 @@ static void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint6
     a->value_size = (uint32_t)s->value_size;
     a->value_type = s->value_type;
     a->combine = s->combine;
+    a->fold_pairs = r->opt->fold_pairs && s->input_format == SOREN_INPUT_PAIRS;
     a->keys = r->reg.keys;
     a->keys_capacity = r->reg.keys_capacity;
     a->keys_used = r->counters + KEYS_USED;

@@ -440,6 +440,13 @@ extern "C" const char *soren_gpu_unsupported(const soren_stage_spec *spec)
     return NULL;
 }
 
+extern "C" int soren_gpu_folds_pairs(const soren_stage_spec *spec)
+{
+    return spec->code->gpu && spec->code->gpu->abi_minor >= 7 &&
+           spec->combine != SOREN_COMBINE_NONE && spec->combine != SOREN_COMBINE_COUNT &&
+           spec->key_type != SOREN_TYPE_INDEX;
+}
+
 /* A session is a gpu_run that outlives its runs, with its own copies of
  * the stage and the options it was made for. */
 struct soren_gpu_session {
@@ -498,7 +505,7 @@ extern "C" int soren_gpu_session_fits(const soren_gpu_session *s, const soren_st
            s->opt.pair_slots == opt->pair_slots && s->opt.block_slots == opt->block_slots &&
            s->opt.device_memory == opt->device_memory &&
            s->opt.small_keys == opt->small_keys &&
-           s->opt.sample == opt->sample;
+           s->opt.sample == opt->sample && s->opt.fold_pairs == opt->fold_pairs;
 }
 
 extern "C" soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_input *inputs,

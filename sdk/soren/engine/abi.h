@@ -97,7 +97,10 @@ typedef struct soren_gpu_map_args {
     uint32_t value_size;
     uint32_t value_type;
     uint32_t combine; /* soren_combine_op */
-    uint32_t reserved0;
+    /* (1.7) pairs input: each record is emitted as it is (its key's
+     * bytes, then the value), the map not called, to fold the pairs that
+     * the ranks of a distributed run sent each other. */
+    uint32_t fold_pairs;
 
     uint8_t *keys; /* key space */
     uint64_t keys_capacity;

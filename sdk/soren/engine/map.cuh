@@ -650,6 +650,24 @@ __device__ inline soren_record tiled_record_of(const soren_gpu_map_args &a, uint
     return rec;
 }
 
+/* A folded record (fold_pairs): a pair as a distributed run's ranks send
+ * it, the key's bytes then the value's, emitted as it is.  The value, and
+ * a key of up to 8 bytes (typed keys are), are copied out: a record may
+ * start at any byte, and emits read them as words. */
+__device__ inline void emit_folded(soren_emitter *e, const soren_record &rec,
+                                   uint32_t value_size)
+{
+    const uint32_t n = (uint32_t)rec.size - value_size;
+    unsigned long long value = 0, word = 0;
+    memcpy(&value, rec.data + n, value_size);
+    const void *key = rec.data;
+    if (n <= sizeof word) {
+        memcpy(&word, rec.data, n);
+        key = &word;
+    }
+    soren_emit(e, key, n, &value);
+}
+
 /* Reduce over group g: its key as the key space holds it, its values
  * packed (the host sorted them, as the CPU engine does). */
 template <soren_reduce_fn *Reduce>
@@ -692,8 +710,10 @@ __host__ __device__ constexpr bool tiles_records(uint32_t variant)
  * (tile_bytes of shared memory after the table's, an equal part for each
  * warp), each step copies the warp's records into its part first; a thread
  * that stopped still takes part in the copies.  A resuming launch reads
- * records in place: its threads go on from different steps. */
-template <const auto &Desc, uint32_t I, uint32_t V>
+ * records in place: its threads go on from different steps.  Fold: the
+ * records are pairs emitted as they are (fold_pairs), a kernel of its own
+ * so that the map's carries nothing of it. */
+template <const auto &Desc, uint32_t I, uint32_t V, bool Fold = false>
 __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_t tile_bytes)
 {
     typedef stage_traits<Desc, I> S;
@@ -735,7 +755,10 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
                 reduce_group<S::reduce>(&e, a, r);
         } else {
             soren_record rec = tiled_record_of(a, r, tile);
-            map(&e, &rec, &a.params);
+            if constexpr (Fold)
+                emit_folded(&e, rec, a.value_size);
+            else
+                map(&e, &rec, &a.params);
             if constexpr (monitor)
                 bytes += rec.size + (a.input_format == SOREN_GPU_LINES);
         }
@@ -803,12 +826,26 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
 
 /* The map kernel of a launch's variant; NULL for a variant that does not
  * apply to the stage (the host never asks for one), so that no plugin
- * compiles kernels it cannot use. */
+ * compiles kernels it cannot use.  A fold (fold_pairs) has monitoring and
+ * hash, for a stage whose combine folds partial values as they are (not
+ * count, which counts them) into keys other than index keys (which fold on
+ * the CPU: there are few of them). */
 template <const auto &Desc, uint32_t I>
-__host__ inline void (*map_kernel_for(uint32_t variant))(soren_gpu_map_args, uint32_t)
+__host__ inline void (*map_kernel_for(uint32_t variant, bool fold))(soren_gpu_map_args,
+                                                                    uint32_t)
 {
     typedef stage_traits<Desc, I> S;
     constexpr bool combines = S::op != SOREN_COMBINE_NONE;
+    if (fold) {
+        if constexpr (combines && S::op != SOREN_COMBINE_COUNT &&
+                      S::key_type != SOREN_TYPE_INDEX) {
+            if (variant == SOREN_GPU_MONITOR)
+                return map_kernel<Desc, I, SOREN_GPU_MONITOR, true>;
+            if (variant == SOREN_GPU_HASH)
+                return map_kernel<Desc, I, SOREN_GPU_HASH, true>;
+        }
+        return nullptr;
+    }
     switch (variant) {
     case SOREN_GPU_MONITOR: return map_kernel<Desc, I, SOREN_GPU_MONITOR>;
     case SOREN_GPU_DIRECT: return map_kernel<Desc, I, SOREN_GPU_DIRECT>;
