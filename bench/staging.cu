@@ -2,7 +2,7 @@
  * staging.cu - how fast a file in the page cache reaches the device, by each
  * way of getting it there (the ceiling of chunked input).
  *
- *   bench-staging FILE [--threads LIST] [--chunk SIZE] [--json]
+ *   bench-staging FILE [--threads LIST] [--chunk SIZE] [--devices N] [--json]
  *
  * FILE is read once first, so its pages are in the page cache.  Each way
  * moves the whole file (medians of 3 passes, after one warm-up), by T host
@@ -28,7 +28,10 @@
  * between).
  *
  * Chunks (--chunk, default 8M) are handed out in order from one counter, so
- * threads take the file front to back together.  GB/s are 1e9 bytes a second
+ * threads take the file front to back together.  With --devices N the
+ * threads take turns over the first N GPUs (thread i copies to GPU i mod N),
+ * as a run over several GPUs stages its slices at once: the h2d ways then
+ * measure what the host moves to all of them.  GB/s are 1e9 bytes a second
  * of the file's size.  With --json, stdout gets only one JSON line.
  */
 #include "common.cuh"
@@ -50,12 +53,13 @@ struct source {
     const uint8_t *map;  /* the file, mapped */
     uint8_t *anon;       /* a touched copy of its size */
     uint64_t size;
-    uint8_t *dev;        /* the file's size on the device */
+    std::vector<uint8_t *> dev; /* the file's size on each GPU */
     uint64_t chunk;
 };
 
-/* One thread's two pinned buffers, stream and events. */
+/* One thread's two pinned buffers, GPU, stream and events. */
 struct worker {
+    int device;
     uint8_t *buf[2];
     cudaStream_t stream;
     cudaEvent_t done[2];
@@ -84,6 +88,7 @@ static void fill(const source &s, way w, uint8_t *dst, uint64_t off, uint64_t n)
 static void worker_main(const source &s, way w, worker &k, std::atomic<uint64_t> &next)
 {
     bool h2d = w == WAY_MMAP_H2D || w == WAY_PREAD_H2D;
+    CK(cudaSetDevice(k.device));
     for (int i = 0;; i ^= 1) {
         uint64_t off = next.fetch_add(s.chunk);
         if (off >= s.size)
@@ -93,7 +98,8 @@ static void worker_main(const source &s, way w, worker &k, std::atomic<uint64_t>
             CK(cudaEventSynchronize(k.done[i]));
         fill(s, w, k.buf[i], off, n);
         if (h2d) {
-            CK(cudaMemcpyAsync(s.dev + off, k.buf[i], n, cudaMemcpyHostToDevice, k.stream));
+            CK(cudaMemcpyAsync(s.dev[k.device] + off, k.buf[i], n, cudaMemcpyHostToDevice,
+                               k.stream));
             CK(cudaEventRecord(k.done[i], k.stream));
         }
     }
@@ -124,7 +130,7 @@ static double register_gbps(const source &s, cudaStream_t stream, double *regist
         double r0 = now_s();
         CK(cudaHostRegister((void *)(s.map + off), n, cudaHostRegisterReadOnly));
         reg += now_s() - r0;
-        CK(cudaMemcpyAsync(s.dev + off, s.map + off, n, cudaMemcpyHostToDevice, stream));
+        CK(cudaMemcpyAsync(s.dev[0] + off, s.map + off, n, cudaMemcpyHostToDevice, stream));
         CK(cudaStreamSynchronize(stream));
         CK(cudaHostUnregister((void *)(s.map + off)));
     }
@@ -183,7 +189,7 @@ int main(int argc, char **argv)
     bench_program = "bench-staging";
     const char *path = NULL, *list = "1,2,4,8,16";
     uint64_t chunk = 8 << 20;
-    int json = 0;
+    int json = 0, devices = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0)
             json = 1;
@@ -191,14 +197,21 @@ int main(int argc, char **argv)
             list = argv[++i];
         else if (strcmp(argv[i], "--chunk") == 0 && i + 1 < argc)
             chunk = parse_mib(argv[++i]);
+        else if (strcmp(argv[i], "--devices") == 0 && i + 1 < argc)
+            devices = atoi(argv[++i]);
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else
             bench_die("unknown argument %s (usage: bench-staging FILE [--threads LIST] "
-                      "[--chunk SIZE] [--json])", argv[i]);
+                      "[--chunk SIZE] [--devices N] [--json])", argv[i]);
     }
     if (!path)
-        bench_die("usage: bench-staging FILE [--threads LIST] [--chunk SIZE] [--json]");
+        bench_die("usage: bench-staging FILE [--threads LIST] [--chunk SIZE] [--devices N] "
+                  "[--json]");
+    int gpus = 0;
+    CK(cudaGetDeviceCount(&gpus));
+    if (devices < 1 || devices > gpus)
+        bench_die("--devices: expected 1 to %d (the GPUs of this host), got %d", gpus, devices);
     std::vector<unsigned> threads = parse_list(list);
     unsigned most = *std::max_element(threads.begin(), threads.end());
 
@@ -216,13 +229,21 @@ int main(int argc, char **argv)
     if (!s.anon)
         bench_die("out of memory: malloc of %" PRIu64 " bytes", s.size);
     memcpy(s.anon, s.map, s.size); /* also pulls the file into the page cache */
-    CK(cudaMalloc(&s.dev, s.size));
+    s.dev.resize((size_t)devices);
+    for (int d = 0; d < devices; d++) {
+        CK(cudaSetDevice(d));
+        CK(cudaMalloc(&s.dev[d], s.size));
+    }
+    CK(cudaSetDevice(0));
 
     CK(cudaFree(0)); /* the context, before timing the pinning */
     double pin_one = pin_ms(2ull * most * chunk, 1, 1), pin_serial = pin_ms(chunk, 2 * most, 1),
            pin_threads = pin_ms(chunk, 2 * most, most);
     std::vector<worker> ws(most);
-    for (auto &k : ws) {
+    for (unsigned i = 0; i < most; i++) {
+        worker &k = ws[i];
+        k.device = (int)(i % (unsigned)devices);
+        CK(cudaSetDevice(k.device));
         for (int b = 0; b < 2; b++) {
             CK(cudaHostAlloc(&k.buf[b], chunk, cudaHostAllocDefault));
             memset(k.buf[b], 1, chunk);
@@ -230,6 +251,7 @@ int main(int argc, char **argv)
         }
         CK(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
     }
+    CK(cudaSetDevice(0));
 
     std::vector<std::vector<double>> gbps(WAY_COUNT, std::vector<double>(threads.size()));
     for (int w = 0; w < WAY_COUNT; w++)
@@ -246,7 +268,7 @@ int main(int argc, char **argv)
 
     if (json) {
         printf("{\"program\":\"bench-staging\",\"bytes\":%" PRIu64 ",\"chunk\":%" PRIu64
-               ",\"threads\":[", s.size, chunk);
+               ",\"devices\":%d,\"threads\":[", s.size, chunk, devices);
         for (size_t i = 0; i < threads.size(); i++)
             printf("%s%u", i ? "," : "", threads[i]);
         printf("]");
@@ -260,8 +282,9 @@ int main(int argc, char **argv)
                "\"pin_serial_ms\":%.2f,\"pin_threads_ms\":%.2f}\n", reg, reg_only, pin_one,
                pin_serial, pin_threads);
     } else {
-        printf("%s, %.2f GiB from the page cache, chunks of %" PRIu64 " MiB; medians of %d, "
-               "GB/s\n\n| way |", path, s.size / (double)(1 << 30), chunk >> 20, PASSES);
+        printf("%s, %.2f GiB from the page cache, chunks of %" PRIu64 " MiB, to %d GPU%s; "
+               "medians of %d, GB/s\n\n| way |", path, s.size / (double)(1 << 30), chunk >> 20,
+               devices, devices > 1 ? "s" : "", PASSES);
         for (unsigned t : threads)
             printf(" %u thr |", t);
         printf("\n|---|");
