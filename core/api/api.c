@@ -37,7 +37,7 @@ struct soren_job {
     int has_result;
     /* each stage's GPU session: stream, buffers and variant kept from run
      * to run (see engine.h) */
-    soren_gpu_session *sessions[SOREN_MAX_STAGES];
+    soren_gpu_session *sessions[SOREN_RANK_SESSIONS];
     char *explain; /* made from the outcome when first asked for */
 };
 
@@ -167,7 +167,7 @@ void soren_job_free(soren_job *job)
         value_clear(&job->values[j]);
     soren_job_clear_inputs(job);
     free(job->inputs);
-    for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
+    for (size_t i = 0; i < SOREN_RANK_SESSIONS; i++)
         soren_gpu_session_free(job->sessions[i]);
     free(job->engine);
     free(job->host);

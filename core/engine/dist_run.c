@@ -51,7 +51,7 @@ static soren_status run_stage_dist(const soren_stage_spec *spec, size_t index, s
     soren_progress_phase(o->progress, "fold", 0);
     soren_result_init(res, spec);
     int on_gpu = 0;
-    rc = soren__fold_received(spec, where, &received, params, o, res, &on_gpu, err);
+    rc = soren__fold_received(spec, index, where, &received, params, o, res, &on_gpu, err);
     st->fold_gpu = (uint32_t)on_gpu;
     soren_input_close(&received);
     st->pairs = res->count;

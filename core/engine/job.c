@@ -111,14 +111,14 @@ soren_status soren_run_inputs(const soren_run_plan *plan, const soren_run_option
     /* The iterations keep a GPU session per stage, as a library job does:
      * a stage sets up, monitors and sizes once, and its later runs wait
      * for the GPU as little as they can. */
-    soren_gpu_session *sessions[SOREN_MAX_STAGES] = {0};
+    soren_gpu_session *sessions[SOREN_RANK_SESSIONS] = {0};
     if (ro.iterate && !ro.gpu_sessions)
         ro.gpu_sessions = sessions;
     if (rc == SOREN_OK)
         rc = soren__run_iterations(plan, where, stage1, stage1_count, params, o, &out->result,
                                    &whole, out->stages, out->rules, out->ranks,
                                    &out->iterations, err);
-    for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
+    for (size_t i = 0; i < SOREN_RANK_SESSIONS; i++)
         soren_gpu_session_free(sessions[i]);
     if (rc == SOREN_OK) { /* the plan, with the engine's timing of it */
         chunking.inputs_ms = out->stages[0].chunks.inputs_ms;

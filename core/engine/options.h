@@ -19,8 +19,12 @@
 
 /* The most GPUs one run spreads over in one process. */
 #define SOREN_MAX_DEVICES 16
-/* The GPU sessions soren_run keeps for a run over every GPU it may use. */
-#define SOREN_RUN_SESSIONS (SOREN_MAX_STAGES * SOREN_MAX_DEVICES)
+/* The GPU sessions of one run on one GPU: a stage's map at its index, and
+ * the fold of the pairs a distributed run's rank received in that stage
+ * SOREN_MAX_STAGES after it. */
+#define SOREN_RANK_SESSIONS (2 * SOREN_MAX_STAGES)
+/* ... and of a run of soren_run over every GPU it may use. */
+#define SOREN_RUN_SESSIONS (SOREN_RANK_SESSIONS * SOREN_MAX_DEVICES)
 
 /* A run for a client of the resident host (core/host/): the client opened
  * its inputs and output, and the host reads and writes what it was handed,
@@ -57,10 +61,11 @@ typedef struct soren_run_options {
     int explain;               /* after a successful run, the JSON report on stderr */
     soren_progress *progress;  /* the progress line, or NULL; verbose lines go through it */
     const soren_comm *comm;    /* the ranks of a distributed run; NULL: one process */
-    /* The library's jobs: a GPU session per stage, made by the first run on
-     * the GPU and kept by the caller; NULL: every run sets up anew.  A run
-     * of soren_run over several GPUs (--devices) takes SOREN_RUN_SESSIONS:
-     * the GPU of rank r keeps its stages' from r * SOREN_MAX_STAGES. */
+    /* The library's jobs: SOREN_RANK_SESSIONS GPU sessions, made by the
+     * first run on the GPU and kept by the caller; NULL: every run sets up
+     * anew.  A run of soren_run over several GPUs (--devices) takes
+     * SOREN_RUN_SESSIONS: the GPU of rank r keeps its own from
+     * r * SOREN_RANK_SESSIONS. */
     soren_gpu_session **gpu_sessions;
     /* ... and each parameter's version, which changes whenever its value
      * does: a session uploads only the parameters whose version it does

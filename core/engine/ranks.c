@@ -238,7 +238,7 @@ soren_status soren__run_ranks(const soren_plugin *p, const soren_run_options *o,
         /* A caller's kept GPU sessions (a resident host's) hold a set for
          * each rank: a rank sets up on its GPU once, as a run of its own. */
         if (o->gpu_sessions)
-            runs[r].o.gpu_sessions = o->gpu_sessions + r * SOREN_MAX_STAGES;
+            runs[r].o.gpu_sessions = o->gpu_sessions + r * SOREN_RANK_SESSIONS;
         /* the CPUs shared among the ranks: their staging, their folds */
         if (!o->threads) {
             unsigned cpus = soren_cpu_count() / (unsigned)count;

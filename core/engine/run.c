@@ -20,28 +20,31 @@ double soren__now_ms(void)
 enum { FOLD_PAIRS_PER_THREAD = 1 << 16, FOLD_ON_GPU_LEAST = 1 << 16 };
 
 /* The fold on the rank's GPU: a run of the stage whose records are the
- * pairs as they are, with the hash variant, quietly (the rank's map has
- * spoken; its bytes are not the input's). */
-static soren_status fold_on_gpu(const soren_stage_spec *f, const soren_input *received,
-                                const soren_params *params, const soren_run_options *o,
-                                soren_result *res, soren_error *err)
+ * pairs as they are, with the hash variant, in the stage's fold session
+ * where the caller keeps sessions; quietly (the rank's map has spoken; its
+ * bytes are not the input's). */
+static soren_status fold_on_gpu(const soren_stage_spec *f, size_t index,
+                                const soren_input *received, const soren_params *params,
+                                const soren_run_options *o, soren_result *res, soren_error *err)
 {
     soren_run_options g = *o;
     g.engine = "hash";
     g.verbose = 0;
     g.progress = NULL;
     g.gpu.fold_pairs = 1;
+    soren_gpu_session **session =
+        o->gpu_sessions ? &o->gpu_sessions[SOREN_MAX_STAGES + index] : NULL;
     soren_explain x;
     memset(&x, 0, sizeof x);
-    soren_status rc = soren__run_gpu(f, received, 1, params, &g, NULL, res, &x, err);
+    soren_status rc = soren__run_gpu(f, received, 1, params, &g, session, res, &x, err);
     soren_explain_destroy(&x);
     return rc;
 }
 
-soren_status soren__fold_received(const soren_stage_spec *spec, soren_device where,
-                                  const soren_input *received, const soren_params *params,
-                                  const soren_run_options *o, soren_result *res, int *on_gpu,
-                                  soren_error *err)
+soren_status soren__fold_received(const soren_stage_spec *spec, size_t index,
+                                  soren_device where, const soren_input *received,
+                                  const soren_params *params, const soren_run_options *o,
+                                  soren_result *res, int *on_gpu, soren_error *err)
 {
     soren_stage_spec f = *spec;
     f.input_format = SOREN_INPUT_PAIRS;
@@ -49,7 +52,7 @@ soren_status soren__fold_received(const soren_stage_spec *spec, soren_device whe
     *on_gpu = where == SOREN_DEVICE_GPU && received->count >= FOLD_ON_GPU_LEAST &&
               soren_gpu_folds_pairs(&f);
     if (*on_gpu)
-        return fold_on_gpu(&f, received, params, o, res, err);
+        return fold_on_gpu(&f, index, received, params, o, res, err);
     /* Each thread's table is sized for every received key, so threads
      * beyond the work's need cost their tables' setup: one per 64K pairs. */
     unsigned threads = o->threads ? o->threads : soren_cpu_count();
@@ -74,7 +77,7 @@ soren_status soren__fold_pairs(const soren_stage_spec *spec, const char *what, s
         return rc;
     soren_progress_phase(o->progress, "fold", 0);
     int on_gpu;
-    rc = soren__fold_received(spec, SOREN_DEVICE_CPU, &pairs, params, o, res, &on_gpu, err);
+    rc = soren__fold_received(spec, 0, SOREN_DEVICE_CPU, &pairs, params, o, res, &on_gpu, err);
     soren_input_close(&pairs);
     return rc;
 }

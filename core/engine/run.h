@@ -30,13 +30,14 @@ double soren__now_ms(void);
 
 /* Folds the pairs a rank received with the stage's combine and reduces its
  * keys, then orders them as the stage says: by key before a later stage,
- * which numbers them.  A rank whose map ran on the GPU (where) folds there
- * where the stage's device code can (soren_gpu_folds_pairs) and the pairs
- * are many enough to gain (*on_gpu says so); else the CPU engine folds. */
-soren_status soren__fold_received(const soren_stage_spec *spec, soren_device where,
-                                  const soren_input *received, const soren_params *params,
-                                  const soren_run_options *o, soren_result *res, int *on_gpu,
-                                  soren_error *err);
+ * which numbers them.  A rank whose map of stage index ran on the GPU
+ * (where) folds there, in that stage's fold session where o keeps sessions,
+ * if the stage's device code can (soren_gpu_folds_pairs) and the pairs are
+ * many enough to gain (*on_gpu says so); else the CPU engine folds. */
+soren_status soren__fold_received(const soren_stage_spec *spec, size_t index,
+                                  soren_device where, const soren_input *received,
+                                  const soren_params *params, const soren_run_options *o,
+                                  soren_result *res, int *on_gpu, soren_error *err);
 
 /* Pairs that hold a key's values in several pairs (src, destroyed here;
  * what names them) folded into res with the stage's combine on the CPU

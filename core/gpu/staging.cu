@@ -56,14 +56,24 @@ soren_status upload_params(gpu_run *r, const soren_params *host, const uint64_t 
 }
 
 /* Pinned staging, where a run has host input (largest: the most bytes of
- * one): two pieces for each copy thread, whatever the input's size (kept by
- * a session: pinning host memory costs milliseconds). */
+ * one): two pieces for each copy thread, and no more threads than the
+ * largest input has pieces.  A session keeps it (pinning host memory costs
+ * milliseconds, and a process's pinnings wait for each other), and pins
+ * more where a later run's input has work for more threads. */
 soren_status alloc_staging(gpu_run *r, uint64_t largest)
 {
-    if (largest == 0 || r->in.pieces)
+    if (largest == 0)
         return SOREN_OK;
-    unsigned cpus = soren_cpu_count();
-    r->in.copy_threads = cpus < COPY_THREADS_MAX ? cpus : (unsigned)COPY_THREADS_MAX;
+    unsigned cpus = soren_cpu_count(), threads = cpus < COPY_THREADS_MAX ? cpus : COPY_THREADS_MAX;
+    uint64_t pieces = (largest + STAGING_PIECE - 1) / STAGING_PIECE;
+    if (pieces < threads)
+        threads = (unsigned)pieces;
+    if (r->in.pieces && r->in.copy_threads >= threads)
+        return SOREN_OK;
+    if (r->in.pieces)
+        cudaFreeHost(r->in.pieces);
+    r->in.pieces = NULL;
+    r->in.copy_threads = threads;
     uint64_t size = 2ull * r->in.copy_threads * STAGING_PIECE;
     cudaError_t rc = cudaHostAlloc((void **)&r->in.pieces, size, cudaHostAllocDefault);
     if (rc != cudaSuccess) {

@@ -43,7 +43,7 @@ soren_status soren_registry_acquire(soren_registry *r, const char *manifest_path
 void soren_registry_release(soren_registry *r, soren_loaded *l);
 
 const soren_plugin *soren_loaded_plugin(const soren_loaded *l);
-/* The set of SOREN_RUN_SESSIONS GPU sessions (a session per stage for each
+/* The set of SOREN_RUN_SESSIONS GPU sessions (SOREN_RANK_SESSIONS for each
  * GPU of a run over several) that the job key names (all
  * NULL the first time), for one job's run at a time; NULL where key is NULL
  * (the run sets up anew) or memory ran out.  A session keeps the variant
