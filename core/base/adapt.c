@@ -429,7 +429,9 @@ static json_t *rank_json(const soren_rank_stage *st, int rank)
              put(o, "mapped_pairs", count(st->mapped)) &
              put(o, "sent_bytes", count(st->sent_bytes)) &
              put(o, "received_pairs", count(st->received)) &
-             put(o, "fold_device", json_string(st->fold_gpu ? "gpu" : "cpu")) &
+             put(o, "fold_device", json_string(st->folded_whole && rank > 0 ? "none"
+                                               : st->fold_gpu             ? "gpu"
+                                                                          : "cpu")) &
              put(o, "pairs", count(st->pairs)) &
              put(o, "times_ms", ms) & put(ms, "map", millis(st->ms_map)) &
              put(ms, "exchange", millis(st->ms_exchange)) & put(ms, "fold", millis(st->ms_fold));

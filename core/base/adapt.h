@@ -158,6 +158,8 @@ typedef struct soren_rank_stage {
     uint32_t gpu;        /* 1: its GPU engine ran the map; 0: its CPU engine */
     uint32_t shuffled;   /* 1: the stage's pairs went to their keys' ranks */
     uint32_t fold_gpu;   /* 1: its GPU folded what it received; 0: its CPU engine */
+    uint32_t folded_whole; /* 1: every rank sent rank 0 its pairs, and rank 0 folded the
+                              whole result */
     uint64_t begin, end; /* what it mapped: units (bytes, tasks) of the inputs laid end to
                             end in stage 1, pair numbers in later stages */
     uint64_t mapped;     /* pairs its map left (combined where the stage combines) */

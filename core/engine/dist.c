@@ -209,12 +209,14 @@ static soren_status exchange(const soren_comm *c, const packed *p, uint32_t **si
     return SOREN_OK;
 }
 
-soren_status soren_dist_shuffle(const soren_comm *c, const soren_result *local,
-                                soren_input *received, uint64_t *sent, soren_error *err)
+/* Sends each pair of local to rank `to`, or where to is -1 to the rank its
+ * key hashes to, and packs what this rank receives as a pairs input. */
+static soren_status send_pairs(const soren_comm *c, const soren_result *local, int to,
+                               soren_input *received, uint64_t *sent, soren_error *err)
 {
     memset(received, 0, sizeof *received);
     packed p;
-    soren_status rc = soren_dist_agree(c, pack(local, c->size, -1, &p, err), err);
+    soren_status rc = soren_dist_agree(c, pack(local, c->size, to, &p, err), err);
     if (rc != SOREN_OK) {
         packed_free(&p);
         return rc;
@@ -250,6 +252,18 @@ soren_status soren_dist_shuffle(const soren_comm *c, const soren_result *local,
     received->size = total;
     received->count = n;
     return SOREN_OK;
+}
+
+soren_status soren_dist_shuffle(const soren_comm *c, const soren_result *local,
+                                soren_input *received, uint64_t *sent, soren_error *err)
+{
+    return send_pairs(c, local, -1, received, sent, err);
+}
+
+soren_status soren_dist_gather_pairs(const soren_comm *c, const soren_result *local,
+                                     soren_input *received, uint64_t *sent, soren_error *err)
+{
+    return send_pairs(c, local, 0, received, sent, err);
 }
 
 /* Appends n packed pairs to r. */

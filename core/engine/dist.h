@@ -60,6 +60,9 @@ typedef struct soren_comm_ops {
 typedef struct soren_comm {
     int rank, size;
     int local_rank; /* among the ranks of this host: picks its GPU */
+    /* 1: the ranks are threads of this process (--devices), so pairs move
+     * between them at the speed of a copy: rank 0 may fold them all. */
+    int in_process;
     const soren_comm_ops *ops;
     void *ctx;
 } soren_comm;
@@ -83,6 +86,11 @@ soren_status soren_dist_agree(const soren_comm *c, soren_status rc, soren_error 
  * fold.  *sent gets the bytes that left for other ranks.  Agrees before the
  * exchange, so a rank that cannot pack its pairs fails every rank. */
 soren_status soren_dist_shuffle(const soren_comm *c, const soren_result *local,
+                                soren_input *received, uint64_t *sent, soren_error *err);
+
+/* soren_dist_shuffle with every pair sent to rank 0, whose fold then makes
+ * the whole result (the others receive none). */
+soren_status soren_dist_gather_pairs(const soren_comm *c, const soren_result *local,
                                 soren_input *received, uint64_t *sent, soren_error *err);
 
 /* Appends the pairs of every rank's local to *whole (initialised by the

@@ -6,15 +6,30 @@
 
 #include "run.h"
 
+/* Whether the last stage's pairs all go to rank 0, whose GPU folds the whole
+ * result (st->folded_whole), instead of each rank folding its keys' and
+ * rank 0 gathering and merging what they folded: where the ranks share this
+ * process (a copy moves the pairs), the output is written whole, and the
+ * stage folds on the GPU.  One fold on the GPU takes a few milliseconds,
+ * where packing and gathering the folded shares cost more than it saves.
+ * Every rank decides alike. */
+static int folds_whole(const soren_stage_spec *spec, soren_device where,
+                       const soren_run_options *o)
+{
+    return o->comm->in_process && where == SOREN_DEVICE_GPU && !o->output_parts &&
+           !o->iterate && soren_gpu_folds_pairs(spec);
+}
+
 /* One stage on one rank: map its share (unless prior failed), agree, and
  * where the stage shuffles, exchange, fold and agree again.  res (its
- * share of the stage's output, in the stage's order) is initialised here. */
-static soren_status run_stage_dist(const soren_stage_spec *spec, size_t index, soren_device where,
-                                   const soren_input *inputs, size_t input_count,
-                                   const soren_params *params, const soren_run_options *o,
-                                   soren_status prior, soren_result *res, soren_explain *x,
-                                   char *rule, size_t rule_size, soren_rank_stage *st,
-                                   soren_error *err)
+ * share of the stage's output, in the stage's order; the whole on rank 0
+ * where the last stage folds whole) is initialised here. */
+static soren_status run_stage_dist(const soren_stage_spec *spec, size_t index, int last,
+                                   soren_device where, const soren_input *inputs,
+                                   size_t input_count, const soren_params *params,
+                                   const soren_run_options *o, soren_status prior,
+                                   soren_result *res, soren_explain *x, char *rule,
+                                   size_t rule_size, soren_rank_stage *st, soren_error *err)
 {
     const soren_comm *c = o->comm;
     soren_stage_spec l = soren__local_spec(spec);
@@ -41,7 +56,9 @@ static soren_status run_stage_dist(const soren_stage_spec *spec, size_t index, s
 
     soren_progress_phase(o->progress, "shuffle", 0);
     soren_input received;
-    rc = soren_dist_shuffle(c, res, &received, &st->sent_bytes, err);
+    st->folded_whole = (uint32_t)(last && folds_whole(spec, where, o));
+    rc = st->folded_whole ? soren_dist_gather_pairs(c, res, &received, &st->sent_bytes, err)
+                          : soren_dist_shuffle(c, res, &received, &st->sent_bytes, err);
     soren_result_destroy(res);
     double t1 = soren__now_ms();
     st->ms_exchange = t1 - t0 - st->ms_map;
@@ -67,8 +84,9 @@ soren_status soren__run_stages_dist(const soren_run_plan *plan, soren_device whe
 {
     const soren_stage_spec *specs = plan->specs;
     size_t stages = plan->stages;
-    soren_status rc = run_stage_dist(&specs[0], 0, where, inputs, input_count, params, o, SOREN_OK,
-                                     res, &xs[0], rules[0], sizeof rules[0], &stats[0], err);
+    soren_status rc = run_stage_dist(&specs[0], 0, stages == 1, where, inputs, input_count, params,
+                                     o, SOREN_OK, res, &xs[0], rules[0], sizeof rules[0],
+                                     &stats[0], err);
     for (size_t i = 1; rc == SOREN_OK && i < stages; i++) {
         uint64_t first = 0;
         rc = soren_dist_first(o->comm, res->count, &first, err);
@@ -86,8 +104,8 @@ soren_status soren__run_stages_dist(const soren_run_plan *plan, soren_device whe
             soren_progress_say(o->progress, "soren-host: %s: stage %zu of %zu: %llu pairs on "
                                "rank 0\n", plan->job, i + 1, stages,
                                (unsigned long long)pairs.count);
-        rc = run_stage_dist(&specs[i], i, where, &pairs, 1, params, o, packed, res, &xs[i],
-                            rules[i], sizeof rules[i], &stats[i], err);
+        rc = run_stage_dist(&specs[i], i, i == stages - 1, where, &pairs, 1, params, o, packed,
+                            res, &xs[i], rules[i], sizeof rules[i], &stats[i], err);
         soren_input_close(&pairs);
     }
     return rc;
@@ -133,18 +151,23 @@ static void say_ranks(soren_progress *progress, const soren_distributed *d, size
     for (size_t s = 0; s < stages; s++)
         for (int r = 0; r < d->ranks; r++) {
             const soren_rank_stage *st = &d->stages[s * (size_t)d->ranks + r];
-            char sent[96] = "";
+            char sent[96] = "", fold[96] = "";
             if (st->shuffled)
                 snprintf(sent, sizeof sent, ", %llu bytes sent, %llu pairs received",
                          (unsigned long long)st->sent_bytes, (unsigned long long)st->received);
+            if (st->folded_whole && r > 0)
+                snprintf(fold, sizeof fold, "; rank 0 folds its pairs");
+            else
+                snprintf(fold, sizeof fold, ", fold %.3f on the %s%s", st->ms_fold,
+                         st->fold_gpu ? "gpu" : "cpu",
+                         st->folded_whole ? ", the whole result" : "");
             soren_progress_say(progress, "soren-host: rank %d of %d: stage %zu: %s engine, %s "
                                "[%llu, %llu), %llu pairs mapped%s, %llu pairs out; ms: map "
-                               "%.3f, exchange %.3f, fold %.3f on the %s\n", r, d->ranks, s + 1,
+                               "%.3f, exchange %.3f%s\n", r, d->ranks, s + 1,
                                st->gpu ? "gpu" : "cpu", s ? "pairs" : "input",
                                (unsigned long long)st->begin, (unsigned long long)st->end,
                                (unsigned long long)st->mapped, sent,
-                               (unsigned long long)st->pairs, st->ms_map, st->ms_exchange,
-                               st->ms_fold, st->fold_gpu ? "gpu" : "cpu");
+                               (unsigned long long)st->pairs, st->ms_map, st->ms_exchange, fold);
         }
 }
 

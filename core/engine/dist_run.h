@@ -23,7 +23,9 @@
 
 /* soren__run_stages for one rank of a distributed run: each later stage maps this
  * rank's pairs of the stage before, numbered after those of the ranks
- * before it.  Its share of the last stage's output is left in res. */
+ * before it.  Its share of the last stage's output is left in res: where
+ * the last stage's stats say folded_whole, the whole output on rank 0 and
+ * nothing on the others. */
 soren_status soren__run_stages_dist(const soren_run_plan *plan, soren_device where,
                                     const soren_input *inputs, size_t input_count,
                                     const soren_params *params, const soren_run_options *o,

@@ -124,9 +124,11 @@ soren_status soren_run_inputs(const soren_run_plan *plan, const soren_run_option
         chunking.inputs_ms = out->stages[0].chunks.inputs_ms;
         out->stages[0].chunks = chunking;
     }
-    if (rc == SOREN_OK && comm && !o->iterate && !o->output_parts)
+    /* rank 0 may hold the whole already (soren__run_stages_dist) */
+    int gathered = comm && out->ranks[plan->stages - 1].folded_whole;
+    if (rc == SOREN_OK && comm && !o->iterate && !o->output_parts && !gathered)
         rc = soren__gather_whole(o, last, &out->result, 0, &whole, err);
-    if (comm && !o->output_parts) {
+    if (comm && !o->output_parts && !gathered) {
         soren_result_destroy(&out->result);
         out->result = whole;
     } else {

@@ -135,7 +135,7 @@ void soren__thread_comm_free(soren_thread_comm *t)
 
 soren_comm soren__thread_comm_rank(soren_thread_comm *t, int rank, int local_rank)
 {
-    return (soren_comm){.rank = rank, .size = t->n, .local_rank = local_rank,
+    return (soren_comm){.rank = rank, .size = t->n, .local_rank = local_rank, .in_process = 1,
                         .ops = &thread_ops, .ctx = &t->ranks[rank]};
 }
 
