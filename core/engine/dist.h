@@ -91,7 +91,7 @@ soren_status soren_dist_shuffle(const soren_comm *c, const soren_result *local,
 /* soren_dist_shuffle with every pair sent to rank 0, whose fold then makes
  * the whole result (the others receive none). */
 soren_status soren_dist_gather_pairs(const soren_comm *c, const soren_result *local,
-                                soren_input *received, uint64_t *sent, soren_error *err);
+                                     soren_input *received, uint64_t *sent, soren_error *err);
 
 /* Appends the pairs of every rank's local to *whole (initialised by the
  * caller), in rank order: on rank 0 only, or on every rank with to_all. */
