@@ -224,7 +224,7 @@ static char *gen(const char *name, const char *args)
  * (the second reads the first's pairs), pageviewrank on its output,
  * invertedindex, the index-input jobs matmul and simscore, and kmeans, one
  * step and --iterate 10 (every run of it on the variant, through one
- * session: its last run waits for the GPU once). */
+ * session, the runs after the first looping on the device). */
 Test(gpu, applications)
 {
     char *log = gen("log", "weblog --size 64M --urls 20000 --ips 5000 --seed 41");
@@ -251,14 +251,6 @@ Test(gpu, applications)
     compare_variants("kmeans", params, points, "1000000 points, 24 centroids");
     strcat(params, " --iterate 10");
     compare_variants("kmeans", params, points, "1000000 points, 24 centroids, --iterate 10");
-    /* The iterations keep the stage's session: the last run waits for the
-     * GPU once (result_in_one_wait). */
-    char *report = NULL;
-    cr_assert_eq(tu_runf(NULL, &report, "'%s' run kmeans %s --device gpu --explain -o /dev/null "
-                         "'%s'", tu_host(), params, points),
-                 0, "%s", report);
-    cr_expect(strstr(report, "\"waits\":1,") != NULL, "kmeans --iterate 10: %s", report);
-    free(report);
     free(log);
     free(counts);
     free(html);
@@ -267,6 +259,138 @@ Test(gpu, applications)
     free(features);
     free(points);
     free(centroids);
+}
+
+static json_t *explain_of(const char *err);
+
+static json_int_t iterations_field(json_t *x, const char *name)
+{
+    json_t *it = json_object_get(x, "iterations");
+    cr_assert_not_null(it, "no iterations in --explain");
+    json_t *v = json_object_get(it, name);
+    return json_is_boolean(v) ? (json_int_t)json_is_true(v) : json_integer_value(v);
+}
+
+/* --iterate: after the first run the runs loop on the GPU, each one's
+ * output written over the parameter on the device and the host waiting
+ * once a batch.  Run for run, kmeans --iterate N on each variant gives the
+ * CPU engine's output after the same number of runs, converged or not,
+ * with every run after the first on the device. */
+Test(gpu, iterate_loops_on_the_device)
+{
+    char *points = gen("points.bin", "points --count 200000 --dims 3 --seed 71");
+    char *centroids = gen("c0.bin", "points --dims 3 --centroids 16 --seed 71");
+    char *want = in_dir("cpu.out"), *got = in_dir("gpu.out");
+    static const unsigned limits[] = {1, 2, 3, 5, 8, 13, 500};
+    static const char *const variants[] = {"auto", "hash", "block"};
+    json_int_t converged_at = 0;
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        char args[9000], *err = NULL;
+        snprintf(args, sizeof args, "--param k=16 --param 'centroids=@%s' --iterate %u "
+                 "--device cpu --explain", centroids, limits[i]);
+        int rc = run("kmeans", args, points, want, &err);
+        cr_assert_eq(rc, 0, "--iterate %u on the CPU: %s", limits[i], err);
+        json_t *cpu = explain_of(err);
+        free(err);
+        const json_int_t runs = iterations_field(cpu, "runs");
+        const json_int_t converged = iterations_field(cpu, "converged");
+        if (converged && !converged_at)
+            converged_at = runs;
+        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+            snprintf(args, sizeof args, "--param k=16 --param 'centroids=@%s' --iterate %u "
+                     "--device gpu --engine %s --explain", centroids, limits[i], variants[v]);
+            err = NULL;
+            rc = run("kmeans", args, points, got, &err);
+            cr_expect_eq(rc, 0, "--iterate %u, %s: %s", limits[i], variants[v], err);
+            if (rc == 0) {
+                char what[96];
+                snprintf(what, sizeof what, "kmeans --iterate %u, %s", limits[i], variants[v]);
+                expect_same(got, want, what);
+                json_t *gpu = explain_of(err);
+                cr_expect_eq(iterations_field(gpu, "runs"), runs, "%s: runs", what);
+                cr_expect_eq(iterations_field(gpu, "converged"), converged, "%s: converged",
+                             what);
+                cr_expect_eq(iterations_field(gpu, "device_runs"), runs - 1, "%s: device runs",
+                             what);
+                json_int_t waits = json_integer_value(json_object_get(gpu, "waits"));
+                cr_expect(runs < 13 || waits < runs, "%s: %lld waits for %lld runs", what,
+                          (long long)waits, (long long)runs);
+                json_decref(gpu);
+            }
+            free(err);
+        }
+        json_decref(cpu);
+    }
+    cr_expect(converged_at > 13, "kmeans converged after %lld runs: the limits above do not "
+              "cover a loop that converges on the device", (long long)converged_at);
+    free(points);
+    free(centroids);
+    free(want);
+    free(got);
+}
+
+/* Runs that need the host in the middle of a loop: doubling's run k emits
+ * 2^(k-1) keys, so hash and block tables sized for the first run's one key
+ * grow, each growth a run made on the host; with a state of 4,096 elements
+ * run 14 names element 4,096, and with 1,024 elements run 12 names element
+ * 1,024, each found on the device and made again on the host, which fails
+ * it as the CPU engine does.  Every variant gives the CPU engine's output,
+ * runs, or error. */
+Test(gpu, iterate_leaves_the_device_for_a_run_that_needs_the_host)
+{
+    char *doubling = test_job("doubling"), *want = in_dir("cpu.out"), *got = in_dir("gpu.out");
+    char *large = in_dir("state4096"), *small = in_dir("state1024");
+    uint32_t state[4096] = {1};
+    tu_write(large, state, sizeof state);
+    tu_write(small, state, 1024 * sizeof state[0]);
+    static const struct {
+        int small, iterate, device_runs;
+    } cases[] = {{0, 12, 11}, {0, 13, 12}, {0, 20, -1}, {1, 20, -1}};
+    static const char *const variants[] = {"auto", "hash", "block", "dense"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int fails = cases[i].device_runs < 0;
+        char args[9000], *cpu_err = NULL;
+        snprintf(args, sizeof args, "--param keys=8192 --param 'state=@%s' --iterate %d "
+                 "--device cpu%s", cases[i].small ? small : large, cases[i].iterate,
+                 fails ? "" : " --explain");
+        int rc = run(doubling, args, "", want, &cpu_err);
+        cr_assert_eq(rc, fails, "case %zu on the CPU: %s", i, cpu_err);
+        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+            char what[96], *err = NULL;
+            snprintf(what, sizeof what, "doubling, %d elements, --iterate %d, %s",
+                     cases[i].small ? 1024 : 4096, cases[i].iterate, variants[v]);
+            snprintf(args, sizeof args, "--param keys=8192 --param 'state=@%s' --iterate %d "
+                     "--device gpu --engine %s%s", cases[i].small ? small : large,
+                     cases[i].iterate, variants[v], fails ? "" : " --explain");
+            rc = run(doubling, args, "", got, &err);
+            cr_expect_eq(rc, fails, "%s: exit %d: %s", what, rc, err);
+            if (fails) {
+                const char *because = strstr(cpu_err, "is past the parameter's end");
+                cr_expect(because && strstr(err, "is past the parameter's end"),
+                          "%s: %s; the CPU engine: %s", what, err, cpu_err);
+            } else if (rc == 0) {
+                expect_same(got, want, what);
+                json_t *x = explain_of(err);
+                cr_expect_eq(iterations_field(x, "runs"), cases[i].iterate, "%s", what);
+                /* hash and block tables grow on the host, the loop going on
+                 * after each growth */
+                const json_int_t device_runs = iterations_field(x, "device_runs");
+                if (strcmp(variants[v], "hash") && strcmp(variants[v], "block"))
+                    cr_expect_eq(device_runs, cases[i].device_runs, "%s", what);
+                else
+                    cr_expect(device_runs > 0 && device_runs <= cases[i].device_runs,
+                              "%s: %lld runs on the device", what, (long long)device_runs);
+                json_decref(x);
+            }
+            free(err);
+        }
+        free(cpu_err);
+    }
+    free(doubling);
+    free(want);
+    free(got);
+    free(large);
+    free(small);
 }
 
 static void shapes(const char *job, const char *args)

@@ -411,7 +411,8 @@ static json_t *iterations_json(const soren_iterations *it)
 {
     json_t *o = json_object();
     int ok = put(o, "runs", count(it->runs)) & put(o, "limit", count(it->limit)) &
-             put(o, "converged", json_boolean(it->converged));
+             put(o, "converged", json_boolean(it->converged)) &
+             put(o, "device_runs", count(it->device_runs));
     if (!ok) {
         json_decref(o);
         return NULL;

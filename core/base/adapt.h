@@ -150,6 +150,7 @@ typedef struct soren_iterations {
     uint64_t runs;  /* the runs made, 1 .. limit */
     uint64_t limit; /* N */
     int converged;  /* the last run's output changed no byte of the parameter */
+    uint64_t device_runs; /* the runs that looped on the GPU, the host waiting once a batch */
 } soren_iterations;
 
 /* One rank's part in one stage of a distributed run (engine/dist.h), for

@@ -68,6 +68,20 @@ static void explains_reset(soren_explain *xs, size_t stages)
     }
 }
 
+/* The session the runs from here on can loop in on the GPU (NULL where
+ * they cannot): one stage on the GPU engine of this process, whose session,
+ * kept from the run before, serves such a loop. */
+static soren_gpu_session *loop_session(const soren_run_plan *plan, soren_device where,
+                                       const soren_input *inputs, size_t input_count,
+                                       const soren_run_options *o)
+{
+    if (where != SOREN_DEVICE_GPU || o->device == SOREN_DEVICE_BOTH || o->comm ||
+        plan->stages != 1 || !o->gpu_sessions || !o->gpu_sessions[0])
+        return NULL;
+    soren_gpu_session *s = o->gpu_sessions[0];
+    return soren_gpu_session_loops(s, inputs, input_count) ? s : NULL;
+}
+
 soren_status soren__run_iterations(const soren_run_plan *plan, soren_device where,
                                    const soren_input *inputs, size_t input_count,
                                    soren_param_set *params, const soren_run_options *o,
@@ -80,7 +94,52 @@ soren_status soren__run_iterations(const soren_run_plan *plan, soren_device wher
     char what[160];
     snprintf(what, sizeof what, "%s: parameter %s", plan->job, plan->iterate_name);
     *it = (soren_iterations){.limit = o->iterate};
+    /* The fed parameter changes from run to run under the version the
+     * caller gave it: a GPU session uploads it every run. */
+    soren_run_options fed = *o;
+    uint64_t versions[SOREN_MAX_PARAMS];
+    if (o->iterate && o->param_versions) {
+        memcpy(versions, o->param_versions, sizeof versions);
+        versions[param] = 0;
+        fed.param_versions = versions;
+    }
+    o = &fed;
+    int on_device = 1; /* until the GPU says it has no graph while nodes */
     for (uint64_t run = 1;; run++) {
+        /* After a run on the host has set the session up, the runs loop
+         * on the GPU, the host waiting once a batch; a run that needs the
+         * host (its table grew, say) is made below, and the loop goes on. */
+        soren_gpu_session *session =
+            run > 1 && on_device ? loop_session(plan, where, inputs, input_count, o) : NULL;
+        if (session) {
+            soren_gpu_loop loop;
+            xs[0].job = plan->specs[0].job_name;
+            soren_status rc = soren_gpu_session_loop(
+                session, inputs, input_count, &params->params, (uint32_t)param,
+                params->owned[param], o->iterate - run + 1, 1, o->progress, res, &xs[0], &loop,
+                err);
+            if (rc != SOREN_OK)
+                return rc;
+            on_device = loop.end != SOREN_GPU_LOOP_UNSUPPORTED;
+            if (o->verbose && loop.runs)
+                soren_progress_say(o->progress, "soren-host: %s: iterations %llu to %llu of %llu "
+                                   "on the GPU, the host waiting %llu times\n", plan->job,
+                                   (unsigned long long)run,
+                                   (unsigned long long)(run + loop.runs - 1),
+                                   (unsigned long long)o->iterate,
+                                   (unsigned long long)loop.batches);
+            if (o->verbose && !on_device)
+                soren_progress_say(o->progress, "soren-host: %s: this GPU's driver runs no CUDA "
+                                   "graph while nodes: the host waits for every run\n",
+                                   plan->job);
+            it->device_runs += loop.runs;
+            run += loop.runs;
+            if (loop.end == SOREN_GPU_LOOP_CONVERGED || loop.end == SOREN_GPU_LOOP_LIMIT) {
+                it->runs = run - 1;
+                it->converged = loop.end == SOREN_GPU_LOOP_CONVERGED;
+                return SOREN_OK;
+            }
+        }
         if (o->verbose && o->iterate)
             soren_progress_say(o->progress, "soren-host: %s: iteration %llu of %llu\n", plan->job,
                                (unsigned long long)run, (unsigned long long)o->iterate);
@@ -115,10 +174,13 @@ void soren__say_iterations(FILE *to, const char *job, const char *param,
 {
     if (it->converged)
         fprintf(to, "soren-host: %s: converged after %llu of at most %llu runs (the last "
-                "run's output changed no byte of parameter %s)\n", job,
+                "run's output changed no byte of parameter %s)", job,
                 (unsigned long long)it->runs, (unsigned long long)it->limit, param);
     else
         fprintf(to, "soren-host: %s: not converged after --iterate %llu: the last run's "
-                "output still changed parameter %s\n", job,
+                "output still changed parameter %s", job,
                 (unsigned long long)it->limit, param);
+    if (it->device_runs)
+        fprintf(to, "; %llu of the runs looped on the GPU", (unsigned long long)it->device_runs);
+    fputc('\n', to);
 }

@@ -108,6 +108,48 @@ soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_input *inpu
 void soren_gpu_session_pairs(const soren_gpu_session *s, soren_pairs *out);
 void soren_gpu_session_free(soren_gpu_session *s);
 
+/* How a loop of runs on the device ended. */
+typedef enum soren_gpu_loop_end {
+    SOREN_GPU_LOOP_GOING,      /* (within a batch only) */
+    SOREN_GPU_LOOP_CONVERGED,  /* the last run's output changed no byte of the parameter */
+    SOREN_GPU_LOOP_LIMIT,      /* the runs asked for are made */
+    SOREN_GPU_LOOP_HOST,       /* the next run needs the host: its map stopped for room or
+                                  met a bad key, it had more keys than a run in one wait
+                                  takes, or a key past the parameter's end; it is left
+                                  undone, the parameter as the run before left it */
+    SOREN_GPU_LOOP_UNSUPPORTED /* the device or its driver runs no CUDA graph while nodes:
+                                  no run was made */
+} soren_gpu_loop_end;
+
+typedef struct soren_gpu_loop {
+    uint64_t runs;  /* the runs made and fed */
+    uint64_t batches; /* the batches of runs, the host waiting once for each */
+    soren_gpu_loop_end end;
+} soren_gpu_loop;
+
+/* 1 if the session's next runs over these inputs can loop on the device
+ * (soren_gpu_session_loop): a run before this one had its result in one
+ * wait, typed keys that number a parameter's elements (u32, u64, index),
+ * and one input that stays on the device from run to run. */
+int soren_gpu_session_loops(const soren_gpu_session *s, const soren_input *inputs,
+                            size_t input_count);
+/* Runs the session up to limit times without the host in the loop: after
+ * each run its pairs (i, v) are written over element i of parameter param
+ * on the device (soren_iterate_feed's rule), and a run that changes no byte
+ * ends the loop; where compare_last, the limit-th run only compares.  The
+ * host waits once a batch (about 50 ms of runs), and checks progress for a
+ * cancel between batches.  host_param (params->size[param] bytes) gets the
+ * parameter as the last fed run left it, out the last fed run's pairs
+ * (unless loop->end is SOREN_GPU_LOOP_HOST or UNSUPPORTED), x the
+ * session's first choices, the host's waits, and as map the device time of one
+ * run (the loop's over its runs). */
+soren_status soren_gpu_session_loop(soren_gpu_session *s, const soren_input *inputs,
+                                    size_t input_count, const soren_params *params,
+                                    uint32_t param, uint8_t *host_param, uint64_t limit,
+                                    int compare_last, soren_progress *progress,
+                                    soren_result *out, soren_explain *x, soren_gpu_loop *loop,
+                                    soren_error *err);
+
 /* Why the GPU engine cannot run this stage (NULL if it can). */
 const char *soren_gpu_unsupported(const soren_stage_spec *spec);
 /* 1 if the plugin's device code folds pairs of this stage as they are

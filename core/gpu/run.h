@@ -12,6 +12,8 @@
  *   order.cu     merge, group, reduce, order and pack the result, and its
  *                copy to the host;
  *   session.cu   a run's phases, and the public soren_gpu_* entry points;
+ *   iterate.cu   a session's runs again and again on the device, each
+ *                feeding a parameter for the next;
  *   kernels.cu   the device code those launch (kernels.cuh).
  * Everything here is internal: namespace soren__gpu, hidden from the
  * library's exports.  Each function's contract is in the comment at its
@@ -174,6 +176,8 @@ struct gpu_packed {
  * soren_job_run, again and again) keeps it from run to run.  Each part is
  * owned by one file (see the top of this header); the rest is the run's
  * own: the stage, the stream, the counters and the phases' marks. */
+struct feed_state; /* iterate.cu */
+
 struct gpu_run {
     const soren_stage_spec *spec;
     const soren_gpu_options *opt;
@@ -207,6 +211,8 @@ struct gpu_run {
     soren_result parts;
     uint64_t *part_ends; /* where each finished part's pairs end in parts */
     size_t part_ends_cap;
+
+    feed_state *loop_state; /* pinned: a loop of runs' batch (iterate.cu) */
 
     /* What a session's later runs reuse. */
     int runs;                          /* runs completed */
@@ -349,7 +355,16 @@ void release_list(gpu_run *r);
 /* ---- Sessions (session.cu) ----------------------------------------------- */
 
 soren_status counters_reset(gpu_run *r);
+soren_status session_reset(gpu_run *r);
 soren_status mark(gpu_run *r, int i, const char *phase, const char *progress_phase);
+
+/* ---- Runs on the device, one after another (iterate.cu) ------------------ */
+
+bool loop_serves(const gpu_run *r, const soren_input *inputs, size_t input_count);
+soren_status session_loop(gpu_run *r, const soren_input *inputs, size_t input_count,
+                          const soren_params *params, uint32_t param, uint8_t *host_param,
+                          uint64_t limit, bool compare_last, soren_result *out,
+                          soren_gpu_loop *loop);
 
 } /* namespace soren__gpu */
 

@@ -53,6 +53,8 @@ static void gpu_run_destroy(gpu_run *r)
     }
     if (r->host_counters)
         cudaFreeHost(r->host_counters);
+    if (r->loop_state)
+        cudaFreeHost(r->loop_state);
     if (r->in.began)
         cudaEventDestroy(r->in.began);
     if (r->in.copy_stream)
@@ -136,7 +138,7 @@ soren_status counters_reset(gpu_run *r)
  * they grew, emptied (the counters, the table or dense array back to empty
  * slots and the identity), and the pair space again where the last run
  * handed it to its list; the first run's sample and sizes reported. */
-static soren_status session_reset(gpu_run *r)
+soren_status session_reset(gpu_run *r)
 {
     /* merge_table emptied the slots it took; grouping leaves its slots
      * claimed (a run that failed left its session unusable) */
@@ -522,6 +524,34 @@ extern "C" soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_
     s->run.err = err;
     s->run.x = x;
     soren_status st = session_run(&s->run, inputs, input_count, params, param_versions, out);
+    if (st != SOREN_OK)
+        s->failed = 1;
+    return st;
+}
+
+extern "C" int soren_gpu_session_loops(const soren_gpu_session *s, const soren_input *inputs,
+                                       size_t input_count)
+{
+    return !s->failed && loop_serves(&s->run, inputs, input_count);
+}
+
+extern "C" soren_status soren_gpu_session_loop(soren_gpu_session *s, const soren_input *inputs,
+                                               size_t input_count, const soren_params *params,
+                                               uint32_t param, uint8_t *host_param,
+                                               uint64_t limit, int compare_last,
+                                               soren_progress *progress, soren_result *out,
+                                               soren_explain *x, soren_gpu_loop *loop,
+                                               soren_error *err)
+{
+    x->device = "gpu";
+    if (!soren_gpu_session_loops(s, inputs, input_count) || param >= params->count || limit == 0)
+        return soren_error_set(err, SOREN_EJOB, "%s: these runs cannot loop on the GPU; "
+                               "this is a bug in Soren, please report it", s->spec.job_name);
+    s->opt.progress = progress;
+    s->run.err = err;
+    s->run.x = x;
+    soren_status st = session_loop(&s->run, inputs, input_count, params, param, host_param,
+                                   limit, compare_last != 0, out, loop);
     if (st != SOREN_OK)
         s->failed = 1;
     return st;
