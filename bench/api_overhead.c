@@ -8,6 +8,7 @@
  * run's overhead: host work, launches, and the GPU idle between them.
  *
  *   api-overhead POINTS K [--runs N] [--timeline]
+ *   api-overhead POINTS K --iterate N [--rounds R]
  *
  * POINTS: float32 x, y, z (soren-gen points --dims 3).  Prints one JSON line:
  *   {"program":"api-overhead","points":..,"k":..,"runs":N,"variant":"..",
@@ -20,6 +21,16 @@
  *   {"timeline":[{"on":"host"|"gpu","what":"..","start_us":..,"end_us":..}]}
  * the host's calls, then the GPU's activities, each in order of start,
  * their times from the run's start.
+ *
+ * --iterate N: the runs loop instead (soren_job_iterate, up to N runs, each
+ * run's sums written over the centroids on the device), R rounds (default
+ * 5) from the same centroids; for each round the wall time, the GPU's busy
+ * time and their difference divided by its runs:
+ *   {"program":"api-overhead","mode":"iterate","points":..,"k":..,
+ *    "rounds":R,"runs":[..],"device_runs":[..],"wall_us":{...},
+ *    "gpu_busy_us":{...},"overhead_us":{...},"device_ms_per_run":..}
+ * the summaries per run, over the rounds; device_ms_per_run: explain's
+ * map time of the last round (the loop's device time over its runs).
  */
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -203,6 +214,58 @@ static void run_once(soren_job *job, double *centroids, size_t size, uint64_t *t
     }
 }
 
+/* --iterate: rounds of soren_job_iterate from the same centroids; the
+ * per-run wall, busy and overhead of each round. */
+static int iterate_rounds(soren_job *job, const double *start, size_t size, uint64_t most,
+                          int rounds, double *wall, double *busy, double *over,
+                          uint64_t *runs, uint64_t *device_runs)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    uint64_t *t0 = malloc((size_t)rounds * 8), *t1 = malloc((size_t)rounds * 8);
+    if (!t0 || !t1) {
+        fprintf(stderr, "api-overhead: out of memory\n");
+        exit(1);
+    }
+    for (int r = 0; r < rounds; r++) {
+        soren_iteration how;
+        struct timespec w0, w1;
+        if (soren_job_param_bytes(job, "centroids", start, size, &err) != SOREN_OK) {
+            fprintf(stderr, "api-overhead: %s\n", err.text);
+            exit(1);
+        }
+        CUPTI_TRY(cuptiGetTimestamp(&t0[r]));
+        clock_gettime(CLOCK_MONOTONIC, &w0);
+        if (soren_job_iterate(job, most, &how, &err) != SOREN_OK) {
+            fprintf(stderr, "api-overhead: %s\n", err.text);
+            exit(1);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &w1);
+        CUPTI_TRY(cuptiGetTimestamp(&t1[r]));
+        runs[r] = how.runs;
+        device_runs[r] = how.device_runs;
+        wall[r] = ((double)(w1.tv_sec - w0.tv_sec) * 1e6 +
+                   (double)(w1.tv_nsec - w0.tv_nsec) / 1e3) / (double)how.runs;
+    }
+    CUPTI_TRY(cuptiActivityFlushAll(1));
+    qsort(spans.at, spans.count, sizeof *spans.at, compare_spans);
+    for (int r = 0; r < rounds; r++) {
+        busy[r] = (double)busy_within(t0[r], t1[r]) / 1e3 / (double)runs[r];
+        over[r] = wall[r] - busy[r];
+    }
+    free(t0);
+    free(t1);
+    return 0;
+}
+
+static void print_counts(const char *name, const uint64_t *v, int n)
+{
+    printf("\"%s\":[", name);
+    for (int i = 0; i < n; i++)
+        printf("%s%llu", i ? "," : "", (unsigned long long)v[i]);
+    printf("],");
+}
+
 /* The spans of l within [from, to], as JSON objects on stdout. */
 static void print_spans(const span_list *l, const char *on, uint64_t from, uint64_t to, int *first)
 {
@@ -223,25 +286,35 @@ static void print_spans(const span_list *l, const char *on, uint64_t from, uint6
 
 int main(int argc, char **argv)
 {
-    int runs = 1000, timeline = 0;
+    int runs = 1000, timeline = 0, rounds = 5;
+    long long iterate = 0;
     for (int i = 3; i < argc; i++) {
         if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
             runs = atoi(argv[++i]);
         else if (strcmp(argv[i], "--timeline") == 0)
             timeline = 1;
+        else if (strcmp(argv[i], "--iterate") == 0 && i + 1 < argc)
+            iterate = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+            rounds = atoi(argv[++i]);
         else
             runs = 0; /* refused below */
     }
     if (argc < 3) {
-        fprintf(stderr, "usage: api-overhead POINTS K [--runs N] [--timeline]\n");
+        fprintf(stderr, "usage: api-overhead POINTS K [--runs N] [--timeline]\n"
+                "       api-overhead POINTS K --iterate N [--rounds R]\n");
         return 2;
     }
     uint32_t k = (uint32_t)atoi(argv[2]);
-    if (k == 0 || runs < 1 || runs > RUNS_MAX) {
-        fprintf(stderr, "usage: api-overhead POINTS K [--runs N] [--timeline]: K from 1, "
-                "--runs from 1 to %d\n", RUNS_MAX);
+    if (k == 0 || runs < 1 || runs > RUNS_MAX || iterate < 0 || rounds < 1 ||
+        rounds > RUNS_MAX) {
+        fprintf(stderr, "usage: api-overhead POINTS K [--runs N] [--timeline] | --iterate N "
+                "[--rounds R]: K from 1, --runs and --rounds from 1 to %d, --iterate from 1\n",
+                RUNS_MAX);
         return 2;
     }
+    if (iterate)
+        runs = rounds;
     FILE *f = fopen(argv[1], "rb");
     if (!f) {
         perror(argv[1]);
@@ -290,6 +363,44 @@ int main(int argc, char **argv)
     CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+
+    if (iterate) {
+        /* the session set up first, as the program's runs would have it */
+        double *start = malloc(size), us;
+        uint64_t t0, t1, *counts = malloc((size_t)rounds * 16);
+        if (!start || !counts) {
+            fprintf(stderr, "api-overhead: out of memory\n");
+            return 1;
+        }
+        memcpy(start, centroids, size);
+        run_once(job, centroids, size, &t0, &t1, &us);
+        iterate_rounds(job, start, size, (uint64_t)iterate, rounds, wall, busy, over, counts,
+                       counts + rounds);
+        json_t *x = json_loads(soren_job_explain(job), 0, NULL);
+        double device_ms = json_real_value(json_object_get(json_object_get(x, "times_ms"), "map"));
+        json_decref(x);
+        printf("{\"program\":\"api-overhead\",\"mode\":\"iterate\",\"points\":%zu,\"k\":%u,"
+               "\"rounds\":%d,", n, k, rounds);
+        print_counts("runs", counts, rounds);
+        print_counts("device_runs", counts + rounds, rounds);
+        summary("wall_us", wall, rounds, 0);
+        summary("gpu_busy_us", busy, rounds, 0);
+        summary("overhead_us", over, rounds, 0);
+        printf("\"device_ms_per_run\":%.4f}\n", device_ms);
+        free(start);
+        free(counts);
+        soren_job_free(job);
+        soren_close(p);
+        cudaFree(device_points);
+        free(points);
+        free(centroids);
+        free(wall);
+        free(busy);
+        free(over);
+        free(spans.at);
+        free(calls.at);
+        return 0;
+    }
 
     uint64_t *from = malloc((size_t)runs * 8), *to = malloc((size_t)runs * 8);
     char variant[32] = "";

@@ -504,7 +504,8 @@ static long long gpu_waits(soren_job *job)
  * each run's sums back as the next run's parameter: 1M points of 3
  * dimensions, k = 24 (the sizes bench/api-overhead measures), until no
  * centroid moves (at most 30 runs); every centroid equals a plain C loop's
- * to 1e-4 (they are exact here: the points are on soren-gen's grid). */
+ * to 1e-4 (they are exact here: the points are on soren-gen's grid).  Then
+ * soren_job_iterate, run for run the same. */
 Test(api, kmeans_through_the_api_equals_a_c_loop, .timeout = 600)
 {
     const size_t n = 1000000, dims = 3, k = 24, stride = dims + 1;
@@ -523,9 +524,10 @@ Test(api, kmeans_through_the_api_equals_a_c_loop, .timeout = 600)
     cr_assert_eq(size, n * dims * sizeof(float));
     double *want = (double *)tu_read(c0_path, &size);
     cr_assert_eq(size, k * stride * sizeof(double));
-    double *centroids = malloc(size), *sums = malloc(size);
-    cr_assert(centroids && sums);
+    double *centroids = malloc(size), *sums = malloc(size), *start = malloc(size);
+    cr_assert(centroids && sums && start);
     memcpy(centroids, want, size);
+    memcpy(start, want, size);
     int ref_runs = kmeans_ref_run(points, n, dims, want, k, 30, sums);
 
     soren_plugin *p = open_plugin("kmeans");
@@ -537,9 +539,12 @@ Test(api, kmeans_through_the_api_equals_a_c_loop, .timeout = 600)
     cr_assert_eq(soren_job_param_bytes(job, "k", &k32, sizeof k32, &err), SOREN_OK, "%s",
                  err.text);
     int runs = 0, changed = 1;
+    double *last_read = malloc(size);
+    cr_assert_not_null(last_read);
     while (changed && runs < 30) {
         cr_assert_eq(soren_job_param_bytes(job, "centroids", centroids, size, &err), SOREN_OK,
                      "%s", err.text);
+        memcpy(last_read, centroids, size);
         run(job);
         runs++;
         /* a re-run on the GPU waits for it once (result_in_one_wait) */
@@ -561,6 +566,35 @@ Test(api, kmeans_through_the_api_equals_a_c_loop, .timeout = 600)
         }
     }
     cr_expect_eq(runs, ref_runs, "the API loop ran %d times, the C loop %d", runs, ref_runs);
+
+    /* soren_job_iterate makes the same runs from the same start (on the
+     * GPU, every run after the first on the device): the same number, the
+     * same last output, the parameter as the last run read it. */
+    soren_job *again = new_job(p, NULL);
+    cr_assert_eq(soren_job_input_file(again, points_path, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_param_bytes(again, "k", &k32, sizeof k32, &err), SOREN_OK, "%s",
+                 err.text);
+    cr_assert_eq(soren_job_param_bytes(again, "centroids", start, size, &err), SOREN_OK, "%s",
+                 err.text);
+    soren_iteration how;
+    cr_assert_eq(soren_job_iterate(again, 30, &how, &err), SOREN_OK, "%s", err.text);
+    cr_expect_eq(how.runs, (uint64_t)runs, "soren_job_iterate: %llu runs, the program's loop %d",
+                 (unsigned long long)how.runs, runs);
+    cr_expect_eq(how.converged, !changed);
+    cr_expect(gpu_waits(again) < 0 || how.device_runs == how.runs - 1,
+              "%llu of %llu runs on the device", (unsigned long long)how.device_runs,
+              (unsigned long long)how.runs);
+    cr_assert_eq(how.param_size, size);
+    cr_expect_eq(memcmp(how.param, last_read, size), 0, "the fed parameter differs");
+    soren_pairs mine, theirs;
+    cr_assert_eq(soren_job_result(job, &mine, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_result(again, &theirs, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(mine.count, theirs.count);
+    cr_expect_eq(memcmp(mine.values, theirs.values, mine.count * mine.value_size), 0,
+                 "the last run's output differs");
+    soren_job_free(again);
+    free(last_read);
+    free(start);
     for (size_t c = 0; c < k; c++)
         for (size_t j = 0; j < dims; j++) {
             double got = centroids[c * stride + j] / centroids[c * stride + dims];
@@ -574,6 +608,37 @@ Test(api, kmeans_through_the_api_equals_a_c_loop, .timeout = 600)
     free(want);
     free(centroids);
     free(sums);
+}
+
+/* soren_job_iterate refuses, saying why, a job with nothing to feed, no
+ * runs, and a job made for the resident host. */
+Test(api, iterate_refuses_what_it_cannot_run)
+{
+    soren_plugin *counts = open_plugin("wordcount"), *km = open_plugin("kmeans");
+    soren_job *job = new_job(counts, NULL);
+    soren_error err;
+    soren_error_clear(&err);
+    soren_iteration how;
+    cr_expect_eq(soren_job_iterate(job, 5, &how, &err), SOREN_EUSAGE);
+    cr_expect(strstr(err.text, "wordcount: soren_job_iterate: the manifest has no \"iterate\"")
+              != NULL, "%s", err.text);
+    soren_job_free(job);
+    job = new_job(km, NULL);
+    soren_error_clear(&err);
+    cr_expect_eq(soren_job_iterate(job, 0, &how, &err), SOREN_EUSAGE);
+    cr_expect(strstr(err.text, "at most 0 runs") != NULL, "%s", err.text);
+    cr_expect_eq(soren_job_iterate(job, 3, NULL, &err), SOREN_EUSAGE);
+    soren_job_free(job);
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.host = "";
+    job = new_job(km, &o);
+    soren_error_clear(&err);
+    cr_expect_eq(soren_job_iterate(job, 3, &how, &err), SOREN_EUSAGE);
+    cr_expect(strstr(err.text, "runs in this process") != NULL, "%s", err.text);
+    soren_job_free(job);
+    soren_close(counts);
+    soren_close(km);
 }
 
 /* ---- On a GPU ------------------------------------------------------------- */

@@ -365,6 +365,48 @@ static soren_status run_in_host(soren_job *job, soren_error *err)
     return rc;
 }
 
+soren_status soren_job_iterate(soren_job *job, uint64_t most, soren_iteration *how,
+                               soren_error *err)
+{
+    REFUSE_NULL(how);
+    memset(how, 0, sizeof *how);
+    REFUSE_NULL(job);
+    const soren_manifest *m = job->plugin->manifest;
+    if (!m->iterate_param)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_iterate: the manifest has no "
+                               "\"iterate\" (the parameter each run's output feeds): run it "
+                               "with soren_job_run", m->name);
+    if (most == 0)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_iterate: at most 0 runs; "
+                               "give 1 or more", m->name);
+    if (job->host)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_iterate runs in this "
+                               "process: make the job without soren_job_options.host",
+                               m->name);
+    outcome_clear(job);
+    soren_run_options o;
+    run_options(job, &o);
+    o.iterate = most;
+    soren_status rc = soren_run_job(job->plugin, &o, job->values, job->inputs, job->input_count,
+                                    &job->outcome, err);
+    job->has_result = rc == SOREN_OK;
+    if (rc != SOREN_OK) {
+        soren_run_outcome_destroy(&job->outcome);
+        return rc;
+    }
+    /* the job keeps the parameter as the iteration left it */
+    int j = soren_manifest_param_index(m, m->iterate_param);
+    value_clear(&job->values[j]);
+    job->values[j] = (soren_param_value){.bytes = job->outcome.iterated,
+                                         .size = job->outcome.iterated_size};
+    job->versions[j] = ++job->versions_issued;
+    job->outcome.iterated = NULL;
+    const soren_iterations *it = &job->outcome.iterations;
+    *how = (soren_iteration){it->runs, it->device_runs, it->converged, job->values[j].bytes,
+                             job->values[j].size};
+    return SOREN_OK;
+}
+
 soren_status soren_job_run(soren_job *job, soren_error *err)
 {
     REFUSE_NULL(job);

@@ -51,6 +51,7 @@ void soren_run_outcome_destroy(soren_run_outcome *out)
     for (size_t i = 0; i < SOREN_MAX_STAGES; i++)
         soren_explain_destroy(&out->stages[i]);
     soren_result_destroy(&out->result);
+    free(out->iterated);
     memset(out, 0, sizeof *out);
 }
 
@@ -157,8 +158,17 @@ soren_status soren_run_job(const soren_plugin *p, const soren_run_options *o,
         soren_param_set_destroy(&params);
         return rc;
     }
+    /* the fed parameter is rewritten: a copy of the caller's bytes */
+    const int fed = plan.iterate_param;
+    if (fed >= 0 && !params.owned[fed]) {
+        uint64_t size = params.params.size[fed];
+        if ((params.owned[fed] = malloc(size ? size : 1)) != NULL && size)
+            memcpy(params.owned[fed], params.params.data[fed], size);
+        params.params.data[fed] = params.owned[fed];
+    }
     soren_input *in = calloc(input_count ? input_count : 1, sizeof *in);
-    if (!in) {
+    if (!in || (fed >= 0 && !params.owned[fed])) {
+        free(in);
         soren_param_set_destroy(&params);
         return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", m->name);
     }
@@ -183,6 +193,11 @@ soren_status soren_run_job(const soren_plugin *p, const soren_run_options *o,
     for (size_t i = 0; i < opened; i++)
         soren_input_close(&in[i]);
     free(in);
+    if (rc == SOREN_OK && fed >= 0) {
+        out->iterated = params.owned[fed];
+        out->iterated_size = params.params.size[fed];
+        params.owned[fed] = NULL;
+    }
     soren_param_set_destroy(&params);
     return rc;
 }

@@ -51,6 +51,10 @@ typedef struct soren_run_outcome {
     soren_explain stages[SOREN_MAX_STAGES];
     size_t stage_count;
     soren_iterations iterations;
+    /* with --iterate in a library job: the fed parameter as the last run
+     * read it (malloc'd; soren_run_job) */
+    void *iterated;
+    uint64_t iterated_size;
     char rules[SOREN_MAX_STAGES][256];
     soren_rank_stage ranks[SOREN_MAX_STAGES];
 } soren_run_outcome;
@@ -84,7 +88,8 @@ typedef struct soren_job_input {
  * host for it: the parameters built from values (one per manifest
  * parameter, borrowed), the inputs opened and laid end to end, then
  * soren_run_inputs.  *out as soren_run_inputs leaves it (emptied first, so
- * that soren_run_outcome_destroy may always follow). */
+ * that soren_run_outcome_destroy may always follow), with o->iterate the
+ * fed parameter in out->iterated. */
 soren_status soren_run_job(const soren_plugin *p, const soren_run_options *o,
                            const soren_param_value *values, const soren_job_input *inputs,
                            size_t input_count, soren_run_outcome *out, soren_error *err);

@@ -140,6 +140,31 @@ void soren_job_clear_inputs(soren_job *job);
  * run's result is released first. */
 soren_status soren_job_run(soren_job *job, soren_error *err);
 
+/* How soren_job_iterate ended. */
+typedef struct soren_iteration {
+    uint64_t runs;        /* the runs made, 1 to the most allowed */
+    uint64_t device_runs; /* of them, those that looped on the GPU without the program
+                             between them */
+    int converged;        /* 1: the last run's output changed no byte of the parameter */
+    /* The fed parameter's bytes as the last run read them, which the job
+     * keeps as that parameter's value: valid until the parameter is set
+     * again, the job iterates again, or it is freed. */
+    const void *param;
+    size_t param_size;
+} soren_iteration;
+
+/* Runs the job up to most times, as soren-host run --iterate does: after
+ * each run its pairs (i, v) are written over element i of the parameter
+ * the manifest's "iterate" names (v's size in bytes from byte i x that
+ * size), and a run whose output changes no byte of it ends the loop.  On
+ * the GPU the runs after the first loop on the device, the program waiting
+ * once for a batch of them (about 50 ms of runs).  The result is the last
+ * run's; *how says how it ended.  A job whose manifest has no "iterate", or
+ * one made to run in the resident host (soren_job_options.host), is a
+ * SOREN_EUSAGE error. */
+soren_status soren_job_iterate(soren_job *job, uint64_t most, soren_iteration *how,
+                               soren_error *err);
+
 /* ---- Results -------------------------------------------------------------- */
 
 /* The pairs of the last run, in the order the manifest (or nothing else)
