@@ -109,6 +109,20 @@ static cudaError_t resident_shape(Kernel kernel, uint32_t shared, uint32_t per_t
     return cudaSuccess;
 }
 
+/* The current device's multiprocessors, asked once a thread. */
+static cudaError_t multiprocessors(int *count)
+{
+    static thread_local int device = -1, sms = 0;
+    int now = 0;
+    cudaError_t rc = cudaGetDevice(&now);
+    if (rc == cudaSuccess && now != device) {
+        rc = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, now);
+        device = rc == cudaSuccess ? now : -1;
+    }
+    *count = sms;
+    return rc;
+}
+
 /* Blocks and threads for a grid-stride kernel over count items. */
 template <typename Kernel>
 static cudaError_t launch_shape(Kernel kernel, uint64_t count, int *grid, int *block)
@@ -146,6 +160,18 @@ static int launch_map(const soren_gpu_map_args *args, void *stream)
     if (rc != cudaSuccess)
         return rc;
     uint64_t work = a.variant == SOREN_GPU_MONITOR ? a.sample_count : a.record_count;
+    /* Work for fewer threads than the device holds is spread over its
+     * multiprocessors, a block each as far as blocks of 64 threads allow:
+     * in blocks of the full size a few thousand records (an SVM step's
+     * points) would run on a few multiprocessors and leave the rest idle. */
+    int sms = 0;
+    if ((rc = multiprocessors(&sms)) != cudaSuccess)
+        return rc;
+    const uint64_t spread = (work + (uint64_t)sms - 1) / (uint64_t)sms;
+    if (spread < (uint64_t)block) {
+        const uint64_t fit = (spread + 31) / 32 * 32;
+        block = (int)(fit < 64 ? 64 : fit);
+    }
     uint64_t grid = (work + (uint64_t)block - 1) / (uint64_t)block;
     if (grid > (uint64_t)resident)
         grid = (uint64_t)resident;
