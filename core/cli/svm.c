@@ -1,7 +1,8 @@
 /*
  * soren-svm - two-class SVM training and classification on Soren, with
  * LibSVM's file formats, written against libsoren's API alone
- * (soren/host.h): each SMO step is one run of the svmstep job, a
+ * (soren/host.h): training is the svmstep job iterated, a step a run
+ * (soren_job_iterate: on the GPU the steps loop on the device), a
  * classification one run of svmclassify.
  *
  *   soren-svm train [OPTIONS] TRAIN MODEL     like svm-train -s 0 -t 2
@@ -9,11 +10,11 @@
  *
  * Training is SMO with Keerthi's first-order working set selection, as the
  * MapReduce code-generation paper runs it: alpha = 0, f = -y; then, step by
- * step, the job updates f after the last pair moved and finds the most
- * violating pair (b_high, i_high over I_up; b_low, i_low over I_low); the
- * pair moves as SMO moves it (clipped to [0, C]); training ends when
- * b_low <= b_high + eps (LibSVM's stopping rule, eps its -e, default
- * 0.001).  rho = (b_high + b_low) / 2.
+ * step, the job moves the last chosen pair as SMO moves it (clipped to
+ * [0, C]), updates f, and chooses the most violating pair (b_high, i_high
+ * over I_up; b_low, i_low over I_low); training ends when b_low <= b_high +
+ * eps (LibSVM's stopping rule, eps its -e, default 0.001).  rho = (b_high +
+ * b_low) / 2.
  */
 #include <errno.h>
 #include <math.h>
@@ -22,7 +23,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <soren/exact.h>
 #include <soren/host.h>
 
 #define EXIT_USAGE 2
@@ -389,30 +389,36 @@ static int open_job(const char *name, const svm_cli *o, soren_plugin **p, soren_
 #define SET(job, name, ptr, size)                                                          \
     (soren_job_param_bytes(job, name, ptr, size, &err) == SOREN_OK)
 
-/* K(x_a, x_b) as svmstep computes it. */
-static double rbf(const points *p, size_t a, size_t b, double gamma)
+/* The state svmstep iterates over: the chosen pair, then f, then alpha
+ * (svmstep.cu), 8 bytes an element. */
+#define SVM_START 0xffffffffffffffffull
+#define SVM_NONE 0ull
+
+static uint64_t state_bits(const uint8_t *state, uint64_t e)
 {
-    const float *xa = p->x + a * p->d, *xb = p->x + b * p->d;
-    double distance = 0;
-    for (size_t k = 0; k < p->d; k++) {
-        double diff = (double)xa[k] - (double)xb[k];
-        distance = distance + soren_mul(diff, diff);
-    }
-    return soren_exp(soren_mul(-gamma, distance));
+    uint64_t v;
+    memcpy(&v, state + 8 * e, sizeof v);
+    return v;
 }
 
-static double clamp(double v, double lo, double hi)
+static double state_real(const uint8_t *state, uint64_t e)
 {
-    return v < lo ? lo : v > hi ? hi : v;
+    uint64_t bits = state_bits(state, e);
+    double v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
 }
 
-/* A weight clipped to a bound lies on it: what the arithmetic leaves within
- * rounding of 0 or C is 0 or C (a residue of 1e-17 would keep a point in
- * I_up or I_low that has no room to move, and stall the solver). */
-static double snap(double alpha, double c)
+static void state_set_real(uint8_t *state, uint64_t e, double v)
 {
-    double tiny = 1e-12 * c;
-    return alpha <= tiny ? 0 : alpha >= c - tiny ? c : alpha;
+    memcpy(state + 8 * e, &v, sizeof v);
+}
+
+/* The point a packed choice names (n where the set was empty). */
+static uint32_t chosen(uint64_t packed, uint32_t n)
+{
+    return packed == SVM_NONE || packed == SVM_START ? n
+                                                      : (uint32_t)(0xffffff - (packed & 0xffffff));
 }
 
 static int train(const svm_cli *o)
@@ -422,8 +428,8 @@ static int train(const svm_cli *o)
     points p = {0};
     if (points_read(o->args[0], &p, 0) != 0)
         return 1;
-    if (p.n > 0xffffff) {
-        fprintf(stderr, "soren-svm: %s has %zu points; svmstep takes at most 16777215\n",
+    if (p.n > 0xfffffe) {
+        fprintf(stderr, "soren-svm: %s has %zu points; svmstep takes at most 16777214\n",
                 o->args[0], p.n);
         points_free(&p);
         return 1;
@@ -434,96 +440,67 @@ static int train(const svm_cli *o)
         points_free(&p);
         return 1;
     }
-    double gamma = o->gamma > 0 ? o->gamma : 1.0 / (double)p.d, c = o->c;
-    double *alpha = calloc(p.n, sizeof *alpha), *f = malloc(p.n * sizeof *f);
+    double gamma = o->gamma > 0 ? o->gamma : 1.0 / (double)p.d, c = o->c, eps = o->eps;
+    const uint32_t n = (uint32_t)p.n, d = (uint32_t)p.d, slots = 2 * n + 2;
+    const size_t state_size = (size_t)slots * 8;
+    uint8_t *state = malloc(state_size);
+    double *alpha = malloc(p.n * sizeof *alpha);
     soren_error err;
     soren_error_clear(&err);
     soren_plugin *plugin = NULL;
     soren_job *job = NULL;
     int status = 1;
-    if (!alpha || !f) {
+    if (!state || !alpha) {
         fprintf(stderr, "soren-svm: out of memory\n");
         goto done;
     }
-    for (size_t i = 0; i < p.n; i++)
-        f[i] = -(double)p.y[i];
-    uint32_t n = (uint32_t)p.n, d = (uint32_t)p.d, slots = n + 2, high = 0, low = 0;
-    double d_high = 0, d_low = 0, b_high = 0, b_low = 0;
+    /* No pair chosen; alpha = 0, f = -y. */
+    memset(state, 0xff, 16);
+    for (size_t i = 0; i < p.n; i++) {
+        state_set_real(state, 2 + i, -(double)p.y[i]);
+        state_set_real(state, 2 + p.n + i, 0);
+    }
     if (open_job("svmstep", o, &plugin, &job, &err) != 0 ||
-        !SET(job, "x", p.x, p.n * p.d * sizeof *p.x) || !SET(job, "y", p.y, p.n * sizeof *p.y) ||
-        !SET(job, "n", &n, 4) || !SET(job, "d", &d, 4) || !SET(job, "slots", &slots, 4) ||
-        !SET(job, "c", &c, 8) || !SET(job, "gamma", &gamma, 8)) {
+        !SET(job, "x", p.x, p.n * p.d * sizeof *p.x) ||
+        !SET(job, "y", p.y, p.n * sizeof *p.y) || !SET(job, "n", &n, 4) ||
+        !SET(job, "d", &d, 4) || !SET(job, "slots", &slots, 4) || !SET(job, "c", &c, 8) ||
+        !SET(job, "gamma", &gamma, 8) || !SET(job, "eps", &eps, 8) ||
+        !SET(job, "state", state, state_size)) {
         status = fail(&err);
         goto done;
     }
+    /* The first run chooses the first pair; each run after it moves one,
+     * and the run that finds nothing to move changes nothing. */
     double t0 = now_s();
-    unsigned long long steps = 0;
-    int converged = 0;
-    char stopped[96] = "--max-steps reached";
-    for (; steps < o->max_steps; steps++) {
-        if (!SET(job, "alpha", alpha, p.n * 8) || !SET(job, "f", f, p.n * 8) ||
-            !SET(job, "i_high", &high, 4) || !SET(job, "i_low", &low, 4) ||
-            !SET(job, "d_high", &d_high, 8) || !SET(job, "d_low", &d_low, 8) ||
-            soren_job_run(job, &err) != SOREN_OK) {
-            status = fail(&err);
-            goto done;
-        }
-        soren_pairs out;
-        soren_job_result(job, &out, &err);
-        int have_up = 0, have_low = 0;
-        for (uint64_t k = 0; k < out.count; k++) {
-            uint64_t key_size, v;
-            uint32_t key;
-            memcpy(&key, soren_pairs_key(&out, k, &key_size), sizeof key);
-            memcpy(&v, soren_pairs_value(&out, k), sizeof v);
-            if (key >= 2)
-                memcpy(&f[key - 2], &v, sizeof v);
-            else if (key == 0)
-                have_up = 1, high = (uint32_t)(0xffffff - (v & 0xffffff));
-            else
-                have_low = 1, low = (uint32_t)(0xffffff - (v & 0xffffff));
-        }
-        if (!have_up || !have_low) {
-            converged = 1;
-            break;
-        }
-        b_high = f[high];
-        b_low = f[low];
-        if (b_low <= b_high + o->eps) {
-            converged = 1;
-            break;
-        }
-        /* Move the pair: alpha_low by y_low (b_high - b_low) / eta, clipped
-         * to keep both in [0, C] and their weighted sum, then alpha_high. */
-        double eta = 2.0 - 2.0 * rbf(&p, high, low, gamma);
-        if (eta < 1e-12)
-            eta = 1e-12;
-        double s = (double)p.y[high] * (double)p.y[low];
-        double a_high = alpha[high], a_low = alpha[low];
-        double lo_bound = s < 0 ? fmax(0, a_low - a_high) : fmax(0, a_low + a_high - c);
-        double hi_bound = s < 0 ? fmin(c, c + a_low - a_high) : fmin(c, a_low + a_high);
-        double new_low = clamp(a_low + (double)p.y[low] * (b_high - b_low) / eta, lo_bound,
-                               hi_bound);
-        new_low = snap(new_low, c);
-        double new_high = snap(clamp(a_high + s * (a_low - new_low), 0, c), c);
-        d_high = (new_high - a_high) * (double)p.y[high];
-        d_low = (new_low - a_low) * (double)p.y[low];
-        alpha[high] = new_high;
-        alpha[low] = new_low;
-        if (d_high == 0 && d_low == 0) {
-            snprintf(stopped, sizeof stopped, "the pair (%u, %u) could not move", high, low);
-            break;
-        }
+    soren_iteration how;
+    if (soren_job_iterate(job, o->max_steps + 2, &how, &err) != SOREN_OK) {
+        status = fail(&err);
+        goto done;
     }
     double seconds = now_s() - t0;
+    const uint8_t *last = how.param; /* as the last run read it */
+    const uint32_t high = chosen(state_bits(last, 0), n), low = chosen(state_bits(last, 1), n);
+    const double b_high = high < n ? state_real(last, 2 + high) : 0;
+    const double b_low = low < n ? state_real(last, 2 + low) : 0;
+    /* the last run's step is in the state only where it changed nothing */
+    unsigned long long steps = how.runs >= 2 ? how.runs - 2 : 0;
+    int converged = how.converged;
+    char stopped[96] = "--max-steps reached";
+    if (converged && high < n && low < n && !(b_low <= b_high + eps)) {
+        /* the step changed nothing: the pair had no room to move */
+        converged = 0;
+        snprintf(stopped, sizeof stopped, "the pair (%u, %u) could not move", high, low);
+    }
     /* The dual objective, 1/2 a'Qa - sum a, from f (f_i + y_i is row i of
      * Qa divided by y_i), as svm-train prints it. */
     size_t svs = 0, bounded = 0;
     double objective = 0;
     for (size_t i = 0; i < p.n; i++) {
+        const double f = state_real(last, 2 + i);
+        alpha[i] = state_real(last, 2 + p.n + i);
         svs += alpha[i] > 0;
         bounded += alpha[i] >= c;
-        objective += alpha[i] * ((double)p.y[i] * (f[i] + (double)p.y[i]) / 2 - 1);
+        objective += alpha[i] * ((double)p.y[i] * (f + (double)p.y[i]) / 2 - 1);
     }
     model m = {.gamma = gamma, .rho = (b_high + b_low) / 2};
     if (model_write(o->args[1], &m, &p, alpha) != 0)
@@ -534,14 +511,16 @@ static int train(const svm_cli *o)
            objective, m.rho, svs, bounded, svs);
     if (o->verbose)
         fprintf(stderr, "soren-svm: %zu points of %zu features, C %g, gamma %g: %llu steps in "
-                "%.3f s (%.1f us a step), b_high %.6g, b_low %.6g\n", p.n, p.d, c, gamma, steps,
-                seconds, steps ? seconds * 1e6 / (double)steps : 0.0, b_high, b_low);
+                "%.3f s (%.1f us a step; %llu of the runs looped on the GPU), b_high %.6g, "
+                "b_low %.6g\n", p.n, p.d, c, gamma, steps, seconds,
+                steps ? seconds * 1e6 / (double)steps : 0.0,
+                (unsigned long long)how.device_runs, b_high, b_low);
     status = converged ? 0 : 1;
 done:
     soren_job_free(job);
     soren_close(plugin);
+    free(state);
     free(alpha);
-    free(f);
     points_free(&p);
     return status;
 }
