@@ -8,15 +8,16 @@
  *   soren-svm train [OPTIONS] TRAIN MODEL     like svm-train -s 0 -t 2
  *   soren-svm predict [OPTIONS] TEST MODEL [OUTPUT]   like svm-predict
  *
- * Training is SMO with Keerthi's first-order working set selection, as the
- * MapReduce code-generation paper runs it: alpha = 0, f = -y; then, step by
- * step, the job moves the last chosen pair as SMO moves it (clipped to
- * [0, C]), updates f, and chooses the most violating pair (b_high, i_high
- * over I_up; b_low, i_low over I_low); training ends when b_low <= b_high +
- * eps (LibSVM's stopping rule, eps its -e, default 0.001).  rho = (b_high +
- * b_low) / 2.
+ * Training is SMO with LibSVM's second-order working set selection:
+ * alpha = 0, f = -y; then, step by step, the job moves the last chosen
+ * pair as SMO moves it (clipped to [0, C]), updates f, and chooses the
+ * next pair (i_high, the smallest f over I_up; i_low, the point of I_low
+ * that gains most with it); training ends when b_low <= b_high + eps
+ * (b_low the largest f over I_low: LibSVM's stopping rule, eps its -e,
+ * default 0.001).  rho = (b_high + b_low) / 2.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,10 +390,12 @@ static int open_job(const char *name, const svm_cli *o, soren_plugin **p, soren_
 #define SET(job, name, ptr, size)                                                          \
     (soren_job_param_bytes(job, name, ptr, size, &err) == SOREN_OK)
 
-/* The state svmstep iterates over: the chosen pair, then f, then alpha
- * (svmstep.cu), 8 bytes an element. */
+/* The state svmstep iterates over (svmstep.cu): the choices (i_high, the
+ * largest f of I_low, i_low), the phase, then f, alpha and the kernel row
+ * of i_high, 8 bytes an element. */
 #define SVM_START 0xffffffffffffffffull
 #define SVM_NONE 0ull
+enum { SVM_HIGH, SVM_LOW_BOUND, SVM_LOW, SVM_PHASE, SVM_F };
 
 static uint64_t state_bits(const uint8_t *state, uint64_t e)
 {
@@ -414,7 +417,7 @@ static void state_set_real(uint8_t *state, uint64_t e, double v)
     memcpy(state + 8 * e, &v, sizeof v);
 }
 
-/* The point a packed choice names (n where the set was empty). */
+/* The point a packed choice names (n where none was made). */
 static uint32_t chosen(uint64_t packed, uint32_t n)
 {
     return packed == SVM_NONE || packed == SVM_START ? n
@@ -441,7 +444,7 @@ static int train(const svm_cli *o)
         return 1;
     }
     double gamma = o->gamma > 0 ? o->gamma : 1.0 / (double)p.d, c = o->c, eps = o->eps;
-    const uint32_t n = (uint32_t)p.n, d = (uint32_t)p.d, slots = 2 * n + 2;
+    const uint32_t n = (uint32_t)p.n, d = (uint32_t)p.d, slots = 3 * n + 4;
     const size_t state_size = (size_t)slots * 8;
     uint8_t *state = malloc(state_size);
     double *alpha = malloc(p.n * sizeof *alpha);
@@ -454,12 +457,11 @@ static int train(const svm_cli *o)
         fprintf(stderr, "soren-svm: out of memory\n");
         goto done;
     }
-    /* No pair chosen; alpha = 0, f = -y. */
-    memset(state, 0xff, 16);
-    for (size_t i = 0; i < p.n; i++) {
-        state_set_real(state, 2 + i, -(double)p.y[i]);
-        state_set_real(state, 2 + p.n + i, 0);
-    }
+    /* Nothing chosen, phase A; f = -y, alpha = 0, no kernel row. */
+    memset(state, 0, state_size);
+    memset(state, 0xff, 3 * 8);
+    for (size_t i = 0; i < p.n; i++)
+        state_set_real(state, SVM_F + i, -(double)p.y[i]);
     if (open_job("svmstep", o, &plugin, &job, &err) != 0 ||
         !SET(job, "x", p.x, p.n * p.d * sizeof *p.x) ||
         !SET(job, "y", p.y, p.n * sizeof *p.y) || !SET(job, "n", &n, 4) ||
@@ -469,21 +471,25 @@ static int train(const svm_cli *o)
         status = fail(&err);
         goto done;
     }
-    /* The first run chooses the first pair; each run after it moves one,
-     * and the run that finds nothing to move changes nothing. */
+    /* A step is two runs: the first two choose the first pair, each two
+     * after move one and choose the next, and the run that finds nothing
+     * to move changes nothing. */
     double t0 = now_s();
     soren_iteration how;
-    if (soren_job_iterate(job, o->max_steps + 2, &how, &err) != SOREN_OK) {
+    const unsigned long long runs = o->max_steps < ULLONG_MAX / 2 - 1 ? 2 * o->max_steps + 2
+                                                                       : ULLONG_MAX;
+    if (soren_job_iterate(job, runs, &how, &err) != SOREN_OK) {
         status = fail(&err);
         goto done;
     }
     double seconds = now_s() - t0;
     const uint8_t *last = how.param; /* as the last run read it */
-    const uint32_t high = chosen(state_bits(last, 0), n), low = chosen(state_bits(last, 1), n);
-    const double b_high = high < n ? state_real(last, 2 + high) : 0;
-    const double b_low = low < n ? state_real(last, 2 + low) : 0;
-    /* the last run's step is in the state only where it changed nothing */
-    unsigned long long steps = how.runs >= 2 ? how.runs - 2 : 0;
+    const uint32_t high = chosen(state_bits(last, SVM_HIGH), n);
+    const uint32_t low = chosen(state_bits(last, SVM_LOW_BOUND), n);
+    const double b_high = high < n ? state_real(last, SVM_F + high) : 0;
+    const double b_low = low < n ? state_real(last, SVM_F + low) : 0;
+    /* the moves in the state the last run read: runs 3, 5, ... before it */
+    unsigned long long steps = how.runs >= 2 ? (how.runs - 2) / 2 : 0;
     int converged = how.converged;
     char stopped[96] = "--max-steps reached";
     if (converged && high < n && low < n && !(b_low <= b_high + eps)) {
@@ -496,8 +502,8 @@ static int train(const svm_cli *o)
     size_t svs = 0, bounded = 0;
     double objective = 0;
     for (size_t i = 0; i < p.n; i++) {
-        const double f = state_real(last, 2 + i);
-        alpha[i] = state_real(last, 2 + p.n + i);
+        const double f = state_real(last, SVM_F + i);
+        alpha[i] = state_real(last, SVM_F + p.n + i);
         svs += alpha[i] > 0;
         bounded += alpha[i] >= c;
         objective += alpha[i] * ((double)p.y[i] * (f + (double)p.y[i]) / 2 - 1);

@@ -1,45 +1,55 @@
 /* svmstep: SMO training of a two-class soft-margin SVM with an RBF kernel,
- * as the MapReduce code-generation paper runs it (Keerthi's first-order
- * working set selection), one step a run of an iterative job: each run's
- * output is written over its state for the next (run --iterate,
- * soren_job_iterate), so that on the GPU the steps loop on the device.
+ * with LibSVM's second-order working set selection (Fan, Chen and Lin,
+ * 2005), as an iterative job: each run's output is written over its state
+ * for the next (run --iterate, soren_job_iterate), so that on the GPU the
+ * steps loop on the device.  A step is two runs, phase A then phase B.
  *
- * The state is 2n + 2 elements of 8 bytes: the chosen pair as two packed
- * choices (element 0 for i_high, 1 for i_low; SVM_START before the first
- * run, SVM_NONE where a set was empty), then every point's optimality
- * indicator f_i (float64; -y_i at the start), then its weight alpha_i
- * (float64; 0 at the start).  Task i (index input, n tasks) reads it and:
+ * The state is 3n + 4 elements of 8 bytes: the choices (element 0 the
+ * point i_high, 1 the point whose f is largest in I_low, 2 the point
+ * i_low; each packed as below, SVM_START before the first, SVM_NONE where
+ * none is), the phase (element 3: 0 A, 1 B), then each point's optimality
+ * indicator f_i (float64; -y_i at the start), its weight alpha_i (float64;
+ * 0 at the start), and the kernel row of i_high, K(x_high, x_i) (float64).
+ * Task i (index input, n tasks):
  *
- *   1. moves the chosen pair as SMO moves it (every task makes the same
- *      arithmetic, so each knows the change): alpha_low by y_low (b_high -
- *      b_low) / eta, eta = 2 - 2 K(x_high, x_low), clipped to keep both in
- *      [0, C] and their weighted sum, then alpha_high; a weight within
- *      rounding of a bound is put on it.  Unless b_low <= b_high + eps:
- *      then the task emits nothing, and a run whose output changes no byte
- *      of the state has converged.
- *   2. updates f_i' = f_i + d_high K(x_high, x_i) + d_low K(x_low, x_i),
- *      d = (new - old alpha) y, K(a, b) = exp(-gamma |a - b|^2), in float64
- *      with soren/exact.h (the same bits on every engine), and emits it
- *      (key 2 + i), with its new weight where it is one of the pair (key
- *      2 + n + i);
- *   3. offers itself for the next pair (combine max): key 0 when i is in
- *      I_up (y_i = +1 and alpha_i < C, or y_i = -1 and alpha_i > 0), its
- *      f packed so that the largest packed value is the smallest f
- *      (b_high); key 1 when in I_low (y_i = +1 and alpha_i > 0, or y_i = -1
- *      and alpha_i < C), packed so that the largest is the largest f
- *      (b_low).  Task 0 offers SVM_NONE for both, below any point, which
- *      a run chooses where a set is empty.
- * A packed value is the top 40 bits of f's order-preserving bits, then the
- * point's index subtracted from 2^24 - 1, so ties go to the lower index;
- * the next run reads the chosen points' f exactly from the state. */
+ *   A. moves the chosen pair as SMO moves it (every task makes the same
+ *      arithmetic): alpha_low by y_low (b_high - b_low) / eta, eta = 2 -
+ *      2 K(x_high, x_low), clipped to keep both in [0, C] and their
+ *      weighted sum, then alpha_high; a weight within rounding of a bound
+ *      is put on it.  Updates f_i' = f_i + d_high K(x_high, x_i) + d_low
+ *      K(x_low, x_i), d = (new - old alpha) y, and emits it (key 4 + i),
+ *      with its new weight where it is one of the pair (key 4 + n + i).
+ *      Offers itself as i_high (key 0) when in I_up (y_i = +1 and alpha_i
+ *      < C, or y_i = -1 and alpha_i > 0), the smallest f winning, and as
+ *      the largest f of I_low (key 1; y_i = +1 and alpha_i > 0, or y_i =
+ *      -1 and alpha_i < C).  The first run moves nothing; a move that
+ *      changes nothing (no room) emits nothing.
+ *   B. unless b_low <= b_high + eps (b_low the largest f of I_low: then
+ *      it emits nothing, and a run whose output changes no byte of the
+ *      state has converged), emits K(x_high, x_i) (key 4 + 2n + i) and,
+ *      in I_low with f_i > b_high, offers itself as i_low (key 2) by the
+ *      gain (f_i - b_high)^2 / (2 - 2 K(x_high, x_i)), the largest
+ *      winning.
+ *
+ * K(a, b) = exp(-gamma |a - b|^2) in float64 with soren/exact.h (the same
+ * bits on every engine); combine max.  A packed choice is the top 40 bits
+ * of the order-preserving bits of what it is chosen by, then the point's
+ * index subtracted from 2^24 - 1, so that ties go to the lower index; the
+ * next run reads the chosen points' f exactly from the state.  Task 0
+ * offers SVM_NONE for every choice of its phase, below any point, and the
+ * next phase (key 3). */
 #include <soren/exact.h>
 #include <soren/soren.h>
 #include <string.h>
 
 enum { SVM_X, SVM_Y, SVM_N, SVM_D, SVM_SLOTS, SVM_C, SVM_GAMMA, SVM_EPS, SVM_STATE };
 
-#define SVM_START 0xffffffffffffffffull /* no pair chosen yet */
-#define SVM_NONE 0ull                   /* no point in the set */
+/* The state's elements: the choices, the phase, then three arrays of n. */
+enum { SVM_HIGH, SVM_LOW_BOUND, SVM_LOW, SVM_PHASE, SVM_F };
+
+#define SVM_START 0xffffffffffffffffull /* no choice made yet */
+#define SVM_NONE 0ull                   /* no point to choose */
+#define SVM_TAU 1e-12                   /* eta's floor, LibSVM's TAU */
 
 SOREN_FN uint32_t svm_u32(const soren_params *p, uint32_t i)
 {
@@ -137,35 +147,47 @@ SOREN_FN void svm_emit(soren_emitter *e, uint64_t key, uint64_t value)
     soren_emit(e, &k, sizeof k, &value);
 }
 
-SOREN_FN void svmstep_map(soren_emitter *e, const soren_record *r, const soren_params *p)
+/* The point a packed choice names; n for SVM_START and SVM_NONE. */
+SOREN_FN uint64_t svm_chosen(uint64_t packed, uint64_t n)
 {
-    const uint64_t i = r->index, n = svm_u32(p, SVM_N), d = svm_u32(p, SVM_D);
-    /* parameters too short for the task are no task at all */
-    if (i >= n || n > 0xfffffeull || svm_u32(p, SVM_SLOTS) != 2 * n + 2 ||
-        soren_param_size(p, SVM_X) < n * d * 4 || soren_param_size(p, SVM_Y) < n * 4 ||
-        soren_param_size(p, SVM_STATE) < (2 * n + 2) * 8)
-        return;
+    if (packed == SVM_START || packed == SVM_NONE)
+        return n;
+    uint64_t i = 0xffffffull - (packed & 0xffffff);
+    return i < n ? i : n;
+}
+
+SOREN_FN int svm_in_up(float y, double alpha, double c)
+{
+    return (y > 0 && alpha < c) || (y < 0 && alpha > 0);
+}
+
+SOREN_FN int svm_in_low(float y, double alpha, double c)
+{
+    return (y > 0 && alpha > 0) || (y < 0 && alpha < c);
+}
+
+/* Phase A: the move, f, the next i_high and the largest f of I_low. */
+SOREN_FN void svm_phase_move(soren_emitter *e, const soren_params *p, uint64_t i, uint64_t n,
+                             uint64_t d)
+{
     const float *x = (const float *)soren_param(p, SVM_X);
     const double gamma = svm_f64(p, SVM_GAMMA), c = svm_f64(p, SVM_C);
-    const uint64_t chose_high = svm_element(p, 0), chose_low = svm_element(p, 1);
-    uint64_t high = n, low = n; /* none: the first run moves nothing */
-    double d_high = 0, d_low = 0, new_high = 0, new_low = 0;
-    if (chose_high != SVM_START) {
-        if (chose_high == SVM_NONE || chose_low == SVM_NONE)
-            return; /* a set is empty: nothing left to move */
-        high = 0xffffffull - (chose_high & 0xffffff);
-        low = 0xffffffull - (chose_low & 0xffffff);
-        if (high >= n || low >= n)
+    const uint64_t alphas = SVM_F + n, row = SVM_F + 2 * n;
+    double f = svm_real(p, SVM_F + i), alpha = svm_real(p, alphas + i);
+    uint64_t high = n, low = n;
+    double new_high = 0, new_low = 0;
+    if (svm_element(p, SVM_HIGH) != SVM_START) {
+        high = svm_chosen(svm_element(p, SVM_HIGH), n);
+        low = svm_chosen(svm_element(p, SVM_LOW), n);
+        if (high == n || low == n)
             return;
-        const double b_high = svm_real(p, 2 + high), b_low = svm_real(p, 2 + low);
-        if (b_low <= b_high + svm_f64(p, SVM_EPS))
-            return; /* converged */
-        double eta = 2.0 - soren_mul(2.0, svm_kernel(x, d, high, low, gamma));
-        if (eta < 1e-12)
-            eta = 1e-12;
+        const double b_high = svm_real(p, SVM_F + high), b_low = svm_real(p, SVM_F + low);
+        double eta = 2.0 - soren_mul(2.0, svm_real(p, row + low));
+        if (eta < SVM_TAU)
+            eta = SVM_TAU;
         const double y_high = (double)svm_label(p, high), y_low = (double)svm_label(p, low);
         const double s = soren_mul(y_high, y_low);
-        const double a_high = svm_real(p, 2 + n + high), a_low = svm_real(p, 2 + n + low);
+        const double a_high = svm_real(p, alphas + high), a_low = svm_real(p, alphas + low);
         const double lo = s < 0 ? (a_low - a_high > 0 ? a_low - a_high : 0)
                                 : (a_low + a_high - c > 0 ? a_low + a_high - c : 0);
         const double hi = s < 0 ? (c + a_low - a_high < c ? c + a_low - a_high : c)
@@ -173,34 +195,79 @@ SOREN_FN void svmstep_map(soren_emitter *e, const soren_record *r, const soren_p
         new_low = svm_snap(svm_clamp(a_low + soren_mul(y_low, (b_high - b_low) / eta), lo, hi),
                            c);
         new_high = svm_snap(svm_clamp(a_high + soren_mul(s, a_low - new_low), 0, c), c);
-        d_high = soren_mul(new_high - a_high, y_high);
-        d_low = soren_mul(new_low - a_low, y_low);
+        const double d_high = soren_mul(new_high - a_high, y_high);
+        const double d_low = soren_mul(new_low - a_low, y_low);
+        if (d_high == 0 && d_low == 0)
+            return; /* no room to move: the state stays */
+        if (d_high != 0)
+            f = f + soren_mul(d_high, svm_real(p, row + i));
+        if (d_low != 0)
+            f = f + soren_mul(d_low, svm_kernel(x, d, low, i, gamma));
     }
-    double f = svm_real(p, 2 + i), alpha = svm_real(p, 2 + n + i);
-    if (d_high != 0)
-        f = f + soren_mul(d_high, svm_kernel(x, d, high, i, gamma));
-    if (d_low != 0)
-        f = f + soren_mul(d_low, svm_kernel(x, d, low, i, gamma));
     uint64_t bits;
     memcpy(&bits, &f, sizeof bits);
-    svm_emit(e, 2 + i, bits);
+    svm_emit(e, SVM_F + i, bits);
     if (i == high || i == low) {
         alpha = i == high ? new_high : new_low;
         memcpy(&bits, &alpha, sizeof bits);
-        svm_emit(e, 2 + n + i, bits);
+        svm_emit(e, alphas + i, bits);
     }
     const float y = svm_label(p, i);
     const uint64_t ordered = svm_ordered(f);
-    const int up = (y > 0 && alpha < c) || (y < 0 && alpha > 0);
-    const int down = (y > 0 && alpha > 0) || (y < 0 && alpha < c);
-    if (up)
-        svm_emit(e, 0, svm_pack(~ordered, i));
-    if (down)
-        svm_emit(e, 1, svm_pack(ordered, i));
-    if (i == 0) { /* the choices a run makes where a set is empty */
-        svm_emit(e, 0, SVM_NONE);
-        svm_emit(e, 1, SVM_NONE);
+    if (svm_in_up(y, alpha, c))
+        svm_emit(e, SVM_HIGH, svm_pack(~ordered, i));
+    if (svm_in_low(y, alpha, c))
+        svm_emit(e, SVM_LOW_BOUND, svm_pack(ordered, i));
+    if (i == 0) {
+        svm_emit(e, SVM_HIGH, SVM_NONE);
+        svm_emit(e, SVM_LOW_BOUND, SVM_NONE);
+        svm_emit(e, SVM_PHASE, 1);
     }
+}
+
+/* Phase B: the stopping rule, the row of i_high, and i_low by the gain. */
+SOREN_FN void svm_phase_choose(soren_emitter *e, const soren_params *p, uint64_t i, uint64_t n,
+                               uint64_t d)
+{
+    const uint64_t high = svm_chosen(svm_element(p, SVM_HIGH), n);
+    const uint64_t bound = svm_chosen(svm_element(p, SVM_LOW_BOUND), n);
+    if (high == n || bound == n)
+        return; /* a set is empty: nothing left to move */
+    const double b_high = svm_real(p, SVM_F + high);
+    if (svm_real(p, SVM_F + bound) <= b_high + svm_f64(p, SVM_EPS))
+        return; /* converged */
+    const float *x = (const float *)soren_param(p, SVM_X);
+    const double gamma = svm_f64(p, SVM_GAMMA), c = svm_f64(p, SVM_C);
+    const double k = svm_kernel(x, d, high, i, gamma);
+    uint64_t bits;
+    memcpy(&bits, &k, sizeof bits);
+    svm_emit(e, SVM_F + 2 * n + i, bits);
+    const double f = svm_real(p, SVM_F + i);
+    if (svm_in_low(svm_label(p, i), svm_real(p, SVM_F + n + i), c) && f > b_high) {
+        double a = 2.0 - soren_mul(2.0, k);
+        if (a <= 0)
+            a = SVM_TAU;
+        const double gain = soren_mul(f - b_high, f - b_high) / a;
+        svm_emit(e, SVM_LOW, svm_pack(svm_ordered(gain), i));
+    }
+    if (i == 0) {
+        svm_emit(e, SVM_LOW, SVM_NONE);
+        svm_emit(e, SVM_PHASE, 0);
+    }
+}
+
+SOREN_FN void svmstep_map(soren_emitter *e, const soren_record *r, const soren_params *p)
+{
+    const uint64_t i = r->index, n = svm_u32(p, SVM_N), d = svm_u32(p, SVM_D);
+    /* parameters too short for the task are no task at all */
+    if (i >= n || n > 0xfffffeull || svm_u32(p, SVM_SLOTS) != 3 * n + 4 ||
+        soren_param_size(p, SVM_X) < n * d * 4 || soren_param_size(p, SVM_Y) < n * 4 ||
+        soren_param_size(p, SVM_STATE) < (3 * n + 4) * 8)
+        return;
+    if (svm_element(p, SVM_PHASE) == 0)
+        svm_phase_move(e, p, i, n, d);
+    else
+        svm_phase_choose(e, p, i, n, d);
 }
 
 SOREN_PLUGIN(svmstep, SOREN_STAGE(.map = svmstep_map, .combine = SOREN_MAX_U64,
