@@ -141,10 +141,18 @@ SOREN_FN double svm_snap(double alpha, double c)
     return alpha <= tiny ? 0 : alpha >= c - tiny ? c : alpha;
 }
 
-SOREN_FN void svm_emit(soren_emitter *e, uint64_t key, uint64_t value)
+/* A task's pairs, gathered and then emitted from one place: each emit is
+ * the engine's whole emit path, inlined, and in each variant's kernel. */
+typedef struct svm_out {
+    uint32_t key[8];
+    uint64_t value[8];
+    int count;
+} svm_out;
+
+SOREN_FN void svm_put(svm_out *o, uint64_t key, uint64_t value)
 {
-    uint32_t k = (uint32_t)key;
-    soren_emit(e, &k, sizeof k, &value);
+    o->key[o->count] = (uint32_t)key;
+    o->value[o->count++] = value;
 }
 
 /* The point a packed choice names; n for SVM_START and SVM_NONE. */
@@ -167,7 +175,7 @@ SOREN_FN int svm_in_low(float y, double alpha, double c)
 }
 
 /* Phase A: the move, f, the next i_high and the largest f of I_low. */
-SOREN_FN void svm_phase_move(soren_emitter *e, const soren_params *p, uint64_t i, uint64_t n,
+SOREN_FN void svm_phase_move(svm_out *e, const soren_params *p, uint64_t i, uint64_t n,
                              uint64_t d)
 {
     const float *x = (const float *)soren_param(p, SVM_X);
@@ -206,27 +214,27 @@ SOREN_FN void svm_phase_move(soren_emitter *e, const soren_params *p, uint64_t i
     }
     uint64_t bits;
     memcpy(&bits, &f, sizeof bits);
-    svm_emit(e, SVM_F + i, bits);
+    svm_put(e, SVM_F + i, bits);
     if (i == high || i == low) {
         alpha = i == high ? new_high : new_low;
         memcpy(&bits, &alpha, sizeof bits);
-        svm_emit(e, alphas + i, bits);
+        svm_put(e, alphas + i, bits);
     }
     const float y = svm_label(p, i);
     const uint64_t ordered = svm_ordered(f);
     if (svm_in_up(y, alpha, c))
-        svm_emit(e, SVM_HIGH, svm_pack(~ordered, i));
+        svm_put(e, SVM_HIGH, svm_pack(~ordered, i));
     if (svm_in_low(y, alpha, c))
-        svm_emit(e, SVM_LOW_BOUND, svm_pack(ordered, i));
+        svm_put(e, SVM_LOW_BOUND, svm_pack(ordered, i));
     if (i == 0) {
-        svm_emit(e, SVM_HIGH, SVM_NONE);
-        svm_emit(e, SVM_LOW_BOUND, SVM_NONE);
-        svm_emit(e, SVM_PHASE, 1);
+        svm_put(e, SVM_HIGH, SVM_NONE);
+        svm_put(e, SVM_LOW_BOUND, SVM_NONE);
+        svm_put(e, SVM_PHASE, 1);
     }
 }
 
 /* Phase B: the stopping rule, the row of i_high, and i_low by the gain. */
-SOREN_FN void svm_phase_choose(soren_emitter *e, const soren_params *p, uint64_t i, uint64_t n,
+SOREN_FN void svm_phase_choose(svm_out *e, const soren_params *p, uint64_t i, uint64_t n,
                                uint64_t d)
 {
     const uint64_t high = svm_chosen(svm_element(p, SVM_HIGH), n);
@@ -241,18 +249,18 @@ SOREN_FN void svm_phase_choose(soren_emitter *e, const soren_params *p, uint64_t
     const double k = svm_kernel(x, d, high, i, gamma);
     uint64_t bits;
     memcpy(&bits, &k, sizeof bits);
-    svm_emit(e, SVM_F + 2 * n + i, bits);
+    svm_put(e, SVM_F + 2 * n + i, bits);
     const double f = svm_real(p, SVM_F + i);
     if (svm_in_low(svm_label(p, i), svm_real(p, SVM_F + n + i), c) && f > b_high) {
         double a = 2.0 - soren_mul(2.0, k);
         if (a <= 0)
             a = SVM_TAU;
         const double gain = soren_mul(f - b_high, f - b_high) / a;
-        svm_emit(e, SVM_LOW, svm_pack(svm_ordered(gain), i));
+        svm_put(e, SVM_LOW, svm_pack(svm_ordered(gain), i));
     }
     if (i == 0) {
-        svm_emit(e, SVM_LOW, SVM_NONE);
-        svm_emit(e, SVM_PHASE, 0);
+        svm_put(e, SVM_LOW, SVM_NONE);
+        svm_put(e, SVM_PHASE, 0);
     }
 }
 
@@ -264,10 +272,14 @@ SOREN_FN void svmstep_map(soren_emitter *e, const soren_record *r, const soren_p
         soren_param_size(p, SVM_X) < n * d * 4 || soren_param_size(p, SVM_Y) < n * 4 ||
         soren_param_size(p, SVM_STATE) < (3 * n + 4) * 8)
         return;
+    svm_out out;
+    out.count = 0;
     if (svm_element(p, SVM_PHASE) == 0)
-        svm_phase_move(e, p, i, n, d);
+        svm_phase_move(&out, p, i, n, d);
     else
-        svm_phase_choose(e, p, i, n, d);
+        svm_phase_choose(&out, p, i, n, d);
+    for (int q = 0; q < out.count; q++)
+        soren_emit(e, &out.key[q], sizeof out.key[q], &out.value[q]);
 }
 
 SOREN_PLUGIN(svmstep, SOREN_STAGE(.map = svmstep_map, .combine = SOREN_MAX_U64,
