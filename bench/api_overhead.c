@@ -364,6 +364,7 @@ int main(int argc, char **argv)
     CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
 
+    uint64_t *from = NULL, *to = NULL;
     if (iterate) {
         /* the session set up first, as the program's runs would have it */
         double *start = malloc(size), us;
@@ -389,20 +390,11 @@ int main(int argc, char **argv)
         printf("\"device_ms_per_run\":%.4f}\n", device_ms);
         free(start);
         free(counts);
-        soren_job_free(job);
-        soren_close(p);
-        cudaFree(device_points);
-        free(points);
-        free(centroids);
-        free(wall);
-        free(busy);
-        free(over);
-        free(spans.at);
-        free(calls.at);
-        return 0;
+        goto done;
     }
 
-    uint64_t *from = malloc((size_t)runs * 8), *to = malloc((size_t)runs * 8);
+    from = malloc((size_t)runs * 8);
+    to = malloc((size_t)runs * 8);
     char variant[32] = "";
     long long waits = -1;
     /* run -1 is the warm-up: the session's set-up and monitoring */
@@ -454,6 +446,7 @@ int main(int argc, char **argv)
         print_spans(&spans, "gpu", t0, t1, &first);
         printf("]}\n");
     }
+done:
     soren_job_free(job);
     soren_close(p);
     cudaFree(device_points);
