@@ -114,9 +114,9 @@ typedef enum soren_gpu_loop_end {
     SOREN_GPU_LOOP_CONVERGED,  /* the last run's output changed no byte of the parameter */
     SOREN_GPU_LOOP_LIMIT,      /* the runs asked for are made */
     SOREN_GPU_LOOP_HOST,       /* the next run needs the host: its map stopped for room or
-                                  met a bad key, it had more keys than a run in one wait
-                                  takes, or a key past the parameter's end; it is left
-                                  undone, the parameter as the run before left it */
+                                  met a bad key, or it named an element past the
+                                  parameter's end; it is left undone, the parameter as the
+                                  run before left it */
     SOREN_GPU_LOOP_UNSUPPORTED /* the device or its driver runs no CUDA graph while nodes:
                                   no run was made */
 } soren_gpu_loop_end;
@@ -128,9 +128,10 @@ typedef struct soren_gpu_loop {
 } soren_gpu_loop;
 
 /* 1 if the session's next runs over these inputs can loop on the device
- * (soren_gpu_session_loop): a run before this one had its result in one
- * wait, typed keys that number a parameter's elements (u32, u64, index),
- * and one input that stays on the device from run to run. */
+ * (soren_gpu_session_loop): a run before this one set it up with a table
+ * variant (hash with a combine, block, dense), no reduce function and the
+ * whole key space, typed keys that number a parameter's elements (u32,
+ * u64, index), and one input that stays on the device from run to run. */
 int soren_gpu_session_loops(const soren_gpu_session *s, const soren_input *inputs,
                             size_t input_count);
 /* Runs the session up to limit times without the host in the loop: after
