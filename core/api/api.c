@@ -365,6 +365,22 @@ static soren_status run_in_host(soren_job *job, soren_error *err)
     return rc;
 }
 
+/* A run in this process (iterate: up to that many, feeding the manifest's
+ * iterate parameter; 0: one run), the previous result released first. */
+static soren_status run_here(soren_job *job, uint64_t iterate, soren_error *err)
+{
+    outcome_clear(job);
+    soren_run_options o;
+    run_options(job, &o);
+    o.iterate = iterate;
+    soren_status rc = soren_run_job(job->plugin, &o, job->values, job->inputs, job->input_count,
+                                    &job->outcome, err);
+    job->has_result = rc == SOREN_OK;
+    if (rc != SOREN_OK)
+        soren_run_outcome_destroy(&job->outcome);
+    return rc;
+}
+
 soren_status soren_job_iterate(soren_job *job, uint64_t most, soren_iteration *how,
                                soren_error *err)
 {
@@ -383,17 +399,9 @@ soren_status soren_job_iterate(soren_job *job, uint64_t most, soren_iteration *h
         return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_iterate runs in this "
                                "process: make the job without soren_job_options.host",
                                m->name);
-    outcome_clear(job);
-    soren_run_options o;
-    run_options(job, &o);
-    o.iterate = most;
-    soren_status rc = soren_run_job(job->plugin, &o, job->values, job->inputs, job->input_count,
-                                    &job->outcome, err);
-    job->has_result = rc == SOREN_OK;
-    if (rc != SOREN_OK) {
-        soren_run_outcome_destroy(&job->outcome);
+    soren_status rc = run_here(job, most, err);
+    if (rc != SOREN_OK)
         return rc;
-    }
     /* the job keeps the parameter as the iteration left it */
     int j = soren_manifest_param_index(m, m->iterate_param);
     value_clear(&job->values[j]);
@@ -410,17 +418,11 @@ soren_status soren_job_iterate(soren_job *job, uint64_t most, soren_iteration *h
 soren_status soren_job_run(soren_job *job, soren_error *err)
 {
     REFUSE_NULL(job);
-    outcome_clear(job);
-    if (job->host)
+    if (job->host) {
+        outcome_clear(job);
         return run_in_host(job, err);
-    soren_run_options o;
-    run_options(job, &o);
-    soren_status rc = soren_run_job(job->plugin, &o, job->values, job->inputs, job->input_count,
-                                    &job->outcome, err);
-    job->has_result = rc == SOREN_OK;
-    if (rc != SOREN_OK)
-        soren_run_outcome_destroy(&job->outcome);
-    return rc;
+    }
+    return run_here(job, 0, err);
 }
 
 static soren_status need_result(const soren_job *job, const char *call, soren_error *err)

@@ -227,10 +227,8 @@ static soren_status input_once(gpu_run *r, const soren_input *in, uint64_t *size
 {
     const soren_stage_spec *s = r->spec;
     *size = in->size;
-    *records = s->input_format == SOREN_INPUT_FIXED   ? in->size / s->record_size
-               : s->input_format == SOREN_INPUT_PAIRS ? in->count
-                                                      : in->size; /* lines: at most */
-    const uint64_t bytes = s->input_format == SOREN_INPUT_INDEX || in->on_device ? 0 : in->size;
+    *records = records_at_most(s, in);
+    const uint64_t bytes = in->on_device ? 0 : data_bytes(s, in);
     soren_status st = session_inputs(r, bytes, *records);
     if (st == SOREN_OK)
         st = alloc_staging(r, bytes);
@@ -299,14 +297,12 @@ soren_status session_loop(gpu_run *r, const soren_input *inputs, size_t input_co
     *loop = soren_gpu_loop{0, 0, SOREN_GPU_LOOP_UNSUPPORTED};
     r->phase = "setup";
     r->emitter = "map";
-    int device = -1;
-    CUDA_TRY(r, cudaGetDevice(&device));
-    if (device != r->opt->device)
-        CUDA_TRY(r, cudaSetDevice(r->opt->device));
     soren_explain *x = r->x;
     x->key_parts = 1;
     x->narrowings = x->waits = 0;
-    soren_status st = upload_params(r, params, NULL);
+    soren_status st = use_device(r);
+    if (st == SOREN_OK)
+        st = upload_params(r, params, NULL);
     if (st == SOREN_OK)
         st = counters_reset(r);
     if (st == SOREN_OK)

@@ -354,6 +354,9 @@ void release_list(gpu_run *r);
 
 /* ---- Sessions (session.cu) ----------------------------------------------- */
 
+uint64_t data_bytes(const soren_stage_spec *s, const soren_input *in);
+uint64_t records_at_most(const soren_stage_spec *s, const soren_input *in);
+soren_status use_device(gpu_run *r);
 soren_status counters_reset(gpu_run *r);
 soren_status session_reset(gpu_run *r);
 soren_status mark(gpu_run *r, int i, const char *phase, const char *progress_phase);

@@ -65,12 +65,12 @@ static void gpu_run_destroy(gpu_run *r)
 
 /* The bytes of an input that go to the device (index input has none), and
  * an upper bound of its records. */
-static uint64_t data_bytes(const soren_stage_spec *s, const soren_input *in)
+uint64_t data_bytes(const soren_stage_spec *s, const soren_input *in)
 {
     return s->input_format == SOREN_INPUT_INDEX ? 0 : in->size;
 }
 
-static uint64_t records_at_most(const soren_stage_spec *s, const soren_input *in)
+uint64_t records_at_most(const soren_stage_spec *s, const soren_input *in)
 {
     switch (s->input_format) {
     case SOREN_INPUT_FIXED: return in->size / s->record_size;
@@ -161,6 +161,17 @@ soren_status session_reset(gpu_run *r)
     x->variant = r->variant;
     x->rule = r->first_rule;
     x->block_slots = r->reg.block_slots;
+    return SOREN_OK;
+}
+
+/* The session's device made current: a session may run from another
+ * thread than its first run's. */
+soren_status use_device(gpu_run *r)
+{
+    int device = -1;
+    CUDA_TRY(r, cudaGetDevice(&device));
+    if (device != r->opt->device)
+        CUDA_TRY(r, cudaSetDevice(r->opt->device));
     return SOREN_OK;
 }
 
@@ -352,12 +363,9 @@ static soren_status session_run(gpu_run *r, const soren_input *inputs, size_t in
     r->reg.key_first = 0;
     r->reg.key_last = KEY_LAST;
     r->x->key_parts = r->x->narrowings = r->x->waits = 0;
-    /* a session may run from another thread than its first run's */
-    int device = -1;
-    CUDA_TRY(r, cudaGetDevice(&device));
-    if (device != r->opt->device)
-        CUDA_TRY(r, cudaSetDevice(r->opt->device));
-    soren_status st = SOREN_OK;
+    soren_status st = use_device(r);
+    if (st != SOREN_OK)
+        return st;
     if (first) {
         CUDA_TRY(r, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
         for (int i = 0; i < MARKS; i++)
