@@ -774,8 +774,8 @@ Test(gpu, devices_all_equal_the_cpu_engine)
  * are); with --output-parts each rank folds its keys' pairs on its own GPU,
  * from the 65,536 pairs that 300,000 words send each.  The output, whole
  * or cut to its top, equals the CPU engine byte for byte, and the parts
- * hold its lines.  pageviewcount's combine counts (a partial count would
- * count as one): its ranks fold on the CPU. */
+ * hold its lines.  pageviewcount's first stage counts: its ranks fold the
+ * partial counts they receive on their GPUs, adding them. */
 Test(gpu, devices_fold_on_the_gpu)
 {
     if (soren_device_count(NULL, 0) < 2)
@@ -818,7 +818,9 @@ Test(gpu, devices_fold_on_the_gpu)
     free(err);
     err = NULL;
     cr_expect_eq(run("pageviewcount", "--devices all --verbose", log, got, &err), 0, "%s", err);
-    cr_expect(strstr(err, "on the cpu\n") != NULL, "a count folds on the CPU: %s", err);
+    cr_expect(strstr(err, "stage 1: gpu engine") != NULL && strstr(err, "on the gpu\n") != NULL &&
+                  strstr(err, "on the cpu") == NULL,
+              "each rank should fold its received counts on its GPU: %s", err);
     expect_same(got, want, "pageviewcount --devices all");
     free(err);
     free(log);

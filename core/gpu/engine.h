@@ -154,8 +154,8 @@ soren_status soren_gpu_session_loop(soren_gpu_session *s, const soren_input *inp
 /* Why the GPU engine cannot run this stage (NULL if it can). */
 const char *soren_gpu_unsupported(const soren_stage_spec *spec);
 /* 1 if the plugin's device code folds pairs of this stage as they are
- * (soren_gpu_options.fold_pairs): a combine other than count, keys other
- * than index keys, and plugin ABI 1.7 or later. */
+ * (soren_gpu_options.fold_pairs): a combine, keys other than index keys,
+ * and plugin ABI 1.7 or later (1.8 for a count, whose partial counts add). */
 int soren_gpu_folds_pairs(const soren_stage_spec *spec);
 
 /* Runs spec on device opt->device over the inputs, leaving the ordered pairs in out

@@ -452,9 +452,9 @@ extern "C" const char *soren_gpu_unsupported(const soren_stage_spec *spec)
 
 extern "C" int soren_gpu_folds_pairs(const soren_stage_spec *spec)
 {
-    return spec->code->gpu && spec->code->gpu->abi_minor >= 7 &&
-           spec->combine != SOREN_COMBINE_NONE && spec->combine != SOREN_COMBINE_COUNT &&
-           spec->key_type != SOREN_TYPE_INDEX;
+    return spec->code->gpu &&
+           spec->code->gpu->abi_minor >= (spec->combine == SOREN_COMBINE_COUNT ? 8 : 7) &&
+           spec->combine != SOREN_COMBINE_NONE && spec->key_type != SOREN_TYPE_INDEX;
 }
 
 /* A session is a gpu_run that outlives its runs, with its own copies of

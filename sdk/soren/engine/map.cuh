@@ -426,7 +426,14 @@ template <const auto &Desc, uint32_t I> struct stage_traits {
     static constexpr soren_reduce_fn *reduce = Desc[I].reduce;
 };
 
-template <const auto &Desc, uint32_t I>
+/* The combine a fold applies: what the stage's combine merges partial
+ * results with, so a partial count adds instead of counting as one. */
+template <uint32_t Op>
+constexpr uint32_t fold_op = Op == SOREN_COMBINE_COUNT ? (uint32_t)SOREN_COMBINE_SUM : Op;
+
+/* Emits a pair of stage I, combining with Op (the stage's own, or fold_op
+ * of it where the records are partial results). */
+template <const auto &Desc, uint32_t I, uint32_t Op = stage_traits<Desc, I>::op>
 __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n, const void *v)
 {
     typedef stage_traits<Desc, I> S;
@@ -441,7 +448,7 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
          * keep no count, only a bad key stops the record. */
         if constexpr (S::key_type == SOREN_TYPE_INDEX) {
             if (key_ok<S::key_type>(a, key, n))
-                dense_insert<S::op, S::value_type, S::user_combine>(c, *(const uint32_t *)key, v);
+                dense_insert<Op, S::value_type, S::user_combine>(c, *(const uint32_t *)key, v);
             else
                 e->state[EMIT_FAILED] = 1;
         }
@@ -472,8 +479,8 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
             /* A hash launch's table caches the keys it can compare without
              * leaving the SM; a block launch's holds every key of its set. */
             applied = c->block_slots && (n <= 12 || a->variant == SOREN_GPU_BLOCK)
-                          ? block_insert<S::op, S::value_type, S::user_combine>(c, k, n, h, v)
-                          : hash_insert<S::op, S::value_type, S::user_combine>(a, k, n, h, v);
+                          ? block_insert<Op, S::value_type, S::user_combine>(c, k, n, h, v)
+                          : hash_insert<Op, S::value_type, S::user_combine>(a, k, n, h, v);
             break;
         }
         case SOREN_GPU_DIRECT:
@@ -651,9 +658,11 @@ __device__ inline soren_record tiled_record_of(const soren_gpu_map_args &a, uint
 }
 
 /* A folded record (fold_pairs): a pair as a distributed run's ranks send
- * it, the key's bytes then the value's, emitted as it is.  The value, and
- * a key of up to 8 bytes (typed keys are), are copied out: a record may
- * start at any byte, and emits read them as words. */
+ * it, the key's bytes then the value's, emitted as it is and combined with
+ * fold_op.  The value, and a key of up to 8 bytes (typed keys are), are
+ * copied out: a record may start at any byte, and emits read them as
+ * words. */
+template <const auto &Desc, uint32_t I>
 __device__ inline void emit_folded(soren_emitter *e, const soren_record &rec,
                                    uint32_t value_size)
 {
@@ -665,7 +674,7 @@ __device__ inline void emit_folded(soren_emitter *e, const soren_record &rec,
         memcpy(&word, rec.data, n);
         key = &word;
     }
-    soren_emit(e, key, n, &value);
+    emit_stage<Desc, I, fold_op<stage_traits<Desc, I>::op>>(e, key, n, &value);
 }
 
 /* Reduce over group g: its key as the key space holds it, its values
@@ -720,6 +729,7 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
     typedef typename value_of<S::value_type>::type T;
     constexpr soren_map_fn *map = S::map;
     constexpr bool monitor = V == SOREN_GPU_MONITOR;
+    constexpr uint32_t op = Fold ? fold_op<S::op> : S::op;
     extern __shared__ __align__(16) unsigned long long shared[];
 
     emit_ctx c = {&a, V, nullptr, nullptr, nullptr, nullptr, 0};
@@ -727,8 +737,7 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
     if (shared_table) {
         T user = value_from<T, typename value_of<S::value_type>::word>(
             (typename value_of<S::value_type>::word)a.identity);
-        shared_setup<V, T>(&c, a,
-                           S::op == SOREN_COMBINE_USER ? user : identity<S::op, S::value_type>(),
+        shared_setup<V, T>(&c, a, op == SOREN_COMBINE_USER ? user : identity<op, S::value_type>(),
                            shared);
     }
 
@@ -756,7 +765,7 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
         } else {
             soren_record rec = tiled_record_of(a, r, tile);
             if constexpr (Fold)
-                emit_folded(&e, rec, a.value_size);
+                emit_folded<Desc, I>(&e, rec, a.value_size);
             else
                 map(&e, &rec, &a.params);
             if constexpr (monitor)
@@ -821,15 +830,14 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
         }
     }
     if (shared_table)
-        shared_flush<V, S::op, S::value_type, S::user_combine>(&c, a);
+        shared_flush<V, op, S::value_type, S::user_combine>(&c, a);
 }
 
 /* The map kernel of a launch's variant; NULL for a variant that does not
  * apply to the stage (the host never asks for one), so that no plugin
  * compiles kernels it cannot use.  A fold (fold_pairs) has monitoring and
- * hash, for a stage whose combine folds partial values as they are (not
- * count, which counts them) into keys other than index keys (which fold on
- * the CPU: there are few of them). */
+ * hash, for a stage with a combine (a count's partial counts add) and keys
+ * other than index keys (which fold on the CPU: there are few of them). */
 template <const auto &Desc, uint32_t I>
 __host__ inline void (*map_kernel_for(uint32_t variant, bool fold))(soren_gpu_map_args,
                                                                     uint32_t)
@@ -837,8 +845,7 @@ __host__ inline void (*map_kernel_for(uint32_t variant, bool fold))(soren_gpu_ma
     typedef stage_traits<Desc, I> S;
     constexpr bool combines = S::op != SOREN_COMBINE_NONE;
     if (fold) {
-        if constexpr (combines && S::op != SOREN_COMBINE_COUNT &&
-                      S::key_type != SOREN_TYPE_INDEX) {
+        if constexpr (combines && S::key_type != SOREN_TYPE_INDEX) {
             if (variant == SOREN_GPU_MONITOR)
                 return map_kernel<Desc, I, SOREN_GPU_MONITOR, true>;
             if (variant == SOREN_GPU_HASH)
