@@ -680,6 +680,33 @@ static char *run_library_job(const char *where, const char *input, const void *m
     return text;
 }
 
+/* k-means iterated by soren_job_iterate where the job runs (NULL: in this
+ * process), from the centroids c0 (size bytes): how it ended, the fed
+ * parameter as the last run read it (malloc'd) and the last run's pairs. */
+static char *iterate_kmeans(const char *where, const char *points, const void *c0,
+                            size_t size, soren_iteration *how, void **param)
+{
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    soren_job *job = new_job("kmeans", where, &p);
+    uint32_t k = 6;
+    cr_assert_eq(soren_job_input_file(job, points, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_param_bytes(job, "k", &k, sizeof k, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_param_bytes(job, "centroids", c0, size, &err), SOREN_OK, "%s",
+                 err.text);
+    cr_assert_eq(soren_job_iterate(job, 40, how, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(how->param_size, size, "the fed parameter came back as %zu bytes",
+                 how->param_size);
+    *param = malloc(size);
+    cr_assert_not_null(*param);
+    memcpy(*param, how->param, size);
+    char *text = pairs_text(job);
+    soren_job_free(job);
+    soren_close(p);
+    return text;
+}
+
 Test(host, library_jobs_in_the_host)
 {
     char in[4300];
@@ -709,6 +736,37 @@ Test(host, library_jobs_in_the_host)
     free(want);
     free(want_match);
     free(expect(0, "stringmatch", "ps"));
+
+    /* soren_job_iterate in the host: the same runs, output and fed
+     * parameter as in the process. */
+    char points[4300], c0[4300];
+    snprintf(points, sizeof points, "%s/points.bin", dir);
+    snprintf(c0, sizeof c0, "%s/c0.bin", dir);
+    char *gerr = NULL;
+    cr_assert_eq(tu_runf(NULL, &gerr, "'%s/soren-gen' points --count 20000 --dims 3 --clusters "
+                         "6 --seed 41 -o '%s' && '%s/soren-gen' points --dims 3 --centroids 6 "
+                         "--clusters 6 --seed 41 -o '%s'", tu_builddir(), points,
+                         tu_builddir(), c0),
+                 0, "soren-gen: %s", gerr);
+    free(gerr);
+    size_t size = 0;
+    void *start = tu_read(c0, &size);
+    soren_iteration here, there;
+    void *fed_here = NULL, *fed_there = NULL;
+    char *pairs_here = iterate_kmeans(NULL, points, start, size, &here, &fed_here);
+    char *pairs_there = iterate_kmeans(sock, points, start, size, &there, &fed_there);
+    cr_expect(here.runs > 1 && here.converged, "k-means took %llu runs, converged %d",
+              (unsigned long long)here.runs, here.converged);
+    cr_expect_eq(there.runs, here.runs, "%llu runs in the host, %llu in the process",
+                 (unsigned long long)there.runs, (unsigned long long)here.runs);
+    cr_expect_eq(there.converged, here.converged);
+    cr_expect_eq(memcmp(fed_there, fed_here, size), 0, "the fed parameter differs");
+    cr_expect_str_eq(pairs_there, pairs_here, "the last run's pairs differ");
+    free(pairs_here);
+    free(pairs_there);
+    free(fed_here);
+    free(fed_there);
+    free(start);
 }
 
 /* Requests no soren-host client sends: each is refused with a reply or
@@ -745,12 +803,12 @@ Test(host, requests_no_client_sends)
     static const char *const help[] = {"/x.json", "soren-host", "--help"};
     static const char *const list[] = {"/x.json", "soren-host", "list"};
     static const char *const run[] = {"/x.json", "soren-host", "run", "lines", "a", "b"};
-    static const char *const job[] = {"/x.json", "9", "nope", "0.2", "0", "0", "1", "q", "0",
-                                      "t"};
+    static const char *const job[] = {"/x.json", "9", "nope", "0.2", "0", "0", "0", "1", "q",
+                                      "0", "t"};
     send_msg(SOREN_MSG_RUN, help, 3);
     send_msg(SOREN_MSG_RUN, list, 3);
     send_msg(SOREN_MSG_RUN, run, 6);        /* inputs without descriptors */
-    send_msg(SOREN_MSG_JOB, job, 10);       /* a bad device, engine and parameter */
+    send_msg(SOREN_MSG_JOB, job, 11);       /* a bad device, engine and parameter */
     send_msg(SOREN_MSG_UNLOAD, NULL, 0);
     send_msg(SOREN_MSG_REPLY, NULL, 0);
     static const uint8_t huge[] = {0xff, 0xff, 0xff, 0x7f, 1};

@@ -16,11 +16,23 @@
 #include "testutil.h"
 
 static char *dir;
+static char sock[4096];
 
-static void setup(void) { dir = tu_mkdtemp(); }
+/* soren-svm uses a resident host where one answers: the tests name a
+ * socket of their own, where one runs only when a test starts it. */
+static void setup(void)
+{
+    dir = tu_mkdtemp();
+    snprintf(sock, sizeof sock, "%s/run/host.sock", dir);
+    setenv("SOREN_HOST", sock, 1);
+}
 
 static void teardown(void)
 {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "'%s' --socket '%s' stop", tu_host(), sock);
+    if (access(sock, F_OK) == 0)
+        tu_run(cmd, NULL, NULL);
     tu_rmtree(dir);
     free(dir);
 }
@@ -168,6 +180,43 @@ Test(svm, every_gpu_variant_equals_the_cpu_engine)
         free(out);
         free(err);
     }
+}
+
+/* Where a resident host answers, soren-svm trains and classifies in it
+ * (the training's steps one soren_job_iterate there): the model and the
+ * labels of --local, byte for byte. */
+Test(svm, in_a_resident_host_as_in_the_process)
+{
+    char train[4096], test[4096], cmd[16384];
+    snprintf(train, sizeof train, "%s", gen("train", "--preset usps --rows 600 --seed 8"));
+    snprintf(test, sizeof test, "%s", gen("test", "--preset usps --test --rows 300 --seed 8"));
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s/soren-svm' train --local -v '%s' here.model && "
+             "'%s/soren-svm' predict --local '%s' here.model here.labels", dir, tu_builddir(),
+             train, tu_builddir(), test);
+    char *out = NULL, *err = NULL;
+    int rc = tu_run(cmd, &out, &err);
+    cr_assert_eq(rc, 0, "soren-svm --local: exit %d: %s", rc, err);
+    cr_expect(strstr(err, "svmstep runs in this process"), "-v: %s", err);
+    free(out);
+    free(err);
+    snprintf(cmd, sizeof cmd, "'%s' --socket '%s' serve --detach", tu_host(), sock);
+    free(run("soren-host serve --detach", cmd));
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s/soren-svm' train -v '%s' host.model && "
+             "'%s/soren-svm' predict -v '%s' host.model host.labels && cmp here.model "
+             "host.model && cmp here.labels host.labels", dir, tu_builddir(), train,
+             tu_builddir(), test);
+    out = err = NULL;
+    rc = tu_run(cmd, &out, &err);
+    cr_expect_eq(rc, 0, "soren-svm in the host: exit %d: %s%s", rc, out, err);
+    cr_expect(strstr(err, "svmstep runs in the resident host") &&
+                  strstr(err, "svmclassify runs in the resident host"),
+              "-v: %s", err);
+    free(out);
+    free(err);
+    snprintf(cmd, sizeof cmd, "'%s' --socket '%s' ps", tu_host(), sock);
+    char *ps = run("soren-host ps", cmd);
+    cr_expect(strstr(ps, "svmstep") && strstr(ps, "svmclassify"), "ps: %s", ps);
+    free(ps);
 }
 
 /* Mistakes are errors that say what to do, and write nothing. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../engine/job.h"
+#include "../host/channel.h"
 #include "../host/remote.h"
 #include "../io/output.h"
 #include "../plugin/loader.h"
@@ -326,10 +327,12 @@ static void run_options(soren_job *job, soren_run_options *o)
     o->param_versions = job->versions;
 }
 
-/* soren_job_run in the resident host: the same request, the pairs and the
- * explain line copied back. */
-static soren_status run_in_host(soren_job *job, soren_error *err)
+/* A run in the resident host (iterate as run_here's), the previous result
+ * released first: the same request, the outcome and the explain line
+ * copied back. */
+static soren_status run_in_host(soren_job *job, uint64_t iterate, soren_error *err)
 {
+    outcome_clear(job);
     const soren_manifest *m = job->plugin->manifest;
     soren_remote_input *inputs = calloc(job->input_count ? job->input_count : 1,
                                         sizeof *inputs);
@@ -352,17 +355,31 @@ static soren_status run_in_host(soren_job *job, soren_error *err)
      * process reuses (a serial number, not the address, which can be). */
     char token[64];
     snprintf(token, sizeof token, "%ld-%llu", (long)getpid(), (unsigned long long)job->serial);
-    soren_remote_job rj = {token,        m->path,         &job->options,   job->tasks,
-                           job->values,  m->param_count,  inputs,          job->input_count};
+    soren_remote_job rj = {token,       m->path,        &job->options, job->tasks, iterate,
+                           job->values, m->param_count, inputs,        job->input_count};
     char *explain = NULL;
     if (rc == SOREN_OK)
-        rc = soren_remote_run(job->host, &rj, &job->outcome.result, &explain, err);
+        rc = soren_remote_run(job->host, &rj, &job->outcome, &explain, err);
     free(inputs);
     job->has_result = rc == SOREN_OK;
     job->explain = explain;
     if (rc != SOREN_OK)
         soren_run_outcome_destroy(&job->outcome);
     return rc;
+}
+
+int soren_host_answers(const char *socket, soren_error *err)
+{
+    soren_error ignored;
+    if (!err)
+        err = &ignored;
+    char path[4096];
+    if (soren_channel_path(socket, path, sizeof path, err) != SOREN_OK)
+        return -1;
+    int fd = soren_channel_connect(path, err);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0 ? 1 : fd == -2 ? 0 : -1;
 }
 
 /* A run in this process (iterate: up to that many, feeding the manifest's
@@ -395,13 +412,16 @@ soren_status soren_job_iterate(soren_job *job, uint64_t most, soren_iteration *h
     if (most == 0)
         return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_iterate: at most 0 runs; "
                                "give 1 or more", m->name);
-    if (job->host)
-        return soren_error_set(err, SOREN_EUSAGE, "%s: soren_job_iterate runs in this "
-                               "process: make the job without soren_job_options.host",
-                               m->name);
-    soren_status rc = run_here(job, most, err);
+    soren_status rc = job->host ? run_in_host(job, most, err) : run_here(job, most, err);
     if (rc != SOREN_OK)
         return rc;
+    if (!job->outcome.iterations.runs) {
+        outcome_clear(job);
+        return soren_error_set(err, SOREN_EJOB, "%s: soren_job_iterate: the host at %s ran the "
+                               "job once instead of iterating: it is an older soren-host; "
+                               "restart it with this Soren's", m->name,
+                               job->host[0] ? job->host : "the default socket");
+    }
     /* the job keeps the parameter as the iteration left it */
     int j = soren_manifest_param_index(m, m->iterate_param);
     value_clear(&job->values[j]);
@@ -418,11 +438,7 @@ soren_status soren_job_iterate(soren_job *job, uint64_t most, soren_iteration *h
 soren_status soren_job_run(soren_job *job, soren_error *err)
 {
     REFUSE_NULL(job);
-    if (job->host) {
-        outcome_clear(job);
-        return run_in_host(job, err);
-    }
-    return run_here(job, 0, err);
+    return job->host ? run_in_host(job, 0, err) : run_here(job, 0, err);
 }
 
 static soren_status need_result(const soren_job *job, const char *call, soren_error *err)

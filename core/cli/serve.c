@@ -268,8 +268,8 @@ static void run_job(host *h, job *j)
     fclose(said);
 }
 
-/* Runs a library job as soren_job_run would, from what the request says
- * (read_library_job checked its shape). */
+/* Runs a library job as soren_job_run (or soren_job_iterate) would, from
+ * what the request says (read_library_job checked its shape). */
 static void run_library_job(host *h, job *j)
 {
     const soren_plugin *p = soren_loaded_plugin(j->loaded);
@@ -300,7 +300,7 @@ static void run_library_job(host *h, job *j)
     gpu_give(h, j, gpu);
     job_ends(h, j, o.gpu_sessions);
     if (rc == SOREN_OK)
-        rc = soren_pairs_file_write(r.result_fd, &out.result, &j->err);
+        rc = soren_outcome_file_write(r.result_fd, &out, &j->err);
     char *text = NULL;
     size_t size = 0;
     FILE *x = rc == SOREN_OK ? open_memstream(&text, &size) : NULL;

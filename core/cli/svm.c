@@ -38,6 +38,8 @@ static const char usage_text[] =
     "MODEL is LibSVM's model format, so svm-predict reads soren-svm's models and\n"
     "soren-svm predict reads svm-train's (RBF, two classes).  predict prints the\n"
     "accuracy as svm-predict does and writes each point's label to OUTPUT.\n"
+    "The jobs run in the resident host (soren-host serve) where one answers, which\n"
+    "keeps the GPU's context and the plugins between commands; else in this process.\n"
     "\n"
     "Options:\n"
     "  -c C              train: the soft margin's cost (default 1)\n"
@@ -49,6 +51,9 @@ static const char usage_text[] =
     "                    where the jobs run (default auto)\n"
     "      --engine auto|hash|block|direct|dense|sort\n"
     "                    force the jobs' GPU engine variant (default auto: dense)\n"
+    "      --local       run the jobs in this process even where a host answers\n"
+    "      --socket PATH the resident host's socket (default $SOREN_HOST, else\n"
+    "                    $XDG_RUNTIME_DIR/soren/host.sock)\n"
     "  -v, --verbose     say how training went on standard error\n"
     "  -h, --help        show this help\n"
     "\n"
@@ -361,6 +366,8 @@ typedef struct svm_cli {
     unsigned long long max_steps;
     soren_device device;
     const char *engine; /* the jobs' GPU variant, or "auto" */
+    int local;          /* in this process even where a resident host answers */
+    const char *socket; /* the resident host's socket; NULL: the default one */
     int verbose;
     char **args;
     int arg_count;
@@ -372,8 +379,9 @@ static int fail(soren_error *err)
     return 1;
 }
 
-/* A job of the named plugin, on the device asked for, unmonitored: each
- * step is a small run whose variant the manifest decides (index keys). */
+/* A job of the named plugin, on the device asked for, unmonitored (each
+ * step is a small run whose variant the manifest decides: index keys), in
+ * the resident host where one answers and --local was not given. */
 static int open_job(const char *name, const svm_cli *o, soren_plugin **p, soren_job **job,
                     soren_error *err)
 {
@@ -382,6 +390,18 @@ static int open_job(const char *name, const svm_cli *o, soren_plugin **p, soren_
     opt.device = o->device;
     opt.engine = o->engine;
     opt.sample = 0;
+    if (!o->local) {
+        soren_error why;
+        soren_error_clear(&why);
+        int up = soren_host_answers(o->socket, &why);
+        if (up > 0)
+            opt.host = o->socket ? o->socket : "";
+        else if (up < 0)
+            fprintf(stderr, "soren-svm: not using the host: %s; running here\n", why.text);
+    }
+    if (o->verbose)
+        fprintf(stderr, "soren-svm: %s runs %s\n", name,
+                opt.host ? "in the resident host" : "in this process");
     return soren_open(name, p, err) == SOREN_OK && soren_job_new(*p, &opt, job, err) == SOREN_OK
                ? 0
                : -1;
@@ -674,6 +694,15 @@ int main(int argc, char **argv)
                 goto done;
             }
             o.engine = v; /* soren_job_new checks it */
+            i++;
+        } else if (strcmp(a, "--local") == 0) {
+            o.local = 1;
+        } else if (strcmp(a, "--socket") == 0) {
+            if (!v || !*v) {
+                status = usage_error("--socket takes the path of a resident host's socket");
+                goto done;
+            }
+            o.socket = v;
             i++;
         } else if (strcmp(a, "--device") == 0) {
             if (v && strcmp(v, "auto") == 0)

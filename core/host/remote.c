@@ -48,11 +48,19 @@ static int read_at(int fd, void *data, uint64_t size, uint64_t *at)
     return 0;
 }
 
-soren_status soren_pairs_file_write(int fd, const soren_result *r, soren_error *err)
+/* The iteration's figures after the values: runs, limit, converged, device
+ * runs, and the fed parameter's size, its bytes following. */
+enum { HEAD_WORDS = 6, ITERATION_WORDS = 5 };
+
+soren_status soren_outcome_file_write(int fd, const soren_run_outcome *o, soren_error *err)
 {
+    const soren_result *r = &o->result;
+    const soren_iterations *it = &o->iterations;
     uint64_t keys = r->count ? r->key_offset[r->count] : 0;
-    uint64_t head[6] = {r->count, keys, r->value_size, (uint64_t)r->key_type,
-                        (uint64_t)r->value_type, 0};
+    uint64_t head[HEAD_WORDS] = {r->count, keys, r->value_size, (uint64_t)r->key_type,
+                                 (uint64_t)r->value_type, it->runs > 0};
+    uint64_t iteration[ITERATION_WORDS] = {it->runs, it->limit, (uint64_t)it->converged,
+                                           it->device_runs, o->iterated_size};
     uint64_t at = 0;
     int e = write_at(fd, head, sizeof head, &at);
     if (!e && r->count)
@@ -61,47 +69,86 @@ soren_status soren_pairs_file_write(int fd, const soren_result *r, soren_error *
         e = write_at(fd, r->key_bytes, keys, &at);
     if (!e && r->count)
         e = write_at(fd, r->values, r->count * r->value_size, &at);
+    if (!e && it->runs)
+        e = write_at(fd, iteration, sizeof iteration, &at);
+    if (!e && it->runs)
+        e = write_at(fd, o->iterated, o->iterated_size, &at);
     return e ? soren_error_errno(err, SOREN_EIO, e, "cannot hand the result back") : SOREN_OK;
 }
 
-soren_status soren_pairs_file_read(int fd, soren_result *out, soren_error *err)
+static soren_status malformed(soren_error *err, uint64_t count, uint64_t size)
 {
-    uint64_t head[6], at = 0;
+    return soren_error_set(err, SOREN_EIO, "the result the host handed back is malformed "
+                           "(%llu pairs in %llu bytes)", (unsigned long long)count,
+                           (unsigned long long)size);
+}
+
+/* The iteration's figures and the fed parameter, read from at; every size
+ * checked against the size bytes the file holds. */
+static soren_status read_iteration(int fd, uint64_t at, uint64_t size, uint64_t count,
+                                   soren_run_outcome *out, soren_error *err)
+{
+    uint64_t w[ITERATION_WORDS];
+    if (size - at < sizeof w)
+        return malformed(err, count, size);
+    int e = read_at(fd, w, sizeof w, &at);
+    if (e)
+        return soren_error_errno(err, SOREN_EIO, e, "cannot read the result the host handed back");
+    if (w[0] == 0 || w[0] > w[1] || w[2] > 1 || w[3] > w[0] || w[4] != size - at)
+        return malformed(err, count, size);
+    out->iterations = (soren_iterations){.runs = w[0], .limit = w[1], .converged = (int)w[2],
+                                         .device_runs = w[3]};
+    out->iterated = malloc(w[4] ? w[4] : 1);
+    if (!out->iterated)
+        return soren_error_set(err, SOREN_ENOMEM, "out of memory for a parameter of %llu bytes",
+                               (unsigned long long)w[4]);
+    out->iterated_size = w[4];
+    e = read_at(fd, out->iterated, w[4], &at);
+    return e ? soren_error_errno(err, SOREN_EIO, e, "cannot read the result the host handed back")
+             : SOREN_OK;
+}
+
+soren_status soren_outcome_file_read(int fd, soren_run_outcome *out, soren_error *err)
+{
+    soren_result *r = &out->result;
+    uint64_t head[HEAD_WORDS], at = 0;
     struct stat st;
     int e = fstat(fd, &st) != 0 ? errno : read_at(fd, head, sizeof head, &at);
     if (e)
         return soren_error_errno(err, SOREN_EIO, e, "cannot read the result the host handed back");
-    uint64_t count = head[0], keys = head[1], value_size = head[2];
+    uint64_t count = head[0], keys = head[1], value_size = head[2], iterated = head[5];
     uint64_t size = (uint64_t)st.st_size;
     /* Each part checked against what the file holds before it is sized. */
-    int fits = value_size == out->value_size && count < size && keys <= size &&
-               (!count || ((count + 1) * 8 <= size && count * value_size <= size &&
-                           sizeof head + (count + 1) * 8 + keys + count * value_size == size));
+    uint64_t pairs_end = sizeof head;
+    int fits = value_size == r->value_size && count < size && keys <= size && iterated <= 1 &&
+               (!count || ((count + 1) * 8 <= size && count * value_size <= size));
+    if (fits && count)
+        pairs_end += (count + 1) * 8 + keys + count * value_size;
+    fits = fits && (iterated ? pairs_end <= size : pairs_end == size);
     if (!fits)
-        return soren_error_set(err, SOREN_EIO, "the result the host handed back is malformed "
-                               "(%llu pairs in %llu bytes)", (unsigned long long)count,
-                               (unsigned long long)size);
-    if (!count)
-        return SOREN_OK;
-    out->key_offset = malloc((count + 1) * sizeof *out->key_offset);
-    out->key_bytes = malloc(keys ? keys : 1);
-    out->values = malloc(count * value_size > 0 ? count * value_size : 1);
-    if (!out->key_offset || !out->key_bytes || !out->values) {
-        soren_result_destroy(out);
-        return soren_error_set(err, SOREN_ENOMEM, "out of memory for a result of %llu pairs",
-                               (unsigned long long)count);
+        return malformed(err, count, size);
+    if (count) {
+        r->key_offset = malloc((count + 1) * sizeof *r->key_offset);
+        r->key_bytes = malloc(keys ? keys : 1);
+        r->values = malloc(count * value_size > 0 ? count * value_size : 1);
+        if (!r->key_offset || !r->key_bytes || !r->values) {
+            soren_result_destroy(r);
+            return soren_error_set(err, SOREN_ENOMEM, "out of memory for a result of %llu pairs",
+                                   (unsigned long long)count);
+        }
+        e = read_at(fd, r->key_offset, (count + 1) * 8, &at);
+        if (!e)
+            e = read_at(fd, r->key_bytes, keys, &at);
+        if (!e)
+            e = read_at(fd, r->values, count * value_size, &at);
+        if (e) {
+            soren_result_destroy(r);
+            return soren_error_errno(err, SOREN_EIO, e,
+                                     "cannot read the result the host handed back");
+        }
+        r->count = count;
     }
-    e = read_at(fd, out->key_offset, (count + 1) * 8, &at);
-    if (!e)
-        e = read_at(fd, out->key_bytes, keys, &at);
-    if (!e)
-        e = read_at(fd, out->values, count * value_size, &at);
-    if (e) {
-        soren_result_destroy(out);
-        return soren_error_errno(err, SOREN_EIO, e, "cannot read the result the host handed back");
-    }
-    out->count = count;
-    return SOREN_OK;
+    return iterated ? read_iteration(fd, at, size, count, out, err) : SOREN_OK;
 }
 
 /* ---- The request --------------------------------------------------------- */
@@ -191,6 +238,8 @@ static soren_status build(request *q, const soren_remote_job *job, soren_error *
     if (rc == SOREN_OK)
         rc = add_field(q, err, "%llu", (unsigned long long)job->tasks);
     if (rc == SOREN_OK)
+        rc = add_field(q, err, "%llu", (unsigned long long)job->iterate);
+    if (rc == SOREN_OK)
         rc = add_field(q, err, "%zu", job->value_count);
     if (rc == SOREN_OK)
         rc = add_fd(q, open(".", O_PATH | O_DIRECTORY | O_CLOEXEC), err);
@@ -232,7 +281,7 @@ static soren_status build(request *q, const soren_remote_job *job, soren_error *
 }
 
 soren_status soren_remote_run(const char *socket, const soren_remote_job *job,
-                              soren_result *out, char **explain, soren_error *err)
+                              soren_run_outcome *out, char **explain, soren_error *err)
 {
     *explain = NULL;
     char path[4096];
@@ -267,7 +316,8 @@ soren_status soren_remote_run(const char *socket, const soren_remote_job *job,
         if (code != 0)
             rc = soren_error_set(err, code < 0 ? (soren_status)code : SOREN_EJOB, "%s",
                                  reply.fields[1]);
-        else if ((rc = soren_pairs_file_read(q.fds[1], out, err)) == SOREN_OK &&
+        else if ((rc = soren_outcome_file_read(q.fds[SOREN_REMOTE_FD_RESULT], out, err)) ==
+                     SOREN_OK &&
                  !(*explain = strdup(reply.fields[1])))
             rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
     }
@@ -280,39 +330,42 @@ soren_status soren_remote_run(const char *socket, const soren_remote_job *job,
 
 /* ---- The host's half ----------------------------------------------------- */
 
-/* Field layout: 0 manifest, 1 device, 2 engine, 3 sample, 4 threads,
- * 5 tasks, 6 the parameter count V, 7 .. 6+V the parameters ("t" and the
- * text, "b" for bytes in a memory file, "-" for none), 7+V the input count
- * I, 8+V .. 7+V+I the inputs ("f" and the path, or "m" and what names a
- * memory file), and last the token. */
+/* Field layout: the fixed fields below, then the parameter count V, the
+ * V parameters ("t" and the text, "b" for bytes in a memory file, "-" for
+ * none), the input count I, the I inputs ("f" and the path, or "m" and
+ * what names a memory file), and last the token. */
+enum { F_MANIFEST, F_DEVICE, F_ENGINE, F_SAMPLE, F_THREADS, F_TASKS, F_ITERATE, F_VALUES };
+
 soren_status soren_remote_request_check(char *const *f, size_t n, size_t nfds, soren_error *err)
 {
-    if (n < 9)
+    if (n < F_VALUES + 3)
         return soren_error_set(err, SOREN_EUSAGE, "a job request of %zu fields", n);
-    size_t values = (size_t)strtoull(f[6], NULL, 10), bytes = 0;
-    if (values > SOREN_MAX_PARAMS || 7 + values >= n)
+    size_t values = (size_t)strtoull(f[F_VALUES], NULL, 10), bytes = 0;
+    if (values > SOREN_MAX_PARAMS || F_VALUES + 1 + values >= n)
         return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu parameters", values);
+    const char *const *param = (const char *const *)f + F_VALUES + 1;
     for (size_t i = 0; i < values; i++) {
-        if (!f[7 + i][0] || !strchr("tb-", f[7 + i][0]) || (f[7 + i][0] != 't' && f[7 + i][1]))
+        if (!param[i][0] || !strchr("tb-", param[i][0]) || (param[i][0] != 't' && param[i][1]))
             return soren_error_set(err, SOREN_EUSAGE, "a job request's parameter %zu is "
                                    "malformed", i);
-        bytes += f[7 + i][0] == 'b';
+        bytes += param[i][0] == 'b';
     }
-    size_t inputs = (size_t)strtoull(f[7 + values], NULL, 10);
-    if (inputs > n || 9 + values + inputs != n)
+    size_t inputs = (size_t)strtoull(param[values], NULL, 10);
+    if (inputs > n || F_VALUES + 3 + values + inputs != n)
         return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu inputs in %zu fields",
                                inputs, n);
+    const char *const *input = param + values + 1;
     for (size_t i = 0; i < inputs; i++)
-        if (!f[8 + values + i][0] || !strchr("fm", f[8 + values + i][0]))
+        if (!input[i][0] || !strchr("fm", input[i][0]))
             return soren_error_set(err, SOREN_EUSAGE, "a job request's input %zu is malformed",
                                    i);
     if (nfds != SOREN_REMOTE_FD_REST + bytes + inputs)
         return soren_error_set(err, SOREN_EUSAGE, "a job request with %zu descriptors for %zu "
                                "parameters' bytes and %zu inputs", nfds, bytes, inputs);
-    soren_device d = (soren_device)atoi(f[1]);
-    if (d < SOREN_DEVICE_AUTO || d > SOREN_DEVICE_BOTH || !soren_engine_name_valid(f[2]))
+    soren_device d = (soren_device)atoi(f[F_DEVICE]);
+    if (d < SOREN_DEVICE_AUTO || d > SOREN_DEVICE_BOTH || !soren_engine_name_valid(f[F_ENGINE]))
         return soren_error_set(err, SOREN_EUSAGE, "a job request for device %s, engine %s",
-                               f[1], f[2]);
+                               f[F_DEVICE], f[F_ENGINE]);
     return SOREN_OK;
 }
 
@@ -342,19 +395,21 @@ soren_status soren_remote_request_read(soren_remote_request *r, const char *job,
                                        const int *fds, soren_error *err)
 {
     memset(r, 0, sizeof *r);
-    size_t values = (size_t)strtoull(f[6], NULL, 10);
-    size_t inputs = (size_t)strtoull(f[7 + values], NULL, 10);
-    r->manifest_path = f[0];
+    size_t values = (size_t)strtoull(f[F_VALUES], NULL, 10);
+    char *const *param = f + F_VALUES + 1, *const *input = param + values + 1;
+    size_t inputs = (size_t)strtoull(param[values], NULL, 10);
+    r->manifest_path = f[F_MANIFEST];
     r->token = f[n - 1];
     r->cwd_fd = fds[SOREN_REMOTE_FD_CWD];
     r->result_fd = fds[SOREN_REMOTE_FD_RESULT];
     soren_run_options *o = &r->options;
     soren_run_options_init(o);
-    o->device = (soren_device)atoi(f[1]);
-    o->engine = f[2];
-    o->sample = strtod(f[3], NULL);
-    o->threads = (unsigned)strtoul(f[4], NULL, 10);
-    o->tasks = strtoull(f[5], NULL, 10);
+    o->device = (soren_device)atoi(f[F_DEVICE]);
+    o->engine = f[F_ENGINE];
+    o->sample = strtod(f[F_SAMPLE], NULL);
+    o->threads = (unsigned)strtoul(f[F_THREADS], NULL, 10);
+    o->tasks = strtoull(f[F_TASKS], NULL, 10);
+    o->iterate = strtoull(f[F_ITERATE], NULL, 10);
     if (values != param_count)
         return soren_error_set(err, SOREN_EUSAGE, "%s takes %zu parameters; the request gave "
                                "%zu: the plugin changed since the program opened it", job,
@@ -362,7 +417,7 @@ soren_status soren_remote_request_read(soren_remote_request *r, const char *job,
     r->value_count = values;
     size_t next_fd = SOREN_REMOTE_FD_REST;
     for (size_t i = 0; i < values; i++) {
-        const char *g = f[7 + i];
+        const char *g = param[i];
         if (*g == 't') {
             r->values[i].text = g + 1;
         } else if (*g == 'b') {
@@ -378,7 +433,7 @@ soren_status soren_remote_request_read(soren_remote_request *r, const char *job,
     r->input_count = inputs;
     for (size_t i = 0; i < inputs; i++)
         r->inputs[i] = (soren_job_input){.kind = SOREN_JOB_INPUT_FD, .fd = fds[next_fd++],
-                                         .path = f[8 + values + i] + 1};
+                                         .path = input[i] + 1};
     return SOREN_OK;
 }
 

@@ -6,12 +6,14 @@
  * each manifest parameter as given (text, bytes or nothing), the inputs'
  * names, and a token that names the job among the program's (its runs
  * share the GPU sessions the host keeps for it, as they would in the
- * program); beside it travel the program's working folder, a memory
- * file for the result, and one descriptor for each input (a file opened
- * by the program, or a memory file holding a memory input's bytes).  The
- * host runs the job as soren_job_run would, writes the result's pairs
- * into the memory file (soren_pairs_file_*) and replies with the run's
- * --explain line.
+ * program), and the most runs of an iteration (0: one run, as
+ * soren_job_run; else as soren_job_iterate); beside it travel the
+ * program's working folder, a memory file for the result, and one
+ * descriptor for each input (a file opened by the program, or a memory
+ * file holding a memory input's bytes).  The host runs the job, writes
+ * the result into the memory file (soren_outcome_file_*: the pairs, and
+ * for an iteration how it ended and the fed parameter's bytes) and
+ * replies with the run's --explain line.
  *
  * The host checks the request's shape (soren_remote_request_check) before
  * it loads the plugin, and reads it (soren_remote_request_read: the
@@ -44,6 +46,7 @@ typedef struct soren_remote_job {
     const char *manifest_path;
     const soren_job_options *options;
     uint64_t tasks;
+    uint64_t iterate; /* the most runs, feeding the manifest's iterate parameter; 0: one run */
     const soren_param_value *values;
     size_t value_count;
     const soren_remote_input *inputs;
@@ -51,10 +54,11 @@ typedef struct soren_remote_job {
 } soren_remote_job;
 
 /* Runs job in the host at socket (NULL or "": the default socket): its
- * pairs in *out (initialised by the caller, for the last stage's types),
- * its --explain line in *explain (malloc'd). */
+ * pairs in out->result (initialised by the caller, for the last stage's
+ * types), for an iteration out->iterations and out->iterated, its
+ * --explain line in *explain (malloc'd). */
 soren_status soren_remote_run(const char *socket, const soren_remote_job *job,
-                              soren_result *out, char **explain, soren_error *err);
+                              soren_run_outcome *out, char **explain, soren_error *err);
 
 /* A request's descriptors: the program's working folder, the result's
  * memory file, then one for each parameter given as bytes and one for each
@@ -66,8 +70,8 @@ enum { SOREN_REMOTE_FD_CWD, SOREN_REMOTE_FD_RESULT, SOREN_REMOTE_FD_REST };
 typedef struct soren_remote_request {
     const char *manifest_path;
     const char *token;
-    /* device, engine, sample, threads and tasks from the request; the rest
-     * as soren_run_options_init leaves it */
+    /* device, engine, sample, threads, tasks and iterate from the request;
+     * the rest as soren_run_options_init leaves it */
     soren_run_options options;
     soren_param_value values[SOREN_MAX_PARAMS]; /* one per manifest parameter */
     void *owned[SOREN_MAX_PARAMS];              /* the bytes read for values */
@@ -94,10 +98,14 @@ soren_status soren_remote_request_read(soren_remote_request *r, const char *job,
                                        const int *fds, soren_error *err);
 void soren_remote_request_destroy(soren_remote_request *r);
 
-/* The pairs of r written to fd from offset 0, and read back: a header of
- * six 64-bit words (count, key bytes, value size, key type, value type,
- * 0), then the count + 1 key offsets, the key bytes and the values. */
-soren_status soren_pairs_file_write(int fd, const soren_result *r, soren_error *err);
-soren_status soren_pairs_file_read(int fd, soren_result *out, soren_error *err);
+/* A run's outcome written to fd from offset 0, and read back: a header of
+ * six 64-bit words (pair count, key bytes, value size, key type, value
+ * type, 1 where the run iterated), then the count + 1 key offsets, the
+ * key bytes and the values; where it iterated, five words more (runs,
+ * their limit, converged, the runs on the device, the fed parameter's
+ * size) and the fed parameter's bytes.  Read: out->result initialised for
+ * the last stage's types; every size is checked against the file's. */
+soren_status soren_outcome_file_write(int fd, const soren_run_outcome *o, soren_error *err);
+soren_status soren_outcome_file_read(int fd, soren_run_outcome *out, soren_error *err);
 
 #endif /* SOREN_HOST_REMOTE_H */

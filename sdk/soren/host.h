@@ -99,6 +99,14 @@ typedef struct soren_job_options {
  * process. */
 void soren_job_options_init(soren_job_options *o);
 
+/* Whether a resident host answers at socket (NULL or "": the default one,
+ * as for soren_job_options.host): 1 where one does; 0 where none serves
+ * there (no socket, or nobody listening); -1 where the socket or its
+ * folder is not safe to use (another user's, too open), err saying why.
+ * A program that runs its jobs in a host where one is up, and in its own
+ * process otherwise, asks this first. */
+int soren_host_answers(const char *socket, soren_error *err);
+
 /* A job of plugin p (which must outlive it), with options o (NULL: the
  * defaults).  Its parameters start at their manifest defaults. */
 soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_job **out,
@@ -159,8 +167,9 @@ typedef struct soren_iteration {
  * size), and a run whose output changes no byte of it ends the loop.  On
  * the GPU the runs after the first loop on the device, the program waiting
  * once for a batch of them (about 50 ms of runs).  The result is the last
- * run's; *how says how it ended.  A job whose manifest has no "iterate", or
- * one made to run in the resident host (soren_job_options.host), is a
+ * run's; *how says how it ended.  A job made for the resident host
+ * (soren_job_options.host) iterates there, the fed parameter coming back
+ * with the result.  A job whose manifest has no "iterate" is a
  * SOREN_EUSAGE error. */
 soren_status soren_job_iterate(soren_job *job, uint64_t most, soren_iteration *how,
                                soren_error *err);
