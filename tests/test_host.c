@@ -514,6 +514,48 @@ Test(host, plugin_whose_device_code_faults)
     cr_expect(exists_in_dir("out.tsv"));
 }
 
+/* The same over several GPUs, the fault on the last rank's GPU while the
+ * others run: the run fails naming the job, without hanging on the ranks
+ * that wait for it; through a host, the host sees the lost context of the
+ * GPU that faulted and stops. */
+Test(host, plugin_whose_device_code_faults_on_one_of_several_gpus)
+{
+    char why[256] = "";
+    if (soren_device_count(why, sizeof why) < 2)
+        cr_skip_test("fewer than two usable GPUs (%s): the fault is on one GPU of several", why);
+    char lines[4300];
+    snprintf(lines, sizeof lines, "%s/lines.txt", dir);
+    FILE *f = fopen(lines, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 4000; i++)
+        fprintf(f, "line %04d\n", i); /* 10 bytes: line 3900 starts at byte 39000 */
+    fclose(f);
+    char job[8192], args[9000];
+    snprintf(job, sizeof job, "%s/stage/test-plugins/gpufault.json", tu_builddir());
+    snprintf(args, sizeof args, "run --local '%s' --devices all --param at=39000 -o out.tsv "
+             "lines.txt", job);
+    free(expect(1, "gpufault", args));
+    cr_expect(!exists_in_dir("out.tsv"));
+
+    start_host("");
+    snprintf(args, sizeof args, "run '%s' --devices all --param at=39000 -o out.tsv lines.txt",
+             job);
+    char *out = NULL, *err = NULL;
+    int rc = host(&out, &err, args);
+    cr_expect_eq(rc, 1, "%s", err);
+    cr_expect(strstr(err, "while running job gpufault") && strstr(err, "GPU "),
+              "the message names the job and the GPU: %s", err);
+    cr_expect(!exists_in_dir("out.tsv"));
+    free(out);
+    free(err);
+    for (int i = 0; i < 100 && access(sock, F_OK) == 0; i++)
+        usleep(50000);
+    cr_expect_neq(access(sock, F_OK), 0, "the host should have stopped");
+    snprintf(args, sizeof args, "run '%s' --devices all --param at=1 -o out.tsv lines.txt", job);
+    free(expect(0, NULL, args));
+    cr_expect(exists_in_dir("out.tsv"));
+}
+
 Test(host, unsafe_socket_refused)
 {
     start_host("");

@@ -154,18 +154,31 @@ static uint64_t gpu_take(host *h, soren_device device, uint64_t want)
     return got;
 }
 
-/* Gives the reservation back, after looking at the context: a fault on the
- * device (an illegal address or instruction, a trap) is sticky, and every
- * later CUDA call of the process fails with it, so the host stops rather
- * than fail every job after; the job's client hears why. */
+/* 1 where a GPU's context no longer answers (why says which and how). */
+static int context_lost(const host *h, char *why, size_t size)
+{
+    for (int d = 0; d < h->gpus; d++) {
+        uint64_t free_bytes = 0;
+        char what[200] = "";
+        if (soren_device_free_memory(d, &free_bytes, what, sizeof what) != 0) {
+            snprintf(why, size, "GPU %d: %s", d, what);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Gives the reservation back, after looking at the contexts of a job that
+ * failed: a fault on a device (an illegal address or instruction, a trap)
+ * is sticky, and every later CUDA call on that GPU fails with it, so the
+ * host stops rather than fail every job after; the job's client hears
+ * why.  A run over several GPUs may have faulted on any of them. */
 static void gpu_give(host *h, job *j, uint64_t taken)
 {
     if (!taken)
         return;
     char why[256] = "";
-    uint64_t free_bytes = 0;
-    int lost = j->err.code == SOREN_EDEVICE &&
-               soren_device_free_memory(0, &free_bytes, why, sizeof why) != 0;
+    int lost = j->err.code != SOREN_OK && context_lost(h, why, sizeof why);
     soren_ledger_release(&h->memory, taken);
     if (!lost)
         return;
