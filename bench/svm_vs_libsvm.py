@@ -2,7 +2,7 @@
 """svm_vs_libsvm.py - soren-svm against LibSVM on the SVM paper's datasets' shapes.
 
     svm_vs_libsvm.py [--out DIR] [--presets adult,web,usps,face,mnist]
-                     [--rows PRESET=N ...] [--device gpu|cpu|auto] [--data DIR]
+                     [--rows PRESET=N ...] [--device gpu|cpu|auto] [--data DIR] [--host]
 
 For each preset of `soren-gen svm` (Adult 32,561 x 123 sparse binary, Web 49,749
 x 300, USPS 7,291 x 256, Face 6,977 x 381, MNIST 60,000 x 784: the shapes of the
@@ -14,6 +14,11 @@ the test accuracy, the times and their ratios, with every command, in
 DIR/svm-<gpu>-<date>.json and a Markdown table beside it.  MNIST defaults to a
 subset of 20,000 rows (LibSVM would take over 10 minutes on all 60,000);
 --rows mnist=60000 runs it whole.
+
+soren-svm runs its jobs in its own process (--local), or with --host in a
+resident host that the script starts on a socket of its own with svmstep and
+svmclassify loaded (soren-host serve --detach --load ...), as a user who keeps
+one running has it; the record says which (DIR/svm-<gpu>-<date>-host.json).
 
 Run from the build tree (SOREN_BENCH_ROOT) or from the GPU bundle (which carries
 svm-train and svm-predict where they were installed when it was made).
@@ -51,6 +56,9 @@ class Runner:
                                                  if os.environ.get("LD_LIBRARY_PATH") else "")
         self.gen = os.path.join(self.root, "soren-gen")
         self.svm = os.path.join(self.root, "soren-svm")
+        self.host = os.path.join(self.root, "soren-host")
+        # in the host (SOREN_HOST names it once started), or here
+        self.where = [] if args.host else ["--local"]
         # LibSVM's tools: the bundle's, else the PATH's
         carried = os.path.join(self.root, "bench", "libsvm")
         self.train = self.tool(carried, "svm-train")
@@ -66,6 +74,16 @@ class Runner:
             sys.exit(f"svm_vs_libsvm.py: {name} not found: install libsvm-tools (Debian, Ubuntu) "
                      f"or make the GPU bundle where it is installed")
         return found
+
+    def start_host(self):
+        """A resident host on a socket of the bench's own, the jobs loaded."""
+        sock = os.path.join(self.args.data, "host", "host.sock")
+        self.env["SOREN_HOST"] = sock
+        subprocess.run([self.host, "serve", "--detach", "--load", "svmstep", "--load",
+                        "svmclassify"], env=self.env, check=True, capture_output=True)
+
+    def stop_host(self):
+        subprocess.run([self.host, "stop"], env=self.env, capture_output=True)
 
     def timed(self, cmd):
         t0 = time.time()
@@ -98,11 +116,11 @@ class Runner:
         cmds = {
             "libsvm_train": [self.train, "-c", c, "-g", gamma, "-e", "0.001", "-m", "1000",
                              train, theirs_model],
-            "soren_train": [self.svm, "train", "--device", self.args.device, "-v", "-c", c,
-                            "-g", gamma, "-e", "0.001", train, ours_model],
+            "soren_train": [self.svm, "train", "--device", self.args.device, "-v"] +
+                           self.where + ["-c", c, "-g", gamma, "-e", "0.001", train, ours_model],
             "libsvm_predict": [self.predict, test, theirs_model, os.path.join(d, "p.libsvm")],
-            "soren_predict": [self.svm, "predict", "--device", self.args.device, "-v", test,
-                              ours_model, os.path.join(d, "p.soren")],
+            "soren_predict": [self.svm, "predict", "--device", self.args.device, "-v"] +
+                             self.where + [test, ours_model, os.path.join(d, "p.soren")],
         }
         row["commands"] = {k: shlex.join(v) for k, v in cmds.items()}
         for key, cmd in cmds.items():
@@ -162,7 +180,8 @@ def gpu_name():
 def markdown(doc):
     lines = [f"# soren-svm against LibSVM: {doc['gpu']}, {doc['date']}", "",
              f"commit {doc['commit']}; LibSVM on one core of the same host ({doc['host_cpus']} "
-             f"CPUs), soren-svm on `--device {doc['device']}`.  Times are wall seconds of each "
+             f"CPUs), soren-svm on `--device {doc['device']}`, its jobs {doc['where']}.  "
+             "Times are wall seconds of each "
              "program, file reading and writing included.  Raw figures and commands: "
              f"`{doc['stem']}.json`.", "",
              "| dataset | rows | test rows | C | gamma | nSV LibSVM | nSV Soren | gap | "
@@ -217,6 +236,8 @@ def main(argv):
     ap.add_argument("--device", default="gpu", choices=["gpu", "cpu", "auto"])
     ap.add_argument("--data", default=os.environ.get("SOREN_BENCH_DIR", "/tmp/soren-svm-bench"))
     ap.add_argument("--timeout", type=int, default=3600)
+    ap.add_argument("--host", action="store_true",
+                    help="run soren-svm's jobs in a resident host the script starts")
     args = ap.parse_args(argv)
     rows = dict(DEFAULT_ROWS)
     for r in args.rows:
@@ -228,8 +249,13 @@ def main(argv):
     gpu = gpu_name()
     date = datetime.date.today().isoformat()
     stem = f"svm-{re.sub(r'[^a-z0-9]+', '-', gpu.lower()).strip('-')}-{date}"
+    stem += "-host" if args.host else ""
     doc = {"gpu": gpu, "date": date, "commit": commit(runner.root), "host_cpus": os.cpu_count(),
-           "device": args.device, "stem": stem, "results": []}
+           "device": args.device,
+           "where": "in a resident host (soren-host serve)" if args.host else "in its process",
+           "stem": stem, "results": []}
+    if args.host:
+        runner.start_host()
     for name in [p for p in args.presets.split(",") if p]:
         if name not in PRESETS:
             ap.error(f"--presets: no preset {name}")
@@ -239,6 +265,8 @@ def main(argv):
         except (RuntimeError, subprocess.SubprocessError) as e:
             log(f"  {name}: failed: {e}")
             doc["results"].append({"preset": name, "error": str(e)[-1000:]})
+    if args.host:
+        runner.stop_host()
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, stem + ".json"), "w") as f:
         json.dump(doc, f, indent=1)
