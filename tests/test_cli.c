@@ -110,6 +110,9 @@ Test(cli, usage_errors_exit_2)
                "--plugin-pth x list");
     expect_run(1, "no plugin named \"wordcont\" in the plugin path", "info wordcont");
     expect_run(1, "did you mean \"wordcount\"? `soren-host list`", "check wordcont");
+    /* a folder of the path with no plugins, or none at all, before the one
+     * that holds the near name */
+    expect_run(1, "did you mean \"wordcount\"?", "-P ./no-such-folder info wordcont");
 }
 
 /* A plugin is named by its folder, its NAME.cu or NAME.so (the NAME.json

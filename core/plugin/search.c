@@ -230,7 +230,7 @@ static soren_status unknown_name(const soren_search_path *sp, const char *job,
         size_t count = 0;
         rc = list_manifests(sp->dirs[i], &names, &count, err);
         char **grown = count ? realloc(known, (known_count + count) * sizeof *known) : known;
-        if (!grown) {
+        if (count && !grown) {
             rc = soren_error_set(err, SOREN_ENOMEM, "out of memory");
             grown = known;
         }
