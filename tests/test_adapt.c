@@ -918,8 +918,11 @@ Test(adapt, explain_validates_for_every_job_on_the_cpu)
     cr_expect(strstr(rule_of(x), "under --small-keys: hash"), "%s", rule_of(x));
     json_decref(x);
 
+    /* index keys whose arrays fit: dense, decided without a sample */
     x = explain_run("histogram", pixels, out);
-    cr_expect(strstr(rule_of(x), "index keys"), "%s", rule_of(x));
+    cr_expect(strstr(rule_of(x), "index keys") && strstr(rule_of(x), ": dense"), "%s",
+              rule_of(x));
+    cr_expect(json_is_false(json_object_get(json_object_get(x, "metrics"), "ran")));
     json_decref(x);
 
     x = explain_run("stringmatch --param pattern=th", text, out);

@@ -128,13 +128,22 @@ soren_status soren__run_gpu(const soren_stage_spec *spec, const soren_input *inp
     return rc;
 }
 
-/* Monitoring on the CPU, timed; with --sample 0 only the input's size is
- * known (counting its lines would be a pass over it that nobody asked for). */
+/* Whether the manifest alone decides the CPU engine's variant: index keys
+ * with a combine whose accumulators fit are dense whatever a sample says. */
+static int cpu_variant_decided(const soren_stage_spec *spec, const soren_run_options *o)
+{
+    return spec->key_type == SOREN_TYPE_INDEX && spec->combine != SOREN_COMBINE_NONE &&
+           soren_cpu_dense(spec, o->threads);
+}
+
+/* Monitoring on the CPU, timed; with --sample 0, or where the manifest
+ * decides, only the input's size is known (counting its lines would be a
+ * pass over it that nobody needs). */
 static soren_status monitor_cpu(const soren_stage_spec *spec, const soren_input *inputs,
                                 size_t input_count, const soren_params *params,
                                 const soren_run_options *o, soren_explain *x, soren_error *err)
 {
-    if (!(o->sample > 0)) {
+    if (!(o->sample > 0) || cpu_variant_decided(spec, o)) {
         x->metrics.fraction = 0;
         for (size_t i = 0; i < input_count; i++)
             x->metrics.total_bytes += inputs[i].size;
@@ -160,7 +169,7 @@ static void choose_cpu(const soren_stage_spec *spec, const soren_run_options *o,
         int dense = soren_cpu_dense(spec, o->threads);
         x->variant = dense ? SOREN_VARIANT_DENSE : SOREN_VARIANT_HASH;
         x->rule = dense ? "index keys bounded by the manifest, key.count accumulators of every "
-                          "thread within 64 MiB: dense"
+                          "thread within 64 MiB, not monitored: dense"
                         : "index keys bounded by the manifest, key.count accumulators of every "
                           "thread over 64 MiB: hash";
     }
