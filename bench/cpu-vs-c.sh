@@ -14,7 +14,8 @@
 # CASE is wordcount-real, wordcount-gen, stringmatch-real, stringmatch-gen
 # (pattern "the"), histogram-real, histogram-gen, kmeans-gen (k = 16) or
 # matmul-gen (1024 x 1024 x 1024).  RUNS rounds of every case at 1 and 2
-# threads, each round BEFORE's soren-host, AFTER's and AFTER's baseline one
+# threads ($CPU_VS_C_THREADS: other counts, e.g. "2 16"), each round
+# BEFORE's soren-host, AFTER's and AFTER's baseline one
 # after the other, so that the three share the machine's load.  One line
 # per run: CASE THREADS before|after|C WALL_S MAX_RSS_KB, the output's MD5
 # (8 digits) and lines, and the load average.  bench/cpu-vs-c-table.py
@@ -49,7 +50,7 @@ soren() { # CASE THREADS PLUGIN ARGUMENTS...
 
 for r in $(seq "$runs"); do
   for c in "$@"; do
-    for t in 1 2; do
+    for t in ${CPU_VS_C_THREADS:-1 2}; do
       case $c in
       wordcount-real) f=$in/text-256M ;;
       wordcount-gen) f=$in/gen-text-256M ;;

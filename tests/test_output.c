@@ -212,6 +212,24 @@ Test(output, a_fault_in_plugin_code_names_the_plugin_the_job_and_the_record)
     free(err);
 }
 
+/* The same from the CPU engine's dense host loop (bucketsum's tasks), which
+ * maps a run of records inside the plugin. */
+Test(output, a_fault_in_a_host_loop_names_the_task)
+{
+    char *err = NULL, args[8192];
+    snprintf(args, sizeof args, "run '%s/stage/test-plugins/bucketsum.json' --param n=5000 "
+             "--param buckets=10 --param groups=10 --device cpu -o out.tsv --threads 1",
+             tu_builddir());
+    int rc = host(&err, "SOREN_TEST_CRASH_AT=4321", args);
+    cr_expect_eq(rc, 139, "exit %d: %s", rc, err);
+    char want[8192];
+    snprintf(want, sizeof want, "soren-host: plugin %s/stage/test-plugins/bucketsum.so crashed "
+             "(SIGSEGV) while running job bucketsum, mapping task 4321\n", tu_builddir());
+    cr_expect(strstr(err, want) != NULL, "stderr: %s\nwanted: %s", err, want);
+    expect_no_output();
+    free(err);
+}
+
 Test(output, a_plugin_that_overflows_a_threads_stack_is_reported_too)
 {
     /* Four chunks of the CPU engine (1 MiB each), so a second thread maps. */

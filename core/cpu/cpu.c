@@ -42,10 +42,12 @@
 #include "cpu.h"
 #include "internal.h"
 #include "../io/signals.h"
+#include <soren/engine/abi.h>
 
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -755,6 +757,9 @@ struct engine {
     int fold; /* the records are pairs to fold (soren_cpu_options.fold) */
     int dense; /* combine mode with per-thread arrays of key_count accumulators */
     uint64_t key_count;
+    /* dense mode: the plugin's host loop over fixed records or tasks, or
+     * NULL (soren_cpu_stage.map_dense) */
+    void (*map_dense)(soren_cpu_dense_args *a);
 
     const pass *pass; /* the pass the threads run */
     worker *workers;
@@ -1180,6 +1185,46 @@ static void group_by_partition(worker *w)
 }
 
 /* Maps chunk c on w's thread; nonzero when w failed. */
+/* The plugin's dense host loop for the stage (plugin ABI 1.9), where its
+ * records lie a stride apart (fixed records, tasks); NULL otherwise. */
+static void (*dense_loop(const soren_stage_spec *spec))(soren_cpu_dense_args *)
+{
+    const soren_cpu_stage *cpu = spec->code->cpu;
+    int fits = cpu && cpu->abi_minor >= 9 &&
+               cpu->size >= offsetof(soren_cpu_stage, map_dense) + sizeof cpu->map_dense;
+    int strided = spec->input_format == SOREN_INPUT_INDEX ||
+                  (spec->input_format == SOREN_INPUT_FIXED && spec->record_size > 0);
+    return fits && strided ? cpu->map_dense : NULL;
+}
+
+/* Maps what the plugin's dense host loop can of its records into w's
+ * arrays, leaving it at the first record not mapped: none where the loop
+ * mapped them all; else one whose key was refused, which the caller maps
+ * the usual way (so that the refusal says what it always says). */
+static void map_by_loop(worker *w, soren_records *it, soren_record *r)
+{
+    engine *g = w->g;
+    soren_records probe = *it;
+    soren_record first;
+    uint64_t count = soren_records_left(it);
+    if (count == 0 || !soren_records_next(&probe, &first))
+        return;
+    soren_cpu_dense_args a = {
+        .data = first.data,
+        .record_size = g->spec->input_format == SOREN_INPUT_FIXED ? g->spec->record_size : 0,
+        .count = count,
+        .first_offset = first.offset,
+        .first_index = first.index,
+        .params = g->params,
+        .values = w->dense_vals,
+        .seen = w->dense_seen,
+        .key_count = w->dense_count,
+        .current = r,
+    };
+    g->map_dense(&a);
+    soren_records_skip(it, a.done);
+}
+
 static int map_chunk(worker *w, uint64_t c)
 {
     engine *g = w->g;
@@ -1207,6 +1252,8 @@ static int map_chunk(worker *w, uint64_t c)
     soren_records_init_input(&it, spec, in, begin, end);
     /* A fault in map names the input and r's offset (signals.h). */
     soren__current_map = (soren__map_site){in, &r, spec->input_format, g->progress};
+    if (g->map_dense)
+        map_by_loop(w, &it, &r);
     while (soren_records_next(&it, &r)) {
         map(&w->em, &r, g->params);
         if (w->failed)
@@ -1790,6 +1837,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
      * the fewer that few chunks may leave. */
     g->dense = !(opt && opt->hash_only) && soren_cpu_dense(spec, opt ? opt->threads : 0);
     g->key_count = spec->key_count;
+    g->map_dense = g->dense && !g->fold ? dense_loop(spec) : NULL;
 
     uint64_t chunk = opt && opt->chunk_bytes ? opt->chunk_bytes : CHUNK_DEFAULT;
     if (spec->input_format == SOREN_INPUT_INDEX && !(opt && opt->chunk_bytes))

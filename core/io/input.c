@@ -391,6 +391,26 @@ void soren_records_init_input(soren_records *it, const soren_stage_spec *spec,
     }
 }
 
+uint64_t soren_records_left(const soren_records *it)
+{
+    if (it->pos >= it->end)
+        return 0;
+    if (it->format == SOREN_INPUT_INDEX)
+        return it->end - it->pos;
+    if (it->format != SOREN_INPUT_FIXED || it->record_size == 0)
+        return 0;
+    uint64_t rs = it->record_size;
+    if (rs > it->buf_size - it->pos) /* a truncated last record is not a record */
+        return 0;
+    uint64_t last = it->buf_size - rs < it->end - 1 ? it->buf_size - rs : it->end - 1;
+    return (last - it->pos) / rs + 1;
+}
+
+void soren_records_skip(soren_records *it, uint64_t n)
+{
+    it->pos += it->format == SOREN_INPUT_FIXED ? n * it->record_size : n;
+}
+
 int soren_records_next(soren_records *it, soren_record *r)
 {
     uint64_t pos = it->pos;

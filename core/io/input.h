@@ -135,6 +135,11 @@ void soren_records_init_input(soren_records *it, const soren_stage_spec *spec,
                               const soren_input *in, uint64_t begin, uint64_t end);
 /* Fills *r with the next record; returns 0 when none is left. */
 int soren_records_next(soren_records *it, soren_record *r);
+/* For fixed records and tasks, whose records lie a stride apart: how many
+ * records soren_records_next has left to give; 0 for other formats. */
+uint64_t soren_records_left(const soren_records *it);
+/* Passes over the next n records (at most soren_records_left). */
+void soren_records_skip(soren_records *it, uint64_t n);
 
 /* The first record start at or after byte at of in, by the rule above (a
  * line starts at 0 or after a '\n', a fixed record at a multiple of its

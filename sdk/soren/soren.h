@@ -43,7 +43,7 @@
  * a new minor version only appends to the tables or uses reserved fields
  * (docs/design.md lists the minor versions). */
 #define SOREN_ABI_MAJOR 1
-#define SOREN_ABI_MINOR 8
+#define SOREN_ABI_MINOR 9
 #define SOREN_PLUGIN_SYMBOL "soren_plugin_v1"
 
 /* Markers around the manifest copy embedded in every plugin (see
@@ -144,6 +144,11 @@ struct soren_emitter {
  * each plugin, where the variant's kernel sets up the emitter). */
 __device__ void soren__device_emit(soren_emitter *e, const void *key, uint32_t key_size,
                                    const void *value);
+#elif defined(__CUDACC__)
+/* A CUDA plugin's host loops (soren/engine/host_loop.h) give their
+ * emitters no `emit`: their pairs go to soren__host_emit, which
+ * SOREN_PLUGIN defines, inlined into the loop. */
+void soren__host_emit(soren_emitter *e, const void *key, uint32_t key_size, const void *value);
 #endif
 
 /* Emit one intermediate pair.  value points to value.type's size in bytes. */
@@ -152,6 +157,11 @@ SOREN__INLINE void soren_emit(soren_emitter *e, const void *key, uint32_t key_si
 {
 #if defined(__CUDA_ARCH__)
     soren__device_emit(e, key, key_size, value);
+#elif defined(__CUDACC__)
+    if (e->emit)
+        e->emit(e, key, key_size, value);
+    else
+        soren__host_emit(e, key, key_size, value);
 #else
     e->emit(e, key, key_size, value);
 #endif
@@ -212,9 +222,10 @@ typedef struct soren_combine {
 
 /* ---- The plugin table (ABI) -------------------------------------------- */
 
-/* A stage's GPU launchers, which SOREN_PLUGIN fills in a CUDA plugin: the
- * GPU engine's device ABI, in soren/engine/abi.h. */
+/* A stage's GPU launchers and host loops, which SOREN_PLUGIN fills in a
+ * CUDA plugin: the engines' ABI, in soren/engine/abi.h. */
 typedef struct soren_gpu_stage soren_gpu_stage;
+typedef struct soren_cpu_stage soren_cpu_stage;
 
 /* One stage as the author declares it with SOREN_STAGE(...).  Fields in this
  * order (C++ designated initializers must keep it):
@@ -230,7 +241,8 @@ typedef struct soren_stage {
     uint32_t key;   /* soren_type */
     uint32_t value; /* soren_type */
     const soren_gpu_stage *gpu;
-    void *reserved[4];
+    const soren_cpu_stage *cpu; /* (1.9) */
+    void *reserved[3];
 } soren_stage;
 
 typedef struct soren_plugin_table {
@@ -271,6 +283,11 @@ typedef struct soren_plugin_table {
                                                        uint32_t key_size, const void *value) \
     {                                                                                    \
         soren::emit_any<soren__desc, soren__stage_count>(e, key, key_size, value);       \
+    }                                                                                    \
+    __host__ __forceinline__ void soren__host_emit(soren_emitter *e, const void *key,      \
+                                                   uint32_t key_size, const void *value)   \
+    {                                                                                    \
+        soren::host_emit_any<soren__desc, soren__stage_count>(e, key, key_size, value);  \
     }                                                                                    \
     SOREN__TABLE(job_name, soren__stage_count,                                           \
                  soren::stages_of<soren__desc>(std::make_index_sequence<soren__stage_count>()))

@@ -6,8 +6,14 @@
  * count makes keys that the engines must refuse.  Stage 2: each bucket's
  * sum goes to the group bucket % groups (key.count_from ["groups"]),
  * summed; with groups = buckets the output is the buckets' sums.  groups
- * has no default, so that leaving it out meets the run's own message. */
+ * has no default, so that leaving it out meets the run's own message.
+ * On the CPU, SOREN_TEST_CRASH_AT=N makes stage 1's map dereference NULL
+ * at task N (a fault inside the CPU engine's host loop). */
 #include <soren/soren.h>
+
+#ifndef __CUDA_ARCH__
+#include <stdlib.h>
+#endif
 
 enum { BUCKETSUM_N, BUCKETSUM_BUCKETS, BUCKETSUM_MODULUS, BUCKETSUM_GROUPS };
 
@@ -26,6 +32,11 @@ SOREN_FN void bucketsum_map(soren_emitter *e, const soren_record *r, const soren
     uint64_t modulus = bucketsum_param(p, BUCKETSUM_MODULUS);
     if (modulus == 0)
         modulus = bucketsum_param(p, BUCKETSUM_BUCKETS);
+#ifndef __CUDA_ARCH__
+    static const char *crash_at = getenv("SOREN_TEST_CRASH_AT");
+    if (crash_at && strtoull(crash_at, NULL, 10) == r->index)
+        *(volatile int *)0 = 1;
+#endif
     uint32_t key = (uint32_t)(r->index % modulus);
     uint64_t value = r->index;
     soren_emit(e, &key, sizeof key, &value);

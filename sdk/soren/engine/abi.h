@@ -187,4 +187,40 @@ struct soren_gpu_stage {
     void *reserved[5];
 };
 
+/* ---- The host loop (plugin ABI 1.9) ------------------------------------- */
+
+/* A run of records for soren_cpu_stage.map_dense, numbered as the CPU
+ * engine numbers them: fixed records of record_size bytes (record i at
+ * data + i * record_size, its offset first_offset + i * record_size), or
+ * tasks (record_size 0, no data, offset first_offset + i); record i's index
+ * is first_index + i. */
+typedef struct soren_cpu_dense_args {
+    const uint8_t *data;
+    uint64_t record_size;
+    uint64_t count;
+    uint64_t first_offset;
+    uint64_t first_index;
+    const soren_params *params;
+    void *values;          /* key_count accumulators of the stage's value type */
+    uint8_t *seen;         /* key_count flags: set for each key emitted */
+    uint64_t key_count;
+    soren_record *current; /* the record being mapped, for the report of a fault in map */
+    uint64_t done;         /* out: the records mapped: count, or where an emitted key was
+                              refused (not 4 bytes, not under key_count) */
+} soren_cpu_dense_args;
+
+/* Host loops of one stage (soren_stage.cpu), compiled into a CUDA plugin
+ * with the stage's map inlined in them, so that a record costs no call
+ * through a pointer and a pair no call at all. */
+struct soren_cpu_stage {
+    uint32_t size;      /* sizeof(soren_cpu_stage) */
+    uint32_t abi_minor; /* SOREN_ABI_MINOR the loops were built with */
+    /* Maps a->count records, adding each emitted value (a sum) or 1 (a
+     * count) to its key's accumulator, as the CPU engine's dense
+     * emitters do; NULL unless the stage's keys are index keys and its
+     * combine a sum or a count. */
+    void (*map_dense)(soren_cpu_dense_args *a);
+    void *reserved[4];
+};
+
 #endif /* SOREN_ENGINE_ABI_H */

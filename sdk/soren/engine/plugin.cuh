@@ -1,7 +1,8 @@
 /*
  * plugin.cuh - what SOREN_PLUGIN instantiates in a CUDA plugin: for every
  * stage, the GPU launchers (map, combine, identity fill) of soren_gpu_stage,
- * with the stage's functions compiled into the kernels.
+ * with the stage's functions compiled into the kernels, and the host loops
+ * of soren_cpu_stage (soren/engine/host_loop.h).
  *
  * Launch shapes come from the device (cudaOccupancyMaxPotentialBlockSize):
  * grid-stride kernels get as many blocks as can be resident at once.  The
@@ -16,6 +17,7 @@
 #include <utility>
 
 #include <soren/engine/abi.h>
+#include <soren/engine/host_loop.h>
 #include <soren/engine/map.cuh>
 
 namespace soren {
@@ -224,15 +226,19 @@ template <const auto &Desc, uint32_t I> constexpr soren_gpu_stage gpu_stage()
                            {0, 0, 0, 0, 0}};
 }
 
-constexpr soren_stage with_gpu(soren_stage s, const soren_gpu_stage *gpu)
+constexpr soren_stage with_engines(soren_stage s, const soren_gpu_stage *gpu,
+                                   const soren_cpu_stage *cpu)
 {
     s.gpu = gpu;
+    s.cpu = cpu;
     return s;
 }
 
 template <const auto &Desc, size_t... I> struct plugin_stages {
     static constexpr soren_gpu_stage gpu[sizeof...(I)] = {gpu_stage<Desc, I>()...};
-    static constexpr soren_stage stages[sizeof...(I)] = {with_gpu(Desc[I], &gpu[I])...};
+    static constexpr soren_cpu_stage cpu[sizeof...(I)] = {cpu_stage<Desc, I>()...};
+    static constexpr soren_stage stages[sizeof...(I)] = {
+        with_engines(Desc[I], &gpu[I], &cpu[I])...};
 };
 
 template <const auto &Desc, size_t... I>
