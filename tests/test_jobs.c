@@ -122,6 +122,14 @@ Test(jobs, wordcount_equals_coreutils)
     cr_assert_eq(tu_runf(NULL, NULL, WORDS_PIPE " | " COUNT_PIPE " > '%s'", in, want), 0);
     run_threads("wordcount", "", in, want);
     run_ranks("wordcount", in, want);
+    /* A vocabulary of 400,000: each rank packs pairs enough to fill
+     * several blocks (dist.c), whose counts must send every pair to its
+     * key's rank, once */
+    cr_assert_eq(tu_runf(NULL, NULL, "'%s/soren-gen' text --size 8M --vocab 400000 --seed 12 "
+                         "-o '%s' && " WORDS_PIPE " | " COUNT_PIPE " > '%s'", tu_builddir(), in,
+                         in, want),
+                 0);
+    run_ranks("wordcount", in, want);
 }
 
 /* grep on generated text (invalid UTF-8 included) against GNU grep -E in

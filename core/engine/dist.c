@@ -1,11 +1,15 @@
 /* dist.c - the transport-neutral part of a distributed run (dist.h). */
 #include "dist.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <soren/engine/sketch.h>
+
+#include "../cpu/cpu.h"
+#include "../cpu/internal.h"
 
 /* The bookkeeping of a collective (a few words per rank).  A rank that
  * cannot have it cannot take part, and must not leave the others waiting in
@@ -127,53 +131,139 @@ static int owner(const soren_result *r, uint64_t i, int ranks)
     return (int)(((h >> 32) * (uint64_t)ranks) >> 32);
 }
 
+/* Packing takes a thread for each PACK_PAIRS_PER_THREAD pairs, up to the
+ * cores this rank's share of the process has: stage 1 of a job of many
+ * keys (pageviewcount's) sends tens of millions.  The pairs go in blocks of
+ * at least PACK_BLOCK_PAIRS, which the threads take from a shared counter:
+ * first each block's pairs are counted by destination, then scattered
+ * where the counts put them, destination by destination and block by
+ * block, so the packed bytes are those one thread would pack. */
+enum {
+    PACK_PAIRS_PER_THREAD = 1 << 20,
+    PACK_BLOCK_PAIRS = 1 << 16,
+    PACK_BLOCKS_MAX = 256,
+    PACK_THREADS_MAX = 16
+};
+
+typedef struct pack_job {
+    const soren_result *r;
+    int ranks, to;
+    uint64_t block_pairs, blocks;
+    int *dest;           /* each pair's destination */
+    uint64_t *pairs_at;  /* [block * ranks + d]: block's pairs for d, then where they go */
+    uint64_t *bytes_at;  /* the same in bytes */
+    packed *p;
+    atomic_uint_fast64_t next; /* the next block to take */
+    int scatter;         /* 0: counting, 1: scattering */
+} pack_job;
+
+static void pack_block(pack_job *j, uint64_t b)
+{
+    const soren_result *r = j->r;
+    size_t vs = r->value_size;
+    uint64_t first = b * j->block_pairs;
+    uint64_t last = first + j->block_pairs < r->count ? first + j->block_pairs : r->count;
+    uint64_t *pairs_at = j->pairs_at + b * (uint64_t)j->ranks;
+    uint64_t *bytes_at = j->bytes_at + b * (uint64_t)j->ranks;
+    for (uint64_t i = first; i < last; i++) {
+        uint64_t k0 = r->key_offset[i], klen = r->key_offset[i + 1] - k0;
+        if (!j->scatter) {
+            int d = j->to >= 0 ? j->to : owner(r, i, j->ranks);
+            j->dest[i] = d;
+            pairs_at[d]++;
+            bytes_at[d] += klen + vs;
+            continue;
+        }
+        int d = j->dest[i];
+        j->p->sizes[pairs_at[d]++] = (uint32_t)klen;
+        memcpy(j->p->bytes + bytes_at[d], r->key_bytes + k0, (size_t)klen);
+        memcpy(j->p->bytes + bytes_at[d] + klen, r->values + i * vs, vs);
+        bytes_at[d] += klen + vs;
+    }
+}
+
+static void *pack_main(void *arg)
+{
+    pack_job *j = arg;
+    for (;;) {
+        uint64_t b = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (b >= j->blocks)
+            return NULL;
+        pack_block(j, b);
+    }
+}
+
+static void pack_pass(pack_job *j, unsigned threads, int scatter)
+{
+    j->scatter = scatter;
+    atomic_store(&j->next, 0);
+    soren__run_threads(threads, pack_main, j, 0);
+}
+
 /* Packs r's pairs grouped by destination: the key's owner, or rank `to`
- * for every pair when to >= 0. */
-static soren_status pack(const soren_result *r, int ranks, int to, packed *p, soren_error *err)
+ * for every pair when to >= 0.  threads: those this rank may take. */
+static soren_status pack(const soren_result *r, int ranks, int to, unsigned threads, packed *p,
+                         soren_error *err)
 {
     memset(p, 0, sizeof *p);
     uint64_t n = r->count;
-    size_t vs = r->value_size;
-    int *dest = malloc((n + 1) * sizeof *dest);
-    uint64_t *at_pair = calloc((size_t)ranks, sizeof *at_pair);
-    uint64_t *at_byte = calloc((size_t)ranks, sizeof *at_byte);
+    uint64_t blocks = n / PACK_BLOCK_PAIRS + 1;
+    blocks = blocks < PACK_BLOCKS_MAX ? blocks : PACK_BLOCKS_MAX;
+    uint64_t want = n / PACK_PAIRS_PER_THREAD + 1;
+    threads = want < threads ? (unsigned)want : threads;
+    pack_job j = {.r = r, .ranks = ranks, .to = to, .blocks = blocks,
+                  .block_pairs = (n + blocks - 1) / blocks, .p = p};
+    j.block_pairs = j.block_pairs ? j.block_pairs : 1;
+    j.dest = malloc((n + 1) * sizeof *j.dest);
+    j.pairs_at = calloc((size_t)(blocks * (uint64_t)ranks), sizeof *j.pairs_at);
+    j.bytes_at = calloc((size_t)(blocks * (uint64_t)ranks), sizeof *j.bytes_at);
     p->pairs_to = calloc((size_t)ranks, sizeof *p->pairs_to);
     p->bytes_to = calloc((size_t)ranks, sizeof *p->bytes_to);
     uint64_t key_total = n ? r->key_offset[n] : 0;
     p->sizes = malloc((n + 1) * sizeof *p->sizes);
-    p->bytes = malloc(key_total + n * vs + 1);
+    p->bytes = malloc(key_total + n * r->value_size + 1);
     soren_status rc = SOREN_OK;
-    if (!dest || !at_pair || !at_byte || !p->pairs_to || !p->bytes_to || !p->sizes ||
+    if (!j.dest || !j.pairs_at || !j.bytes_at || !p->pairs_to || !p->bytes_to || !p->sizes ||
         !p->bytes) {
         rc = soren_error_set(err, SOREN_ENOMEM, "out of memory packing %llu pairs (%llu bytes) "
                              "for the other ranks", (unsigned long long)n,
-                             (unsigned long long)(key_total + n * vs));
+                             (unsigned long long)(key_total + n * r->value_size));
         goto done;
     }
-    for (uint64_t i = 0; i < n; i++) {
-        dest[i] = to >= 0 ? to : owner(r, i, ranks);
-        p->pairs_to[dest[i]]++;
-        p->bytes_to[dest[i]] += r->key_offset[i + 1] - r->key_offset[i] + vs;
-    }
-    for (int d = 1; d < ranks; d++) {
-        at_pair[d] = at_pair[d - 1] + p->pairs_to[d - 1];
-        at_byte[d] = at_byte[d - 1] + p->bytes_to[d - 1];
-    }
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t k0 = r->key_offset[i], klen = r->key_offset[i + 1] - k0;
-        int d = dest[i];
-        p->sizes[at_pair[d]++] = (uint32_t)klen;
-        memcpy(p->bytes + at_byte[d], r->key_bytes + k0, (size_t)klen);
-        memcpy(p->bytes + at_byte[d] + klen, r->values + i * vs, vs);
-        at_byte[d] += klen + vs;
-    }
+    pack_pass(&j, threads, 0);
+    /* Each block's counts become where its pairs go: destination by
+     * destination, block by block. */
+    uint64_t pair_at = 0, byte_at = 0;
+    for (int d = 0; d < ranks; d++)
+        for (uint64_t b = 0; b < blocks; b++) {
+            uint64_t *pc = &j.pairs_at[b * (uint64_t)ranks + d];
+            uint64_t *bc = &j.bytes_at[b * (uint64_t)ranks + d];
+            uint64_t pairs = *pc, bytes = *bc;
+            p->pairs_to[d] += pairs;
+            p->bytes_to[d] += bytes;
+            *pc = pair_at;
+            *bc = byte_at;
+            pair_at += pairs;
+            byte_at += bytes;
+        }
+    pack_pass(&j, threads, 1);
 done:
-    free(dest);
-    free(at_pair);
-    free(at_byte);
+    free(j.dest);
+    free(j.pairs_at);
+    free(j.bytes_at);
     if (rc != SOREN_OK)
         packed_free(p);
     return rc;
+}
+
+/* The threads a rank may take for its packing: the process's CPUs, shared
+ * by the ranks where they are threads of one process. */
+static unsigned pack_threads(const soren_comm *c)
+{
+    unsigned cpus = soren_cpu_count();
+    unsigned share = c->in_process && c->size > 1 ? cpus / (unsigned)c->size : cpus;
+    share = share ? share : 1;
+    return share < PACK_THREADS_MAX ? share : PACK_THREADS_MAX;
 }
 
 /* Exchanges packed pairs: *sizes and *bytes get what every rank sent this
@@ -216,7 +306,8 @@ static soren_status send_pairs(const soren_comm *c, const soren_result *local, i
 {
     memset(received, 0, sizeof *received);
     packed p;
-    soren_status rc = soren_dist_agree(c, pack(local, c->size, to, &p, err), err);
+    soren_status rc =
+        soren_dist_agree(c, pack(local, c->size, to, pack_threads(c), &p, err), err);
     if (rc != SOREN_OK) {
         packed_free(&p);
         return rc;
@@ -313,7 +404,7 @@ soren_status soren_dist_gather(const soren_comm *c, const soren_result *local, i
                                soren_result *whole, soren_error *err)
 {
     packed p;
-    soren_status rc = soren_dist_agree(c, pack(local, c->size, 0, &p, err), err);
+    soren_status rc = soren_dist_agree(c, pack(local, c->size, 0, pack_threads(c), &p, err), err);
     if (rc != SOREN_OK) {
         packed_free(&p);
         return rc;

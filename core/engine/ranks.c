@@ -1,10 +1,12 @@
 #include "ranks.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../cpu/cpu.h"
+#include "../cpu/internal.h"
 #include "job.h"
 
 /* Each collective publishes what the ranks share, meets at the barrier,
@@ -42,6 +44,64 @@ static soren_status thread_allgather(void *ctx, uint64_t value, uint64_t *all, s
     return SOREN_OK;
 }
 
+/* A rank copies what the others send it in pieces of at most COPY_PIECE
+ * bytes, which its share of the process's threads take from a shared
+ * counter: on one thread a copy of a few GB into fresh memory runs at a
+ * fraction of the memory's speed, its pages faulted in one by one. */
+enum { COPY_PIECE = 8u << 20, COPY_THREADS_MAX = 16 };
+
+typedef struct copy_piece {
+    uint8_t *to;
+    const uint8_t *from;
+    size_t size;
+} copy_piece;
+
+typedef struct copy_job {
+    copy_piece *pieces;
+    size_t count;
+    atomic_size_t next;
+} copy_job;
+
+static void *copy_main(void *arg)
+{
+    copy_job *j = arg;
+    for (size_t i; (i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->count;)
+        memcpy(j->pieces[i].to, j->pieces[i].from, j->pieces[i].size);
+    return NULL;
+}
+
+/* Copies each rank's block for rank me into in, end to end (on this
+ * thread alone where the list of pieces cannot be had). */
+static void copy_blocks(const soren_thread_comm *t, int me, const uint64_t *recv_counts,
+                        uint8_t *in, uint64_t total)
+{
+    size_t cap = (size_t)(total / COPY_PIECE) + (size_t)t->n;
+    copy_job j = {.pieces = malloc(cap * sizeof *j.pieces)};
+    for (uint64_t at = 0, i = 0; i < (uint64_t)t->n; i++) {
+        uint64_t from = 0; /* rank i's block for me follows its blocks for ranks before me */
+        for (int k = 0; k < me; k++)
+            from += t->send_counts[i][k];
+        const uint8_t *src = (const uint8_t *)t->send[i] + from;
+        for (uint64_t done = 0; done < recv_counts[i];) {
+            size_t size = recv_counts[i] - done < COPY_PIECE ? (size_t)(recv_counts[i] - done)
+                                                             : COPY_PIECE;
+            if (j.pieces)
+                j.pieces[j.count++] = (copy_piece){in + at + done, src + done, size};
+            else
+                memcpy(in + at + done, src + done, size);
+            done += size;
+        }
+        at += recv_counts[i];
+    }
+    unsigned threads = soren_cpu_count() / (unsigned)t->n;
+    threads = threads > COPY_THREADS_MAX ? COPY_THREADS_MAX : threads ? threads : 1;
+    if (threads > j.count)
+        threads = (unsigned)(j.count ? j.count : 1);
+    if (j.pieces)
+        soren__run_threads(threads, copy_main, &j, 0);
+    free(j.pieces);
+}
+
 static soren_status thread_alltoallv(void *ctx, const void *send, const uint64_t *send_counts,
                                      void **recv, uint64_t *recv_counts, soren_error *err)
 {
@@ -56,13 +116,8 @@ static soren_status thread_alltoallv(void *ctx, const void *send, const uint64_t
         total += (recv_counts[i] = t->send_counts[i][me]);
     uint8_t *in = malloc(total ? total : 1);
     t->failed[me] = !in;
-    for (uint64_t at = 0, i = 0; in && i < (uint64_t)t->n; i++) {
-        uint64_t from = 0; /* rank i's block for me follows its blocks for ranks before me */
-        for (int j = 0; j < me; j++)
-            from += t->send_counts[i][j];
-        memcpy(in + at, (const uint8_t *)t->send[i] + from, recv_counts[i]);
-        at += recv_counts[i];
-    }
+    if (in)
+        copy_blocks(t, me, recv_counts, in, total);
     meet(t);
     int any_failed = 0;
     for (int i = 0; i < t->n; i++)
