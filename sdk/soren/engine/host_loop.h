@@ -21,7 +21,8 @@
 
 namespace soren {
 
-/* Where a host loop's pairs go. */
+/* Where a host loop's pairs go: its emitter's ctx (the emitter's state[0]
+ * is the stage). */
 struct host_dense {
     void *values;
     uint8_t *seen;
@@ -38,33 +39,21 @@ template <const auto &Desc, uint32_t I> constexpr bool host_dense_stage()
            (S::op == SOREN_COMBINE_SUM || S::op == SOREN_COMBINE_COUNT);
 }
 
-/* acc += v (a sum) or 1 (a count); integers wrap, i64 through u64. */
+/* *acc += v (a sum) or 1 (a count); integers wrap, i64 through u64. */
 template <uint32_t Op, uint32_t Type>
-__host__ __forceinline__ void host_add(uint8_t *acc, const void *v)
+__host__ __forceinline__ void host_add(typename value_of<Type>::type *acc, const void *v)
 {
     typedef typename value_of<Type>::type T;
-    T x, y;
-    memcpy(&x, acc, sizeof x);
+    T y;
     if constexpr (Op == SOREN_COMBINE_COUNT)
         y = (T)1;
     else
         memcpy(&y, v, sizeof y);
     if constexpr (Type == SOREN_TYPE_I64)
-        x = (T)((uint64_t)x + (uint64_t)y);
+        *acc = (T)((uint64_t)*acc + (uint64_t)y);
     else
-        x = x + y;
-    memcpy(acc, &x, sizeof x);
+        *acc = *acc + y;
 }
-
-/* The loop running on this thread hands its host_dense to the emits of
- * the map it inlines through a thread-local pointer, not the emitter: an
- * emitter the compiler cannot see to be constant, and whose address the
- * map's call through `emit` (never taken here) lets escape, would be read
- * again after every accumulator's store.  The emitter is a constant, its
- * state[0] the stage. */
-static thread_local const host_dense *host_dense_now;
-template <uint32_t I>
-constexpr soren_emitter host_emitter = {nullptr, nullptr, {I, 0, 0, 0, 0, 0}};
 
 template <const auto &Desc, uint32_t Count, uint32_t I = 0>
 __host__ __forceinline__ void host_emit_any(soren_emitter *e, const void *key, uint32_t n,
@@ -75,7 +64,7 @@ __host__ __forceinline__ void host_emit_any(soren_emitter *e, const void *key, u
             host_emit_any<Desc, Count, I + 1>(e, key, n, v);
             return;
         }
-        const host_dense *d = host_dense_now;
+        const host_dense *d = (const host_dense *)e->ctx;
         if constexpr (host_dense_stage<Desc, I>()) {
             typedef stage_traits<Desc, I> S;
             typedef typename value_of<S::value_type>::type T;
@@ -83,7 +72,7 @@ __host__ __forceinline__ void host_emit_any(soren_emitter *e, const void *key, u
             if (n == 4)
                 memcpy(&k, key, 4);
             if (n == 4 && k < d->key_count) {
-                host_add<S::op, S::value_type>((uint8_t *)d->values + (size_t)k * sizeof(T), v);
+                host_add<S::op, S::value_type>((T *)d->values + k, v);
                 /* a load where the key was seen before: stores are what a pair costs */
                 if (!d->seen[k])
                     d->seen[k] = 1;
@@ -104,7 +93,8 @@ __host__ __attribute__((flatten)) void map_dense(soren_cpu_dense_args *a)
     typedef stage_traits<Desc, I> S;
     bool refused = false;
     const host_dense d = {a->values, a->seen, a->key_count, &refused};
-    host_dense_now = &d;
+    /* soren_emit only reads an emitter without `emit` */
+    const soren_emitter e = {nullptr, (void *)&d, {I, 0, 0, 0, 0, 0}};
     const uint8_t *const data = a->data;
     const uint64_t rs = a->record_size, step = rs ? rs : 1, count = a->count;
     const uint64_t first_offset = a->first_offset, first_index = a->first_index;
@@ -123,7 +113,7 @@ __host__ __attribute__((flatten)) void map_dense(soren_cpu_dense_args *a)
             current->offset = r.offset;
         else
             current->index = r.index;
-        S::map((soren_emitter *)&host_emitter<I>, &r, params);
+        S::map((soren_emitter *)&e, &r, params);
         if (refused)
             break;
     }
