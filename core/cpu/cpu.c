@@ -1184,7 +1184,6 @@ static void group_by_partition(worker *w)
     w->pair_vals = pv;
 }
 
-/* Maps chunk c on w's thread; nonzero when w failed. */
 /* The plugin's dense host loop for the stage (plugin ABI 1.9), where its
  * records lie a stride apart (fixed records, tasks); NULL otherwise. */
 static void (*dense_loop(const soren_stage_spec *spec))(soren_cpu_dense_args *)
@@ -1225,6 +1224,7 @@ static void map_by_loop(worker *w, soren_records *it, soren_record *r)
     soren_records_skip(it, a.done);
 }
 
+/* Maps chunk c on w's thread; nonzero when w failed. */
 static int map_chunk(worker *w, uint64_t c)
 {
     engine *g = w->g;
