@@ -138,12 +138,7 @@ static int owner(const soren_result *r, uint64_t i, int ranks)
  * first each block's pairs are counted by destination, then scattered
  * where the counts put them, destination by destination and block by
  * block, so the packed bytes are those one thread would pack. */
-enum {
-    PACK_PAIRS_PER_THREAD = 1 << 20,
-    PACK_BLOCK_PAIRS = 1 << 16,
-    PACK_BLOCKS_MAX = 256,
-    PACK_THREADS_MAX = 16
-};
+enum { PACK_PAIRS_PER_THREAD = 1 << 20, PACK_BLOCK_PAIRS = 1 << 16, PACK_BLOCKS_MAX = 256 };
 
 typedef struct pack_job {
     const soren_result *r;
@@ -256,14 +251,20 @@ done:
     return rc;
 }
 
-/* The threads a rank may take for its packing: the process's CPUs, shared
- * by the ranks where they are threads of one process. */
-static unsigned pack_threads(const soren_comm *c)
+enum { RANK_THREADS_MAX = 16 };
+
+unsigned soren_dist_rank_threads(int ranks_in_process)
 {
     unsigned cpus = soren_cpu_count();
-    unsigned share = c->in_process && c->size > 1 ? cpus / (unsigned)c->size : cpus;
+    unsigned share = ranks_in_process > 1 ? cpus / (unsigned)ranks_in_process : cpus;
     share = share ? share : 1;
-    return share < PACK_THREADS_MAX ? share : PACK_THREADS_MAX;
+    return share < RANK_THREADS_MAX ? share : RANK_THREADS_MAX;
+}
+
+/* The threads this rank packs with. */
+static unsigned pack_threads(const soren_comm *c)
+{
+    return soren_dist_rank_threads(c->in_process ? c->size : 1);
 }
 
 /* Exchanges packed pairs: *sizes and *bytes get what every rank sent this

@@ -109,6 +109,12 @@ soren_status soren_dist_ends(const soren_comm *c, uint64_t count, uint64_t **end
 soren_status soren_dist_first(const soren_comm *c, uint64_t count, uint64_t *first,
                               soren_error *err);
 
+/* The threads one rank may take for its share of an exchange (packing,
+ * copying in what it receives): the process's CPUs, shared by the ranks
+ * that are threads of it (1 where the rank is a process of its own), at
+ * most 16. */
+unsigned soren_dist_rank_threads(int ranks_in_process);
+
 /* Gathers size bytes of every rank's mine on rank 0 into all (rank i's at
  * all + i * size; all is size * ranks bytes, used on rank 0 only). */
 soren_status soren_dist_gather_fixed(const soren_comm *c, const void *mine, size_t size,

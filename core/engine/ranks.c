@@ -48,7 +48,7 @@ static soren_status thread_allgather(void *ctx, uint64_t value, uint64_t *all, s
  * bytes, which its share of the process's threads take from a shared
  * counter: on one thread a copy of a few GB into fresh memory runs at a
  * fraction of the memory's speed, its pages faulted in one by one. */
-enum { COPY_PIECE = 8u << 20, COPY_THREADS_MAX = 16 };
+enum { COPY_PIECE = 8u << 20 };
 
 typedef struct copy_piece {
     uint8_t *to;
@@ -93,8 +93,7 @@ static void copy_blocks(const soren_thread_comm *t, int me, const uint64_t *recv
         }
         at += recv_counts[i];
     }
-    unsigned threads = soren_cpu_count() / (unsigned)t->n;
-    threads = threads > COPY_THREADS_MAX ? COPY_THREADS_MAX : threads ? threads : 1;
+    unsigned threads = soren_dist_rank_threads(t->n);
     if (threads > j.count)
         threads = (unsigned)(j.count ? j.count : 1);
     if (j.pieces)
