@@ -512,13 +512,12 @@ Test(api, kmeans_through_the_api_equals_a_c_loop, .timeout = 600)
     char points_path[4096], c0_path[4096];
     snprintf(points_path, sizeof points_path, "%s/points.bin", dir);
     snprintf(c0_path, sizeof c0_path, "%s/c0.bin", dir);
-    char *gerr = NULL;
-    cr_assert_eq(tu_runf(NULL, &gerr, "'%s/soren-gen' points --count %zu --dims %zu --clusters "
-                         "24 --seed 75 -o '%s' && '%s/soren-gen' points --dims %zu --centroids "
-                         "%zu --clusters 24 --seed 75 -o '%s'", tu_builddir(), n, dims,
-                         points_path, tu_builddir(), dims, k, c0_path),
-                 0, "soren-gen: %s", gerr);
-    free(gerr);
+    char args[256];
+    snprintf(args, sizeof args, "points --count %zu --dims %zu --clusters 24 --seed 75", n, dims);
+    tu_gen(points_path, args);
+    snprintf(args, sizeof args, "points --dims %zu --centroids %zu --clusters 24 --seed 75", dims,
+             k);
+    tu_gen(c0_path, args);
     size_t size = 0;
     float *points = (float *)tu_read(points_path, &size);
     cr_assert_eq(size, n * dims * sizeof(float));
@@ -781,11 +780,9 @@ Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
     const size_t n = 200000, dims = 3, stride = dims + 1;
     char path[4096];
     snprintf(path, sizeof path, "%s/points.bin", dir);
-    char *gerr = NULL;
-    cr_assert_eq(tu_runf(NULL, &gerr, "'%s/soren-gen' points --count %zu --dims %zu --clusters "
-                         "24 --seed 77 -o '%s'", tu_builddir(), n, dims, path),
-                 0, "soren-gen: %s", gerr);
-    free(gerr);
+    char args[256];
+    snprintf(args, sizeof args, "points --count %zu --dims %zu --clusters 24 --seed 77", n, dims);
+    tu_gen(path, args);
     size_t size = 0;
     float *points = (float *)tu_read(path, &size);
     cr_assert_eq(size, n * dims * sizeof(float));

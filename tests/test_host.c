@@ -784,13 +784,8 @@ Test(host, library_jobs_in_the_host)
     char points[4300], c0[4300];
     snprintf(points, sizeof points, "%s/points.bin", dir);
     snprintf(c0, sizeof c0, "%s/c0.bin", dir);
-    char *gerr = NULL;
-    cr_assert_eq(tu_runf(NULL, &gerr, "'%s/soren-gen' points --count 20000 --dims 3 --clusters "
-                         "6 --seed 41 -o '%s' && '%s/soren-gen' points --dims 3 --centroids 6 "
-                         "--clusters 6 --seed 41 -o '%s'", tu_builddir(), points,
-                         tu_builddir(), c0),
-                 0, "soren-gen: %s", gerr);
-    free(gerr);
+    tu_gen(points, "points --count 20000 --dims 3 --clusters 6 --seed 41");
+    tu_gen(c0, "points --dims 3 --centroids 6 --clusters 6 --seed 41");
     size_t size = 0;
     void *start = tu_read(c0, &size);
     soren_iteration here, there;
