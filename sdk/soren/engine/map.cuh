@@ -74,6 +74,8 @@ struct emit_ctx {
     void *block_values;              /* the table's values; dense: key_count values */
     uint8_t *present;                /* dense: a byte per key, 1 once the block emitted it */
     uint32_t block_mask;             /* the table's entries - 1 (a power of two) */
+    bool dense_in_block;             /* dense: the array is block_values (a constant of each
+                                        dense kernel, so its emits test nothing for it) */
 };
 
 /* Bytes [off, off + 4) of a key of n bytes as a little-endian word, zero
@@ -157,28 +159,34 @@ __device__ inline bool key_equals(const soren_gpu_map_args *a, uint32_t ref, con
     return true;
 }
 
+/* Records a bad key as (rule << 56) | detail, the first one only, and
+ * flags the launch.  Out of line, each rule's detail made at its call: the
+ * emits' own path keeps no instructions for a case that fails the run. */
+static __device__ __noinline__ void record_bad_key(const soren_gpu_map_args *a,
+                                                   unsigned long long rule, uint32_t detail)
+{
+    atomicCAS(a->bad_key, 0ull, rule << 56 | detail);
+    atomicOr(a->status, SOREN_GPU_BAD_KEY);
+}
+
 /* Checks a key against the manifest's rules (the CPU engine applies the
- * same ones); the first bad key is recorded as (rule << 56) | detail. */
+ * same ones), recording a bad one. */
 template <uint32_t KeyType>
 __device__ inline bool key_ok(const soren_gpu_map_args *a, const void *key, uint32_t n)
 {
-    unsigned long long bad = 0;
-    if (KeyType == SOREN_TYPE_STRING) {
-        if (n > a->key_max_size)
-            bad = (1ull << 56) | n;
-    } else if (n != (KeyType == SOREN_TYPE_U32 || KeyType == SOREN_TYPE_F32 ||
-                             KeyType == SOREN_TYPE_INDEX
-                         ? 4u
-                         : 8u)) {
-        bad = (2ull << 56) | n;
-    } else if (KeyType == SOREN_TYPE_INDEX && *(const uint32_t *)key >= a->key_count) {
-        bad = (3ull << 56) | *(const uint32_t *)key;
+    constexpr uint32_t size = KeyType == SOREN_TYPE_U32 || KeyType == SOREN_TYPE_F32 ||
+                                      KeyType == SOREN_TYPE_INDEX
+                                  ? 4u
+                                  : 8u;
+    if (KeyType == SOREN_TYPE_STRING ? n > a->key_max_size : n != size) {
+        record_bad_key(a, KeyType == SOREN_TYPE_STRING ? 1 : 2, n);
+        return false;
     }
-    if (!bad)
-        return true;
-    atomicCAS(a->bad_key, 0ull, bad);
-    atomicOr(a->status, SOREN_GPU_BAD_KEY);
-    return false;
+    if (KeyType == SOREN_TYPE_INDEX && *(const uint32_t *)key >= a->key_count) {
+        record_bad_key(a, 3, *(const uint32_t *)key);
+        return false;
+    }
+    return true;
 }
 
 /* Sleeps about ns nanoseconds where the device can (sm_70 on). */
@@ -343,21 +351,23 @@ __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_
     return true;
 }
 
-/* The dense variant: the key is its slot.  Presence is a plain byte store:
- * every writer stores the same 1, so no atomic is needed. */
-template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
+/* The dense variant: the key is its slot, in the block's array (InBlock)
+ * or the global one.  Presence is a plain byte store: every writer stores
+ * the same 1, so no atomic is needed.  Values are typed, so their address
+ * is the key times a constant size. */
+template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn, bool InBlock>
 __device__ inline void dense_insert(const emit_ctx *c, uint32_t key, const void *v)
 {
+    typedef typename value_of<VType>::type T;
     const soren_gpu_map_args *a = c->a;
-    if (c->block_values) {
-        combine_into<Op, VType, UserFn>((uint8_t *)c->block_values + (uint64_t)key * a->value_size,
-                                        v);
+    if constexpr (InBlock) {
+        combine_into<Op, VType, UserFn>((T *)c->block_values + key, v);
         c->present[key] = 1;
-        return;
+    } else {
+        combine_into<Op, VType, UserFn>((T *)a->slot_values + key, v);
+        if (__ldcg(&a->slots[key]) == 0)
+            a->slots[key] = dense_ref(key);
     }
-    combine_into<Op, VType, UserFn>((uint8_t *)a->slot_values + (uint64_t)key * a->value_size, v);
-    if (__ldcg(&a->slots[key]) == 0)
-        a->slots[key] = dense_ref(key);
 }
 
 __device__ inline void store_value(void *dst, const void *v, uint32_t size)
@@ -445,12 +455,16 @@ __device__ inline void emit_stage(soren_emitter *e, const void *key, uint32_t n,
         return;
     if (c->variant == SOREN_GPU_DENSE) {
         /* A dense launch never stops for room, so never resumes: its emits
-         * keep no count, only a bad key stops the record. */
+         * keep no count.  A bad key is recorded (key_ok) and skipped: the
+         * run fails on it, whatever the launch goes on to add. */
         if constexpr (S::key_type == SOREN_TYPE_INDEX) {
-            if (key_ok<S::key_type>(a, key, n))
-                dense_insert<Op, S::value_type, S::user_combine>(c, *(const uint32_t *)key, v);
+            if (!key_ok<S::key_type>(a, key, n))
+                return;
+            const uint32_t index = *(const uint32_t *)key;
+            if (c->dense_in_block)
+                dense_insert<Op, S::value_type, S::user_combine, true>(c, index, v);
             else
-                e->state[EMIT_FAILED] = 1;
+                dense_insert<Op, S::value_type, S::user_combine, false>(c, index, v);
         }
         return;
     }
@@ -576,12 +590,14 @@ __device__ inline void shared_flush(const emit_ctx *c, const soren_gpu_map_args 
 
 /* Record r of the input, as the CPU engine makes it for each format: its
  * offset and index counted in the whole input where the input is a slice
- * (record_base), its data in the slice. */
+ * (record_base), its data in the slice.  Format, where not 0, is the
+ * input's format known at compile time. */
+template <uint32_t Format = 0>
 __device__ inline soren_record record_of(const soren_gpu_map_args &a, uint64_t r)
 {
     soren_record rec;
     const uint64_t base = a.record_base;
-    switch (a.input_format) {
+    switch (Format ? Format : a.input_format) {
     case SOREN_GPU_FIXED: /* a slice starts on a record */
         rec.data = a.input + r * a.record_size;
         rec.size = a.record_size;
@@ -710,6 +726,19 @@ __host__ __device__ constexpr bool tiles_records(uint32_t variant)
            variant != SOREN_GPU_DENSE;
 }
 
+/* The identity a launch's shared values start from: the combine's, or a
+ * user combine's, whose bits the launcher passed in a.identity. */
+template <uint32_t Op, uint32_t VType>
+__device__ inline typename value_of<VType>::type launch_identity(const soren_gpu_map_args &a)
+{
+    typedef typename value_of<VType>::type T;
+    typedef typename value_of<VType>::word W;
+    if constexpr (Op == SOREN_COMBINE_USER)
+        return value_from<T, W>((W)a.identity);
+    else
+        return identity<Op, VType>();
+}
+
 /* The map launch of variant V (a soren_gpu_variant): one thread a record in
  * a grid-stride loop.  Each variant is its own kernel, so a launch carries
  * only its own emit path (fewer registers, no branch on the variant per
@@ -732,14 +761,10 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
     constexpr uint32_t op = Fold ? fold_op<S::op> : S::op;
     extern __shared__ __align__(16) unsigned long long shared[];
 
-    emit_ctx c = {&a, V, nullptr, nullptr, nullptr, nullptr, 0};
-    const bool shared_table = (V == SOREN_GPU_HASH || V == SOREN_GPU_DENSE) && a.shared_bytes;
-    if (shared_table) {
-        T user = value_from<T, typename value_of<S::value_type>::word>(
-            (typename value_of<S::value_type>::word)a.identity);
-        shared_setup<V, T>(&c, a, op == SOREN_COMBINE_USER ? user : identity<op, S::value_type>(),
-                           shared);
-    }
+    emit_ctx c = {&a, V, nullptr, nullptr, nullptr, nullptr, 0, false};
+    const bool shared_table = V == SOREN_GPU_HASH && a.shared_bytes;
+    if (shared_table)
+        shared_setup<V, T>(&c, a, launch_identity<op, S::value_type>(a), shared);
 
     const uint64_t count = monitor ? a.sample_count : a.record_count;
     const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -833,18 +858,65 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
         shared_flush<V, op, S::value_type, S::user_combine>(&c, a);
 }
 
+/* The dense variant's records, Format (where not 0) their format known at
+ * compile time: one thread a record in a grid-stride loop, read in place
+ * (tiles_records).  A dense launch never stops: not for room, and not at a
+ * bad key, which fails the run (emit_stage). */
+template <const auto &Desc, uint32_t I, uint32_t Format>
+__device__ inline void dense_records(const soren_gpu_map_args &a, emit_ctx *c)
+{
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t r = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; r < a.record_count;
+         r += stride) {
+        soren_emitter e;
+        e.emit = 0;
+        e.ctx = c;
+        e.state[EMIT_RECORD] = r;
+        e.state[EMIT_PAIRS] = 0;
+        e.state[EMIT_KEY_BYTES] = 0;
+        e.state[EMIT_STAGE] = I;
+        e.state[EMIT_SKIP] = 0;
+        e.state[EMIT_FAILED] = 0;
+        soren_record rec = record_of<Format>(a, r);
+        stage_traits<Desc, I>::map(&e, &rec, &a.params);
+    }
+}
+
+/* The dense variant's map launch, InBlock where its array lies in the
+ * block's shared memory.  Its own kernel, apart from map_kernel's resumes
+ * and tiles, with the array's place and fixed records known at compile
+ * time: histogram's map is bound by the instructions it issues, and this
+ * leaves each emit the key's check, the combine and the presence store. */
+template <const auto &Desc, uint32_t I, bool InBlock>
+__global__ void dense_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_t)
+{
+    typedef stage_traits<Desc, I> S;
+    typedef typename value_of<S::value_type>::type T;
+    extern __shared__ __align__(16) unsigned long long shared[];
+
+    emit_ctx c = {&a, SOREN_GPU_DENSE, nullptr, nullptr, nullptr, nullptr, 0, InBlock};
+    if constexpr (InBlock)
+        shared_setup<SOREN_GPU_DENSE, T>(&c, a, launch_identity<S::op, S::value_type>(a), shared);
+    if (a.input_format == SOREN_GPU_FIXED)
+        dense_records<Desc, I, SOREN_GPU_FIXED>(a, &c);
+    else
+        dense_records<Desc, I, 0>(a, &c);
+    if constexpr (InBlock)
+        shared_flush<SOREN_GPU_DENSE, S::op, S::value_type, S::user_combine>(&c, a);
+}
+
 /* The map kernel of a launch's variant; NULL for a variant that does not
  * apply to the stage (the host never asks for one), so that no plugin
  * compiles kernels it cannot use.  A fold (fold_pairs) has monitoring and
  * hash, for a stage with a combine (a count's partial counts add) and keys
  * other than index keys (which fold on the CPU: there are few of them). */
 template <const auto &Desc, uint32_t I>
-__host__ inline void (*map_kernel_for(uint32_t variant, bool fold))(soren_gpu_map_args,
-                                                                    uint32_t)
+__host__ inline void (*map_kernel_for(const soren_gpu_map_args &a))(soren_gpu_map_args, uint32_t)
 {
     typedef stage_traits<Desc, I> S;
     constexpr bool combines = S::op != SOREN_COMBINE_NONE;
-    if (fold) {
+    const uint32_t variant = a.variant;
+    if (a.fold_pairs) {
         if constexpr (combines && S::key_type != SOREN_TYPE_INDEX) {
             if (variant == SOREN_GPU_MONITOR)
                 return map_kernel<Desc, I, SOREN_GPU_MONITOR, true>;
@@ -868,7 +940,7 @@ __host__ inline void (*map_kernel_for(uint32_t variant, bool fold))(soren_gpu_ma
         break;
     case SOREN_GPU_DENSE:
         if constexpr (combines && S::key_type == SOREN_TYPE_INDEX)
-            return map_kernel<Desc, I, SOREN_GPU_DENSE>;
+            return a.shared_bytes ? dense_kernel<Desc, I, true> : dense_kernel<Desc, I, false>;
         break;
     case SOREN_GPU_GROUP:
         if constexpr (!combines && S::reduce != nullptr)

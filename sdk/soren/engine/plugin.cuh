@@ -151,7 +151,7 @@ static int launch_map(const soren_gpu_map_args *args, void *stream)
     if constexpr (S::op == SOREN_COMBINE_USER)
         memcpy(&a.identity, Desc[I].combine.identity,
                sizeof(typename value_of<S::value_type>::type));
-    void (*kernel)(soren_gpu_map_args, uint32_t) = map_kernel_for<Desc, I>(a.variant, a.fold_pairs != 0);
+    void (*kernel)(soren_gpu_map_args, uint32_t) = map_kernel_for<Desc, I>(a);
     if (!kernel)
         return cudaErrorNotSupported;
     /* A resuming launch takes the same tile as the one that stopped (its
