@@ -8,8 +8,9 @@
  * table as it is: feed_compare checks every pair against the parameter's
  * element it names (soren_iterate_feed's rule), and its last block decides
  * what the run comes to; feed_apply then writes the values over the
- * elements and empties the table for the next run.  The three are captured
- * once as the body of a CUDA graph's while node, whose condition the
+ * elements and empties the table for the next run.  A small table's feed
+ * is one block that does all three (feed_whole).  The map and the feed are
+ * captured once as the body of a CUDA graph's while node, whose condition the
  * decision clears when the output changed no byte (converged), when the
  * batch's runs are done, or when a run needs the host: its launch stopped
  * for room or met a bad key, or a key is past the parameter's end.  That
@@ -24,7 +25,7 @@
 
 namespace soren__gpu {
 
-enum { FEED_THREADS = 256 };
+enum { FEED_THREADS = 256, FEED_WHOLE_THREADS = 1024, FEED_WHOLE_SLOTS = 4 * FEED_WHOLE_THREADS };
 
 /* A batch as the host sets it up and the feed leaves it. */
 struct feed_state {
@@ -66,42 +67,30 @@ __device__ static bool bytes_differ(const uint8_t *a, const uint8_t *b, uint32_t
     return false;
 }
 
-/* Whether any pair differs from its element, or names one past the end;
- * the grid's last block to finish decides the run (the flags reset for the
- * next run, the decision for feed_apply, the graph's condition). */
-__global__ void __launch_bounds__(FEED_THREADS) feed_compare(feed_args a)
+/* Whether a pair of the slots from first, every step, differs from its
+ * element (*changed) or names one past the end (*outside). */
+__device__ static void compare_slots(const feed_args &a, uint64_t first, uint64_t step,
+                                     bool *changed, bool *outside)
 {
-    feed_state *st = a.state;
     const uint64_t elements = a.param_size / a.value_size;
-    const bool stopped = a.counters[STATUS] != 0;
-    bool changed = false, outside = false;
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; !stopped && i < a.slot_count;
-         i += (uint64_t)gridDim.x * blockDim.x) {
+    for (uint64_t i = first; i < a.slot_count; i += step) {
         if (!holds_key(a.slots[i]))
             continue;
         const uint64_t e = element_of(key_bytes_of(a.keys, (uint32_t)a.slots[i]), a.key_size);
         if (e >= elements)
-            outside = true;
+            *outside = true;
         else if (bytes_differ(a.param + e * a.value_size, a.slot_values + i * a.value_size,
                               a.value_size))
-            changed = true;
+            *changed = true;
     }
-    if (changed)
-        atomicOr(&st->changed, 1u);
-    if (outside)
-        atomicOr(&st->outside, 1u);
-    __threadfence();
-    __shared__ bool last;
-    __syncthreads();
-    if (threadIdx.x == 0)
-        last = atomicAdd(&st->blocks_done, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last || threadIdx.x != 0)
-        return;
-    __threadfence();
-    const volatile feed_state *seen = st;
-    const bool host = stopped || seen->outside;
-    const bool any = seen->changed != 0;
+}
+
+/* What the run comes to, from what the compare found (one thread): the
+ * decision for the apply, the runs, the end, the graph's condition. */
+__device__ static void decide(const feed_args &a, bool stopped, bool outside, bool any)
+{
+    feed_state *st = a.state;
+    const bool host = stopped || outside;
     const bool final = st->runs + 1 == st->limit;
     /* LIMIT: the batch's runs are done (the iteration's, where it compared) */
     const unsigned int end = host   ? SOREN_GPU_LOOP_HOST
@@ -116,20 +105,19 @@ __global__ void __launch_bounds__(FEED_THREADS) feed_compare(feed_args a)
     if (!host)
         st->runs++;
     st->end = end;
-    st->changed = st->outside = st->blocks_done = 0;
     cudaGraphSetConditional(a.going, end == SOREN_GPU_LOOP_GOING);
 }
 
-/* The decision carried out: the values written over their elements, and
- * the table emptied and the counters fresh for the next run. */
-__global__ void __launch_bounds__(FEED_THREADS) feed_apply(feed_args a)
+/* The decision carried out over the slots from first, every step: the
+ * values written over their elements, and the table emptied and the
+ * counters fresh for the next run. */
+__device__ static void apply_slots(const feed_args &a, uint64_t first, uint64_t step)
 {
     const feed_state *st = a.state;
     const bool write = st->write, empty = st->empty;
     if (!write && !empty)
         return;
-    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < a.slot_count;
-         i += (uint64_t)gridDim.x * blockDim.x) {
+    for (uint64_t i = first; i < a.slot_count; i += step) {
         if (!holds_key(a.slots[i]))
             continue;
         uint8_t *value = a.slot_values + i * a.value_size;
@@ -142,8 +130,58 @@ __global__ void __launch_bounds__(FEED_THREADS) feed_apply(feed_args a)
             memcpy(value, a.identity, a.value_size);
         }
     }
-    if (empty && blockIdx.x == 0 && threadIdx.x < COUNTER_COUNT) /* as session_start's */
-        a.counters[threadIdx.x] = threadIdx.x == KEYS_USED ? SOREN_KEY_ALIGN : 0;
+    if (empty && first < COUNTER_COUNT) /* as session_start's */
+        a.counters[first] = first == KEYS_USED ? SOREN_KEY_ALIGN : 0;
+}
+
+/* A table of many slots: the compare over the grid, whose last block to
+ * finish decides (and resets the flags for the next run)... */
+__global__ void __launch_bounds__(FEED_THREADS) feed_compare(feed_args a)
+{
+    feed_state *st = a.state;
+    const bool stopped = a.counters[STATUS] != 0;
+    bool changed = false, outside = false;
+    if (!stopped)
+        compare_slots(a, blockIdx.x * (uint64_t)blockDim.x + threadIdx.x,
+                      (uint64_t)gridDim.x * blockDim.x, &changed, &outside);
+    if (changed)
+        atomicOr(&st->changed, 1u);
+    if (outside)
+        atomicOr(&st->outside, 1u);
+    __threadfence();
+    __shared__ bool last;
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(&st->blocks_done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last || threadIdx.x != 0)
+        return;
+    __threadfence();
+    const volatile feed_state *seen = st;
+    decide(a, stopped, seen->outside != 0, seen->changed != 0);
+    st->changed = st->outside = st->blocks_done = 0;
+}
+
+/* ...and the apply, a launch of its own that waits for the decision. */
+__global__ void __launch_bounds__(FEED_THREADS) feed_apply(feed_args a)
+{
+    apply_slots(a, blockIdx.x * (uint64_t)blockDim.x + threadIdx.x,
+                (uint64_t)gridDim.x * blockDim.x);
+}
+
+/* A table of at most FEED_WHOLE_SLOTS slots: compare, decision and apply
+ * in one block, a launch (and its gap in the loop) fewer a run. */
+__global__ void __launch_bounds__(FEED_WHOLE_THREADS) feed_whole(feed_args a)
+{
+    const bool stopped = a.counters[STATUS] != 0;
+    bool changed = false, outside = false;
+    if (!stopped)
+        compare_slots(a, threadIdx.x, blockDim.x, &changed, &outside);
+    const bool any = __syncthreads_or(changed), beyond = __syncthreads_or(outside);
+    if (threadIdx.x == 0)
+        decide(a, stopped, beyond, any);
+    __syncthreads();
+    apply_slots(a, threadIdx.x, blockDim.x);
 }
 
 /* A batch of runs takes about this long on the device, so that the host
@@ -179,8 +217,12 @@ static soren_status capture_body(gpu_run *r, cudaGraph_t body, const feed_args &
     const uint64_t blocks = (fa.slot_count + FEED_THREADS - 1) / FEED_THREADS;
     const unsigned grid = blocks < (uint64_t)r->grid ? (unsigned)blocks : (unsigned)r->grid;
     if (st == SOREN_OK) {
-        feed_compare<<<grid ? grid : 1, FEED_THREADS, 0, r->stream>>>(fa);
-        feed_apply<<<grid ? grid : 1, FEED_THREADS, 0, r->stream>>>(fa);
+        if (fa.slot_count <= FEED_WHOLE_SLOTS) {
+            feed_whole<<<1, FEED_WHOLE_THREADS, 0, r->stream>>>(fa);
+        } else {
+            feed_compare<<<grid ? grid : 1, FEED_THREADS, 0, r->stream>>>(fa);
+            feed_apply<<<grid ? grid : 1, FEED_THREADS, 0, r->stream>>>(fa);
+        }
         cudaError_t rc = cudaGetLastError();
         if (rc != cudaSuccess)
             st = cuda_fail(r, rc, "the feed's kernels", __FILE__, __LINE__);
