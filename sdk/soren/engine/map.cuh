@@ -159,34 +159,28 @@ __device__ inline bool key_equals(const soren_gpu_map_args *a, uint32_t ref, con
     return true;
 }
 
-/* Records a bad key as (rule << 56) | detail, the first one only, and
- * flags the launch.  Out of line, each rule's detail made at its call: the
- * emits' own path keeps no instructions for a case that fails the run. */
-static __device__ __noinline__ void record_bad_key(const soren_gpu_map_args *a,
-                                                   unsigned long long rule, uint32_t detail)
-{
-    atomicCAS(a->bad_key, 0ull, rule << 56 | detail);
-    atomicOr(a->status, SOREN_GPU_BAD_KEY);
-}
-
 /* Checks a key against the manifest's rules (the CPU engine applies the
- * same ones), recording a bad one. */
+ * same ones); the first bad key is recorded as (rule << 56) | detail. */
 template <uint32_t KeyType>
 __device__ inline bool key_ok(const soren_gpu_map_args *a, const void *key, uint32_t n)
 {
-    constexpr uint32_t size = KeyType == SOREN_TYPE_U32 || KeyType == SOREN_TYPE_F32 ||
-                                      KeyType == SOREN_TYPE_INDEX
-                                  ? 4u
-                                  : 8u;
-    if (KeyType == SOREN_TYPE_STRING ? n > a->key_max_size : n != size) {
-        record_bad_key(a, KeyType == SOREN_TYPE_STRING ? 1 : 2, n);
-        return false;
+    unsigned long long bad = 0;
+    if (KeyType == SOREN_TYPE_STRING) {
+        if (n > a->key_max_size)
+            bad = (1ull << 56) | n;
+    } else if (n != (KeyType == SOREN_TYPE_U32 || KeyType == SOREN_TYPE_F32 ||
+                             KeyType == SOREN_TYPE_INDEX
+                         ? 4u
+                         : 8u)) {
+        bad = (2ull << 56) | n;
+    } else if (KeyType == SOREN_TYPE_INDEX && *(const uint32_t *)key >= a->key_count) {
+        bad = (3ull << 56) | *(const uint32_t *)key;
     }
-    if (KeyType == SOREN_TYPE_INDEX && *(const uint32_t *)key >= a->key_count) {
-        record_bad_key(a, 3, *(const uint32_t *)key);
-        return false;
-    }
-    return true;
+    if (!bad)
+        return true;
+    atomicCAS(a->bad_key, 0ull, bad);
+    atomicOr(a->status, SOREN_GPU_BAD_KEY);
+    return false;
 }
 
 /* Sleeps about ns nanoseconds where the device can (sm_70 on). */
@@ -353,8 +347,11 @@ __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_
 
 /* The dense variant: the key is its slot, in the block's array (InBlock)
  * or the global one.  Presence is a plain byte store: every writer stores
- * the same 1, so no atomic is needed.  Values are typed, so their address
- * is the key times a constant size. */
+ * the same 1, so no atomic is needed.  (Storing only where the combine
+ * found the identity, a key's first emit, would spare the stores but make
+ * the atomic return its value, which serialises a warp's emits to one key:
+ * four times slower on a picture's uniform areas.)  Values are typed, so
+ * their address is the key times a constant size. */
 template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn, bool InBlock>
 __device__ inline void dense_insert(const emit_ctx *c, uint32_t key, const void *v)
 {
