@@ -3,7 +3,8 @@
 soren-host run processes with a host running and without, side by side in
 one run.
 
-    bench/host_figures.py BUNDLE WORKDIR [--big-gib N] [--big-word-length MEAN] [--json OUT]
+    bench/host_figures.py BUNDLE WORKDIR [--big-gib N] [--big-word-length MEAN | --big-from FILE]
+                          [--json OUT]
 
 BUNDLE is a GPU bundle (make gpu-bundle) or a build tree: its soren-host,
 soren-gen and bench/bench-limits are used.  Measured, each as the median of
@@ -12,7 +13,9 @@ its repetitions:
   small     a 1 MiB wordcount (generated text), 15 runs each way;
   big       an N GiB text (default 8) from the page cache, 5 runs each way
             (soren-gen's words, of mean length MEAN where given: short words
-            keep the map ahead of the bus, long ones put it behind),
+            keep the map ahead of the bus, long ones put it behind; or, with
+            --big-from FILE, FILE's bytes repeated, e.g. the real text of
+            bench/real-inputs.sh),
             against the pinned host-to-device bandwidth bench-limits measures
             in the same run (the fraction is that bandwidth's share the whole
             process reached: bytes / process seconds / pinned bytes a second);
@@ -57,6 +60,7 @@ def main():
     ap.add_argument("work")
     ap.add_argument("--big-gib", type=int, default=8)
     ap.add_argument("--big-word-length")
+    ap.add_argument("--big-from")
     ap.add_argument("--json")
     a = ap.parse_args()
     b = os.path.abspath(a.bundle)
@@ -72,14 +76,26 @@ def main():
 
     subprocess.run([gen, "text", "--size", "1M", "--seed", "11", "-o", w("1m.txt")], check=True)
     subprocess.run([gen, "text", "--size", "64K", "--seed", "12", "-o", w("64k.txt")], check=True)
-    words = ["--word-length", a.big_word_length] if a.big_word_length else []
-    subprocess.run([gen, "text", "--size", "1G", "--vocab", "400000", "--seed", "13"] + words +
-                   ["-o", w("1g.txt")], check=True)
-    with open(w("big.txt"), "wb") as out:
+    if a.big_from:
+        if a.big_word_length:
+            sys.exit("host_figures: --big-from and --big-word-length do not go together")
+        with open(a.big_from, "rb") as f:
+            part = f.read()
+        if not part:
+            sys.exit("host_figures: %s is empty" % a.big_from)
+    else:
+        words = ["--word-length", a.big_word_length] if a.big_word_length else []
+        subprocess.run([gen, "text", "--size", "1G", "--vocab", "400000", "--seed", "13"] +
+                       words + ["-o", w("1g.txt")], check=True)
         with open(w("1g.txt"), "rb") as one:
             part = one.read()
-        for _ in range(a.big_gib):
-            out.write(part)
+    # FILE's bytes repeated and cut at N GiB (a cut line is the last one)
+    left = a.big_gib << 30
+    with open(w("big.txt"), "wb") as out:
+        while left:
+            piece = part[:left]
+            out.write(piece)
+            left -= len(piece)
     del part
     big_bytes = os.path.getsize(w("big.txt"))
     limits = json.loads(subprocess.run([b + "/bench/bench-limits", "--json"], env=env,
@@ -88,7 +104,9 @@ def main():
 
     wc = lambda f, *extra: [host, "run", "wordcount", w(f), *extra]
     r = {"gpu": limits.get("gpu"), "pinned_h2d_gbps": limits["h2d_pinned_gbps"],
-         "big_bytes": big_bytes, "big_word_length": a.big_word_length or "default"}
+         "big_bytes": big_bytes,
+         "big_text": ("%s repeated" % a.big_from if a.big_from else
+                      "soren-gen text, word length %s" % (a.big_word_length or "default"))}
     # Without a host
     r["small_local_ms"] = 1e3 * median_time(wc("1m.txt", "--local"), env, 15)
     r["big_local_s"] = median_time(wc("big.txt", "--local", "-o", "/dev/null"), env, 5)
