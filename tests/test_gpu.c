@@ -877,3 +877,74 @@ Test(gpu, devices_all_through_a_resident_host)
     free(got);
     free(sock);
 }
+
+/* The GPU that --verbose says a run took ("device: gpu D of N"), or -1. */
+static int gpu_said(const char *err_path)
+{
+    char *text = tu_read(err_path, NULL);
+    const char *at = text ? strstr(text, "soren-host: device: gpu ") : NULL;
+    int d = at ? atoi(at + strlen("soren-host: device: gpu ")) : -1;
+    free(text);
+    return d;
+}
+
+/* Two clients at once through a host with two workers: the second job
+ * goes to the GPU the first left free, and each output is the CPU
+ * engine's.  One client after the other, both stay on GPU 0, where their
+ * sessions are. */
+Test(gpu, jobs_side_by_side_spread_over_the_gpus)
+{
+    if (soren_device_count(NULL, 0) < 2)
+        cr_skip_test("one GPU: nothing to spread over");
+    char *text = in_dir("text"), *want = in_dir("cpu.out"), *sock = in_dir("run/host.sock");
+    char *out[2] = {in_dir("a.out"), in_dir("b.out")}, *said[2] = {in_dir("a.err"),
+                                                                   in_dir("b.err")};
+    char *err = NULL;
+    dg_text(text, 256 << 20, 705);
+    cr_assert_eq(run("wordcount", "--local --device cpu", text, want, &err), 0, "%s", err);
+    free(err);
+    err = NULL;
+    cr_assert_eq(tu_runf(NULL, &err, "'%s' --socket '%s' serve --detach --jobs 2 --load "
+                         "wordcount", tu_host(), sock), 0, "serve: %s", err);
+    free(err);
+    const char *client = "'%s' --socket '%s' run wordcount --device gpu --verbose '%s' -o '%s' "
+                         "2>'%s'";
+    char *one = NULL, *two = NULL, *both = NULL;
+    cr_assert(asprintf(&one, client, tu_host(), sock, text, out[0], said[0]) > 0);
+    cr_assert(asprintf(&two, client, tu_host(), sock, text, out[1], said[1]) > 0);
+    cr_assert(asprintf(&both, "%s & %s; b=$?; wait $! && exit $b", one, two) > 0);
+    for (int round = 0; round < 2; round++) {
+        err = NULL;
+        int rc = tu_runf(NULL, &err, "%s", round == 0 ? both : one);
+        cr_expect_eq(rc, 0, "round %d: exit %d: %s", round, rc, err);
+        free(err);
+        if (round == 1) {
+            err = NULL;
+            rc |= tu_runf(NULL, &err, "%s", two);
+            cr_expect_eq(rc, 0, "round 1, second client: %s", err);
+            free(err);
+        }
+        if (rc != 0)
+            break;
+        int d[2] = {gpu_said(said[0]), gpu_said(said[1])};
+        if (round == 0)
+            cr_expect((d[0] == 0 && d[1] == 1) || (d[0] == 1 && d[1] == 0),
+                      "side by side, the jobs ran on GPUs %d and %d", d[0], d[1]);
+        else
+            cr_expect(d[0] == 0 && d[1] == 0, "one after the other, the jobs ran on GPUs %d "
+                      "and %d", d[0], d[1]);
+        expect_same(out[0], want, "the first client's wordcount");
+        expect_same(out[1], want, "the second client's wordcount");
+    }
+    tu_runf(NULL, NULL, "'%s' --socket '%s' stop", tu_host(), sock);
+    free(one);
+    free(two);
+    free(both);
+    for (int i = 0; i < 2; i++) {
+        free(out[i]);
+        free(said[i]);
+    }
+    free(text);
+    free(want);
+    free(sock);
+}

@@ -939,9 +939,10 @@ Test(ledger, jobs_that_fit_run_side_by_side_and_in_turn)
     cr_assert_eq(ledger_served(&l, &served), 2, "a job that does not fit waits, and so do the "
                  "jobs that asked after it");
     uint64_t reserved = 0;
-    unsigned holders = 0;
-    soren_ledger_usage(&l, &reserved, &holders);
-    cr_assert(reserved == 90 && holders == 2);
+    unsigned holders = 0, waiting = 0;
+    soren_ledger_usage(&l, &reserved, &holders, &waiting);
+    cr_assert(reserved == 90 && holders == 2 && waiting == 2, "%llu reserved by %u, %u waiting",
+              (unsigned long long)reserved, holders, waiting);
     a.release = 1;
     cr_assert_eq(ledger_wait_served(&l, &served, 4), 4, "c and d fit once a is done");
     b.release = c.release = d.release = 1;
@@ -949,8 +950,43 @@ Test(ledger, jobs_that_fit_run_side_by_side_and_in_turn)
     pthread_join(tb, NULL);
     pthread_join(tc, NULL);
     pthread_join(td, NULL);
-    soren_ledger_usage(&l, &reserved, &holders);
-    cr_assert(reserved == 0 && holders == 0, "every reservation went back");
+    soren_ledger_usage(&l, &reserved, &holders, &waiting);
+    cr_assert(reserved == 0 && holders == 0 && waiting == 0, "every reservation went back");
+}
+
+/* A job goes to the GPU with the fewest jobs holding or waiting for its
+ * memory, the lowest among equals: one at a time, jobs stay on GPU 0 (and
+ * its sessions); side by side, they spread. */
+Test(ledger, jobs_go_to_the_least_busy_gpu)
+{
+    soren_ledger gpus[3];
+    for (int i = 0; i < 3; i++)
+        soren_ledger_init(&gpus[i], 100);
+    cr_assert_eq(soren_ledger_least_busy(gpus, 3), 0, "all idle: the first");
+    soren_ledger_reserve(&gpus[0], 10, NULL);
+    cr_assert_eq(soren_ledger_least_busy(gpus, 3), 1);
+    soren_ledger_reserve(&gpus[1], 100, NULL);
+    cr_assert_eq(soren_ledger_least_busy(gpus, 3), 2);
+    soren_ledger_reserve(&gpus[2], 10, NULL);
+    soren_ledger_reserve(&gpus[2], 10, NULL);
+    cr_assert_eq(soren_ledger_least_busy(gpus, 3), 0, "one job each on 0 and 1, two on 2");
+
+    /* a job waiting for room counts as much as one holding it */
+    int served = 0;
+    ledger_job w;
+    pthread_t tw;
+    ledger_start(&w, &tw, &gpus[1], &served, 50);
+    cr_assert(ledger_wait_asked(&gpus[1], 2), "the job never asked");
+    soren_ledger_release(&gpus[2], 10);
+    soren_ledger_release(&gpus[2], 10);
+    cr_assert_eq(soren_ledger_least_busy(gpus, 3), 2, "2 is idle, 1 has a job and one waiting");
+    soren_ledger_release(&gpus[0], 10);
+    cr_assert_eq(soren_ledger_least_busy(gpus, 3), 0, "0 and 2 are idle: the first");
+    soren_ledger_release(&gpus[1], 100);
+    cr_assert_eq(ledger_wait_served(&gpus[1], &served, 1), 1);
+    w.release = 1;
+    pthread_join(tw, NULL);
+    cr_assert_eq(soren_ledger_least_busy(gpus, 3), 0);
 }
 
 Test(ledger, a_job_may_not_take_more_than_there_is)

@@ -12,9 +12,11 @@
  *    stops after the chunk it is mapping);
  *  - the queue is first come, first served, and --jobs workers take from
  *    it, so a large job holds one worker while small ones pass through the
- *    others; a job that may use the GPU first reserves its share of the
- *    host's device memory (core/host/ledger.h) and runs within it, so GPU
- *    jobs run side by side where their budgets fit;
+ *    others; a job that may use the GPU goes to the GPU with the fewest
+ *    jobs (unless it names its GPUs) and first reserves its share of that
+ *    GPU's device memory (core/host/ledger.h) and runs within it, so GPU
+ *    jobs spread over the GPUs and run side by side where their budgets
+ *    fit;
  *  - each worker has a working folder of its own (unshare(CLONE_FS)) and
  *    moves into its client's before a job, so that every path of the job
  *    (a plugin, --param NAME=@FILE) means what it means to the client;
@@ -84,10 +86,11 @@ typedef struct host {
     unsigned workers;
     soren_registry *registry;
     const char *socket_path;
-    int gpus;
-    /* The device memory the GPU jobs share: the least any GPU had free at
-     * the start, less an eighth; total 0: no GPU. */
-    soren_ledger memory;
+    int gpus;                    /* at most SOREN_MAX_DEVICES */
+    /* The device memory the GPU jobs share, a ledger for each GPU: what it
+     * had free at the start, less an eighth. */
+    soren_ledger memory[SOREN_MAX_DEVICES];
+    unsigned gpu_jobs;           /* jobs holding device memory on one GPU or more */
     int context_lost;            /* a job's GPU fault took the context */
     time_t started;
 } host;
@@ -118,13 +121,14 @@ static soren_gpu_session **job_begins(host *h, job *j, soren_progress *progress,
     return soren_loaded_take_sessions(h->registry, j->loaded, key);
 }
 
-/* The device memory a GPU job asks for: what it gave (--device-memory),
- * else an equal part of the host's for each worker, or more where its
- * inputs are large (four times their bytes: the chunks in flight, their
- * record index, the tables and the key space), so a job alone is not cut
- * into more chunks than it would be in a process of its own.  Inputs of
- * unknown size (standard input) ask for all of it. */
-static uint64_t gpu_want(const host *h, uint64_t asked, const int *fds, size_t count)
+/* The device memory a GPU job asks for, of a ledger of total bytes: what
+ * it gave (--device-memory), else an equal part of the GPU's for each
+ * worker, or more where its inputs are large (four times their bytes: the
+ * chunks in flight, their record index, the tables and the key space), so
+ * a job alone is not cut into more chunks than it would be in a process of
+ * its own.  Inputs of unknown size (standard input) ask for all of it. */
+static uint64_t gpu_want(const host *h, uint64_t total, uint64_t asked, const int *fds,
+                         size_t count)
 {
     if (asked)
         return asked;
@@ -132,26 +136,88 @@ static uint64_t gpu_want(const host *h, uint64_t asked, const int *fds, size_t c
     for (size_t i = 0; i < count; i++) {
         struct stat st;
         if (fstat(fds[i], &st) != 0 || !S_ISREG(st.st_mode))
-            return h->memory.total;
+            return total;
         bytes += (uint64_t)st.st_size;
     }
-    uint64_t part = h->memory.total / h->workers;
+    uint64_t part = total / h->workers;
     return bytes > part / 4 ? 4 * bytes : part;
 }
 
-/* Reserves device memory for a job that may use the GPU (device o); the
- * bytes it runs within, 0 for a job on the CPU engine.  The sessions kept
- * for jobs run again hold device memory outside every reservation: where
- * the GPU has less free than the job reserved, the idle ones go. */
-static uint64_t gpu_take(host *h, soren_device device, uint64_t want)
+/* A GPU job's reservations: bytes on each GPU of the mask. */
+typedef struct gpu_hold {
+    uint64_t bytes;
+    unsigned gpus; /* bit d: GPU d */
+} gpu_hold;
+
+/* The GPUs a job will run on: those --devices names (all of them for
+ * --devices all), GPU 0 for --device both (the engines share its
+ * chunks), else none: the host chooses one (gpu_take). */
+static unsigned gpus_named(const host *h, const soren_run_options *o)
 {
-    if (!h->memory.total || device == SOREN_DEVICE_CPU)
-        return 0;
-    uint64_t got = soren_ledger_reserve(&h->memory, want, NULL);
-    uint64_t free_bytes = 0;
-    if (soren_device_free_memory(0, &free_bytes, NULL, 0) == 0 && free_bytes < got)
+    unsigned mask = 0;
+    if (o->devices_all)
+        return (1u << h->gpus) - 1;
+    for (size_t i = 0; i < o->device_count; i++)
+        if (o->devices[i] >= 0 && o->devices[i] < h->gpus)
+            mask |= 1u << o->devices[i];
+    if (!o->device_count && o->device == SOREN_DEVICE_BOTH)
+        mask = 1;
+    return mask;
+}
+
+/* Reserves device memory (asked: what the job gave, 0: gpu_want's part)
+ * for a job that may use the GPU, on each GPU it will run on (in the order
+ * of their numbers, so that two jobs that both want two GPUs never hold
+ * one each while waiting for the other); none for a job on the CPU engine.
+ * The sessions kept for jobs run again hold device memory outside every
+ * reservation: where a GPU has less free than the job reserved, the idle
+ * ones go. */
+static gpu_hold gpu_take(host *h, soren_run_options *o, uint64_t asked, const int *fds,
+                         size_t count)
+{
+    gpu_hold g = {0, 0};
+    if (!h->gpus || o->device == SOREN_DEVICE_CPU)
+        return g;
+    g.gpus = gpus_named(h, o);
+    int chosen = -1;
+    uint64_t turn = 0;
+    if (!g.gpus && !o->device_count && !o->devices_all) {
+        /* the GPU with the fewest jobs, the job's turn taken there at once
+         * so that the next job to choose counts it */
+        pthread_mutex_lock(&h->lock);
+        chosen = soren_ledger_least_busy(h->memory, h->gpus);
+        turn = soren_ledger_turn(&h->memory[chosen]);
+        pthread_mutex_unlock(&h->lock);
+        o->devices[0] = chosen;
+        o->device_count = 1;
+        g.gpus = 1u << chosen;
+    }
+    if (!g.gpus)
+        return g; /* a GPU the host lacks: the run says so itself */
+    uint64_t total = UINT64_MAX;
+    for (int d = 0; d < h->gpus; d++)
+        if (g.gpus & 1u << d && h->memory[d].total < total)
+            total = h->memory[d].total;
+    uint64_t want = gpu_want(h, total, asked, fds, count);
+    g.bytes = want < total ? want : total;
+    int short_of_room = 0;
+    for (int d = 0; d < h->gpus; d++) {
+        if (!(g.gpus & 1u << d))
+            continue;
+        if (d == chosen)
+            soren_ledger_wait(&h->memory[d], turn, g.bytes, NULL);
+        else
+            soren_ledger_reserve(&h->memory[d], g.bytes, NULL);
+        uint64_t free_bytes = 0;
+        short_of_room |= soren_device_free_memory(d, &free_bytes, NULL, 0) == 0 &&
+                         free_bytes < g.bytes;
+    }
+    if (short_of_room)
         soren_registry_drop_idle_sessions(h->registry);
-    return got;
+    pthread_mutex_lock(&h->lock);
+    h->gpu_jobs++;
+    pthread_mutex_unlock(&h->lock);
+    return g;
 }
 
 /* 1 where a GPU's context no longer answers (why says which and how). */
@@ -173,13 +239,18 @@ static int context_lost(const host *h, char *why, size_t size)
  * is sticky, and every later CUDA call on that GPU fails with it, so the
  * host stops rather than fail every job after; the job's client hears
  * why.  A run over several GPUs may have faulted on any of them. */
-static void gpu_give(host *h, job *j, uint64_t taken)
+static void gpu_give(host *h, job *j, gpu_hold taken)
 {
-    if (!taken)
+    if (!taken.gpus)
         return;
     char why[256] = "";
     int lost = j->err.code != SOREN_OK && context_lost(h, why, sizeof why);
-    soren_ledger_release(&h->memory, taken);
+    for (int d = 0; d < h->gpus; d++)
+        if (taken.gpus & 1u << d)
+            soren_ledger_release(&h->memory[d], taken.bytes);
+    pthread_mutex_lock(&h->lock);
+    h->gpu_jobs--;
+    pthread_mutex_unlock(&h->lock);
     if (!lost)
         return;
     const soren_plugin *p = soren_loaded_plugin(j->loaded);
@@ -270,9 +341,9 @@ static void run_job(host *h, job *j)
     const int *fds = inputs ? j->fds + FD_INPUTS : &j->fds[FD_STDIN];
     int index_job = soren_loaded_plugin(j->loaded)->manifest->input.format == SOREN_INPUT_INDEX;
     size_t nfds = inputs ? inputs : index_job ? 0 : 1;
-    uint64_t gpu = gpu_take(h, o.device, gpu_want(h, o.device_memory, fds, nfds));
-    if (gpu)
-        o.device_memory = gpu;
+    gpu_hold gpu = gpu_take(h, &o, o.device_memory, fds, nfds);
+    if (gpu.gpus)
+        o.device_memory = gpu.bytes;
     if (o.progress)
         soren_run(soren_loaded_plugin(j->loaded), &o, &j->err);
     gpu_give(h, j, gpu);
@@ -305,9 +376,11 @@ static void run_library_job(host *h, job *j)
     size_t nfds = 0;
     for (size_t i = 0; i < r.input_count && nfds < SOREN_MSG_MAX_FDS; i++)
         fds[nfds++] = r.inputs[i].fd;
-    uint64_t gpu = rc == SOREN_OK ? gpu_take(h, o.device, gpu_want(h, 0, fds, nfds)) : 0;
-    if (gpu)
-        o.device_memory = gpu;
+    gpu_hold gpu = {0, 0};
+    if (rc == SOREN_OK)
+        gpu = gpu_take(h, &o, 0, fds, nfds);
+    if (gpu.gpus)
+        o.device_memory = gpu.bytes;
     if (rc == SOREN_OK)
         rc = soren_run_job(p, &o, r.values, r.inputs, r.input_count, &out, &j->err);
     gpu_give(h, j, gpu);
@@ -527,19 +600,30 @@ static void serve_ps(host *h, int fd)
             (long long)(time(NULL) - h->started), h->socket_path);
     fprintf(f, "jobs:     %u running, %u queued, %u done; %u at once\n", running, queued,
             served, h->workers);
-    if (h->memory.total) {
-        uint64_t reserved = 0;
-        unsigned holders = 0;
-        soren_ledger_usage(&h->memory, &reserved, &holders);
+    if (h->gpus) {
+        uint64_t total = 0, reserved = 0;
+        for (int d = 0; d < h->gpus; d++) {
+            uint64_t r;
+            unsigned holders, waiting;
+            soren_ledger_usage(&h->memory[d], &r, &holders, &waiting);
+            total += h->memory[d].total;
+            reserved += r;
+        }
+        pthread_mutex_lock(&h->lock);
+        unsigned gpu_jobs = h->gpu_jobs;
+        pthread_mutex_unlock(&h->lock);
         fprintf(f, "memory:   %.1f MiB of device memory for GPU jobs, %.1f MiB reserved by %u "
-                "running\n", (double)h->memory.total / (1 << 20),
-                (double)reserved / (1 << 20), holders);
+                "running\n", (double)total / (1 << 20), (double)reserved / (1 << 20), gpu_jobs);
     }
     for (int d = 0; d < h->gpus; d++) {
-        uint64_t free_bytes = 0;
+        uint64_t free_bytes = 0, reserved;
+        unsigned holders, waiting;
+        soren_ledger_usage(&h->memory[d], &reserved, &holders, &waiting);
         if (soren_device_free_memory(d, &free_bytes, NULL, 0) == 0)
-            fprintf(f, "gpu %d:    %.1f MiB of device memory free\n", d,
-                    (double)free_bytes / (1 << 20));
+            fprintf(f, "gpu %d:    %.1f MiB free; %.1f of %.1f MiB reserved by %u jobs, %u "
+                    "waiting\n", d, (double)free_bytes / (1 << 20),
+                    (double)reserved / (1 << 20), (double)h->memory[d].total / (1 << 20),
+                    holders, waiting);
     }
     if (!h->gpus)
         fprintf(f, "gpus:     none (jobs run on the CPU engine)\n");
@@ -735,13 +819,12 @@ int soren__cli_serve(const soren__cli_args *c, const soren_search_path *sp)
     }
     /* Each GPU's context now, so that no job pays for it. */
     h.gpus = soren_device_count(NULL, 0);
-    uint64_t least = UINT64_MAX;
+    h.gpus = h.gpus < 0 ? 0 : h.gpus > SOREN_MAX_DEVICES ? SOREN_MAX_DEVICES : h.gpus;
     for (int d = 0; d < h.gpus; d++) {
         uint64_t free_bytes = 0;
-        if (soren_device_free_memory(d, &free_bytes, NULL, 0) == 0 && free_bytes < least)
-            least = free_bytes;
+        soren_device_free_memory(d, &free_bytes, NULL, 0);
+        soren_ledger_init(&h.memory[d], free_bytes / 8 * 7);
     }
-    soren_ledger_init(&h.memory, h.gpus && least != UINT64_MAX ? least / 8 * 7 : 0);
     /* A fault still says which plugin and job ran (signals.h); a request to
      * stop lets the jobs finish instead. */
     soren_signals_install();

@@ -1,5 +1,6 @@
 /*
- * ledger.h - the device memory that a resident host's GPU jobs share.
+ * ledger.h - the device memory that a resident host's GPU jobs share, a
+ * ledger for each GPU.
  *
  * The host may use a fixed total of a GPU's memory.  A GPU job reserves
  * its budget before it starts and runs within it (the engine's
@@ -38,7 +39,20 @@ void soren_ledger_init(soren_ledger *l, uint64_t total);
 uint64_t soren_ledger_reserve(soren_ledger *l, uint64_t want, uint64_t *reserved_now);
 void soren_ledger_release(soren_ledger *l, uint64_t bytes);
 
-/* What is reserved now, and by how many jobs. */
-void soren_ledger_usage(soren_ledger *l, uint64_t *reserved, unsigned *holders);
+/* soren_ledger_reserve in two steps: a turn (the job counts as waiting
+ * from then on, for soren_ledger_least_busy), then the wait for it.  Every
+ * turn taken must be waited for: the turns after it wait behind it. */
+uint64_t soren_ledger_turn(soren_ledger *l);
+uint64_t soren_ledger_wait(soren_ledger *l, uint64_t turn, uint64_t want, uint64_t *reserved_now);
+
+/* What is reserved now, by how many jobs, and how many wait for a turn. */
+void soren_ledger_usage(soren_ledger *l, uint64_t *reserved, unsigned *holders,
+                        unsigned *waiting);
+
+/* Of count ledgers, a GPU's each, the one a job asking now is likely to be
+ * served by first: the fewest jobs holding or waiting for a reservation,
+ * the lowest index among equals (so that jobs one at a time stay on one
+ * GPU, where their sessions are). */
+int soren_ledger_least_busy(soren_ledger *ledgers, int count);
 
 #endif /* SOREN_HOST_LEDGER_H */
