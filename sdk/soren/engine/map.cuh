@@ -882,8 +882,9 @@ __device__ inline void dense_records(const soren_gpu_map_args &a, emit_ctx *c)
 /* The dense variant's map launch, InBlock where its array lies in the
  * block's shared memory.  Its own kernel, apart from map_kernel's resumes
  * and tiles, with the array's place and fixed records known at compile
- * time: histogram's map is bound by the instructions it issues, and this
- * leaves each emit the key's check, the combine and the presence store. */
+ * time, so that each emit carries the key's check, the combine and the
+ * presence store and little else (histogram's map issues an instruction
+ * for every few bytes it reads). */
 template <const auto &Desc, uint32_t I, bool InBlock>
 __global__ void dense_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_t)
 {
