@@ -1652,6 +1652,28 @@ void soren__run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stri
     free(started);
 }
 
+typedef struct items {
+    void (*fn)(void *arg, uint64_t i);
+    void *arg;
+    uint64_t count;
+    atomic_uint_fast64_t next;
+} items;
+
+static void *items_main(void *arg)
+{
+    items *t = arg;
+    for (uint64_t i; (i = atomic_fetch_add_explicit(&t->next, 1, memory_order_relaxed)) < t->count;)
+        t->fn(t->arg, i);
+    return NULL;
+}
+
+void soren__run_items(unsigned n, uint64_t count, void (*fn)(void *arg, uint64_t i), void *arg)
+{
+    items t = {.fn = fn, .arg = arg, .count = count};
+    atomic_init(&t.next, 0);
+    soren__run_threads(count < n ? (unsigned)(count ? count : 1) : n, items_main, &t, 0);
+}
+
 /* Milliseconds on the monotonic clock, for --explain's phase times. */
 static double now_ms(void)
 {

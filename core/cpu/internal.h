@@ -77,4 +77,8 @@ static inline int soren__key_refused(const soren_stage_spec *s, size_t key_size,
  * take their work from a shared counter, so the others do its share. */
 void soren__run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stride);
 
+/* Runs fn(arg, i) for every i in [0, count) on up to n threads (no more
+ * than count), which take the items from a shared counter in order. */
+void soren__run_items(unsigned n, uint64_t count, void (*fn)(void *arg, uint64_t i), void *arg);
+
 #endif /* SOREN_CPU_INTERNAL_H */

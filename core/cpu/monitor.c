@@ -129,17 +129,10 @@ static uint64_t pair_starts(const chunk *c)
     return (c->end < c->in->size ? b.pos : c->in->count) - a.pos;
 }
 
-static void *count_main(void *arg)
+static void count_lines(void *arg, uint64_t c)
 {
-    monitor *mon = arg;
-    for (;;) {
-        uint64_t c = atomic_fetch_add_explicit(&mon->next, 1, memory_order_relaxed);
-        if (c >= mon->chunk_count)
-            break;
-        chunk *ch = &mon->chunks[c];
-        ch->count = line_starts(ch->in->data, ch->begin, ch->end);
-    }
-    return NULL;
+    chunk *ch = &((monitor *)arg)->chunks[c];
+    ch->count = line_starts(ch->in->data, ch->begin, ch->end);
 }
 
 /* Fills every chunk's count and first record, and mon->total. */
@@ -155,8 +148,7 @@ static void count_records(monitor *mon, unsigned threads)
                                                     : pair_starts(ch);
         }
     } else {
-        atomic_store(&mon->next, 0);
-        soren__run_threads(threads, count_main, mon, 0);
+        soren__run_items(threads, mon->chunk_count, count_lines, mon);
     }
     uint64_t total = 0;
     for (uint64_t c = 0; c < mon->chunk_count; c++) {

@@ -1,7 +1,6 @@
 /* dist.c - the transport-neutral part of a distributed run (dist.h). */
 #include "dist.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,12 +147,12 @@ typedef struct pack_job {
     uint64_t *pairs_at;  /* [block * ranks + d]: block's pairs for d, then where they go */
     uint64_t *bytes_at;  /* the same in bytes */
     packed *p;
-    atomic_uint_fast64_t next; /* the next block to take */
     int scatter;         /* 0: counting, 1: scattering */
 } pack_job;
 
-static void pack_block(pack_job *j, uint64_t b)
+static void pack_block(void *arg, uint64_t b)
 {
+    pack_job *j = arg;
     const soren_result *r = j->r;
     size_t vs = r->value_size;
     uint64_t first = b * j->block_pairs;
@@ -177,22 +176,10 @@ static void pack_block(pack_job *j, uint64_t b)
     }
 }
 
-static void *pack_main(void *arg)
-{
-    pack_job *j = arg;
-    for (;;) {
-        uint64_t b = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
-        if (b >= j->blocks)
-            return NULL;
-        pack_block(j, b);
-    }
-}
-
 static void pack_pass(pack_job *j, unsigned threads, int scatter)
 {
     j->scatter = scatter;
-    atomic_store(&j->next, 0);
-    soren__run_threads(threads, pack_main, j, 0);
+    soren__run_items(threads, j->blocks, pack_block, j);
 }
 
 /* Packs r's pairs grouped by destination: the key's owner, or rank `to`

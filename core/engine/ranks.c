@@ -1,7 +1,6 @@
 #include "ranks.h"
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,18 +55,10 @@ typedef struct copy_piece {
     size_t size;
 } copy_piece;
 
-typedef struct copy_job {
-    copy_piece *pieces;
-    size_t count;
-    atomic_size_t next;
-} copy_job;
-
-static void *copy_main(void *arg)
+static void copy_one(void *arg, uint64_t i)
 {
-    copy_job *j = arg;
-    for (size_t i; (i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < j->count;)
-        memcpy(j->pieces[i].to, j->pieces[i].from, j->pieces[i].size);
-    return NULL;
+    const copy_piece *p = (const copy_piece *)arg + i;
+    memcpy(p->to, p->from, p->size);
 }
 
 /* Copies each rank's block for rank me into in, end to end (on this
@@ -75,8 +66,8 @@ static void *copy_main(void *arg)
 static void copy_blocks(const soren_thread_comm *t, int me, const uint64_t *recv_counts,
                         uint8_t *in, uint64_t total)
 {
-    size_t cap = (size_t)(total / COPY_PIECE) + (size_t)t->n;
-    copy_job j = {.pieces = malloc(cap * sizeof *j.pieces)};
+    size_t cap = (size_t)(total / COPY_PIECE) + (size_t)t->n, count = 0;
+    copy_piece *pieces = malloc(cap * sizeof *pieces);
     for (uint64_t at = 0, i = 0; i < (uint64_t)t->n; i++) {
         uint64_t from = 0; /* rank i's block for me follows its blocks for ranks before me */
         for (int k = 0; k < me; k++)
@@ -85,20 +76,17 @@ static void copy_blocks(const soren_thread_comm *t, int me, const uint64_t *recv
         for (uint64_t done = 0; done < recv_counts[i];) {
             size_t size = recv_counts[i] - done < COPY_PIECE ? (size_t)(recv_counts[i] - done)
                                                              : COPY_PIECE;
-            if (j.pieces)
-                j.pieces[j.count++] = (copy_piece){in + at + done, src + done, size};
+            if (pieces)
+                pieces[count++] = (copy_piece){in + at + done, src + done, size};
             else
                 memcpy(in + at + done, src + done, size);
             done += size;
         }
         at += recv_counts[i];
     }
-    unsigned threads = soren_dist_rank_threads(t->n);
-    if (threads > j.count)
-        threads = (unsigned)(j.count ? j.count : 1);
-    if (j.pieces)
-        soren__run_threads(threads, copy_main, &j, 0);
-    free(j.pieces);
+    if (pieces)
+        soren__run_items(soren_dist_rank_threads(t->n), count, copy_one, pieces);
+    free(pieces);
 }
 
 static soren_status thread_alltoallv(void *ctx, const void *send, const uint64_t *send_counts,
