@@ -378,7 +378,7 @@ Test(engine, inputs_laid_end_to_end)
     soren_input *chunks = NULL;
     size_t count = 0;
     uint64_t largest = 0;
-    cr_assert_eq(soren_input_chunks(&spec, in, FILES, 1000, 0, &chunks, &count, &largest, &err),
+    cr_assert_eq(soren_input_chunks(&spec, in, FILES, 1000, &chunks, &count, &largest, &err),
                  SOREN_OK, "%s", err.text);
     cr_assert_gt(count, 4);
     uint64_t next = 0;

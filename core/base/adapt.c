@@ -385,7 +385,7 @@ static json_t *chunks_json(const soren_chunking *c)
 {
     json_t *o = json_object();
     int ok = put(o, "budget", count(c->budget)) & put(o, "chunk_bytes", count(c->chunk_bytes)) &
-             put(o, "edge_bytes", count(c->edge_bytes)) & put(o, "count", count(c->count)) & put(o, "largest", count(c->largest)) &
+             put(o, "count", count(c->count)) & put(o, "largest", count(c->largest)) &
              put(o, "inputs_ms", millis(c->inputs_ms));
     if (!ok) {
         json_decref(o);

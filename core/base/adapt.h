@@ -103,7 +103,6 @@ typedef struct soren_phase_times {
 typedef struct soren_chunking {
     uint64_t budget;      /* bytes of device memory the run may take */
     uint64_t chunk_bytes; /* the bytes of input taken in one piece */
-    uint64_t edge_bytes;  /* GPU: the first and last chunks' (0: every chunk chunk_bytes) */
     uint64_t count;       /* chunks made; 0: the input was not cut */
     uint64_t largest;     /* bytes of the largest (over chunk_bytes where a record is) */
     /* GPU: from the first chunk's upload to the last one's map, each chunk

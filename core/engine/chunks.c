@@ -12,11 +12,6 @@ enum { CHUNK_SHARE = 4 };
  * instead of the whole input's copy preceding the map. */
 enum { CHUNK_MOST = 256 << 20 };
 
-/* On the GPU, chunks grow from chunk / CHUNK_EDGE_SHARE at the input's
- * start and shrink back to it at its end: the first map then waits for a
- * short upload, and the last map, which nothing overlaps, is short. */
-enum { CHUNK_EDGE_SHARE = 8 };
-
 /* The device memory a run on where may take: --device-memory, else on the
  * GPU its free memory less an eighth (the CUDA context, other processes'
  * allocations meanwhile); 0 (no budget) on the CPU engine without it. */
@@ -70,22 +65,16 @@ soren_status soren__plan_chunks(const soren_stage_spec *spec, const soren_run_op
         cut |= inputs[i].size > chunk;
     if (!cut)
         return SOREN_OK;
-    /* --device both's pieces are shared by rates, not pipelined */
-    uint64_t edge = where == SOREN_DEVICE_GPU && o->device != SOREN_DEVICE_BOTH
-                        ? chunk / CHUNK_EDGE_SHARE
-                        : 0;
     uint64_t largest = 0;
-    rc = soren_input_chunks(spec, inputs, n, chunk, edge, chunks, count, &largest, err);
+    rc = soren_input_chunks(spec, inputs, n, chunk, chunks, count, &largest, err);
     if (rc != SOREN_OK)
         return rc;
-    *c = (soren_chunking){.budget = budget, .chunk_bytes = chunk, .edge_bytes = edge,
-                          .count = *count, .largest = largest};
+    *c = (soren_chunking){.budget = budget, .chunk_bytes = chunk, .count = *count,
+                          .largest = largest};
     if (o->verbose)
         soren_progress_say(o->progress, "soren-host: input: %zu chunks of about %llu bytes "
-                           "(from %llu at either end; the largest %llu) for a device memory "
-                           "budget of %llu bytes\n",
-                           *count, (unsigned long long)chunk,
-                           (unsigned long long)(edge ? edge : chunk),
-                           (unsigned long long)largest, (unsigned long long)budget);
+                           "(the largest %llu) for a device memory budget of %llu bytes\n",
+                           *count, (unsigned long long)chunk, (unsigned long long)largest,
+                           (unsigned long long)budget);
     return SOREN_OK;
 }

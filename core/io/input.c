@@ -478,33 +478,16 @@ uint64_t soren_record_boundary(const soren_stage_spec *spec, const soren_input *
     return at; /* tasks */
 }
 
-/* The bytes a chunk that starts pos bytes into the whole of total reaches
- * for: chunk_bytes, but near either end of the whole no more than its
- * distance from the start (pos) or half of what is left, and no less than
- * edge_bytes (0: chunk_bytes everywhere).  Chunks grow from the start and
- * shrink towards the end, so on the GPU the first map waits for a short
- * upload, and the last upload is followed by a short map. */
-static uint64_t chunk_target(uint64_t pos, uint64_t total, uint64_t chunk_bytes,
-                             uint64_t edge_bytes)
-{
-    if (edge_bytes == 0 || edge_bytes >= chunk_bytes)
-        return chunk_bytes;
-    uint64_t near = (total - pos) / 2 < pos ? (total - pos) / 2 : pos;
-    return near < edge_bytes ? edge_bytes : near > chunk_bytes ? chunk_bytes : near;
-}
-
-/* The chunks of one input, which starts at byte at of the whole, counted
- * (out NULL) or written to out. */
-static size_t chunk_input(const soren_stage_spec *spec, const soren_input *in, uint64_t at,
-                          uint64_t total, uint64_t chunk_bytes, uint64_t edge_bytes,
-                          soren_input *out, uint64_t *largest)
+/* The chunks of one input, counted (out NULL) or written to out. */
+static size_t chunk_input(const soren_stage_spec *spec, const soren_input *in,
+                          uint64_t chunk_bytes, soren_input *out, uint64_t *largest)
 {
     size_t k = 0;
     uint64_t begin = 0;
     do {
-        uint64_t want = chunk_target(at + begin, total, chunk_bytes, edge_bytes);
-        uint64_t end = in->size - begin > want ? soren_record_boundary(spec, in, begin + want)
-                                               : in->size;
+        uint64_t end = in->size - begin > chunk_bytes
+                           ? soren_record_boundary(spec, in, begin + chunk_bytes)
+                           : in->size;
         if (out)
             soren_input_slice(&out[k], in, begin, end);
         if (end - begin > *largest)
@@ -516,34 +499,26 @@ static size_t chunk_input(const soren_stage_spec *spec, const soren_input *in, u
 }
 
 soren_status soren_input_chunks(const soren_stage_spec *spec, const soren_input *inputs,
-                                size_t n, uint64_t chunk_bytes, uint64_t edge_bytes,
-                                soren_input **chunks, size_t *count, uint64_t *largest,
-                                soren_error *err)
+                                size_t n, uint64_t chunk_bytes, soren_input **chunks,
+                                size_t *count, uint64_t *largest, soren_error *err)
 {
     *chunks = NULL;
     *count = 0;
     *largest = 0;
     if (chunk_bytes == 0)
         chunk_bytes = 1;
-    uint64_t total = 0;
+    size_t total = 0;
     for (size_t i = 0; i < n; i++)
-        total += inputs[i].size;
-    size_t made = 0;
-    uint64_t at = 0;
-    for (size_t i = 0; i < n; at += inputs[i++].size)
-        made += chunk_input(spec, &inputs[i], at, total, chunk_bytes, edge_bytes, NULL,
-                            largest);
-    if (made == 0)
+        total += chunk_input(spec, &inputs[i], chunk_bytes, NULL, largest);
+    if (total == 0)
         return SOREN_OK;
-    soren_input *out = calloc(made, sizeof *out);
+    soren_input *out = calloc(total, sizeof *out);
     if (!out)
         return soren_error_set(err, SOREN_ENOMEM, "out of memory planning %zu input chunks",
-                               made);
+                               total);
     size_t k = 0;
-    at = 0;
-    for (size_t i = 0; i < n; at += inputs[i++].size)
-        k += chunk_input(spec, &inputs[i], at, total, chunk_bytes, edge_bytes, out + k,
-                         largest);
+    for (size_t i = 0; i < n; i++)
+        k += chunk_input(spec, &inputs[i], chunk_bytes, out + k, largest);
     *chunks = out;
     *count = k;
     return SOREN_OK;

@@ -149,22 +149,16 @@ uint64_t soren_record_boundary(const soren_stage_spec *spec, const soren_input *
 
 /* Cuts lines or fixed inputs into chunks that begin on record starts, so
  * each record lies in one chunk: a chunk runs from its start to the first
- * record start at least its target further on, or to its input's end, so a
- * record that crosses that point lengthens its chunk.  The target is
- * chunk_bytes (0 counts as 1); with edge_bytes (0 < edge_bytes <
- * chunk_bytes) it is, for a chunk that starts pos bytes into the inputs
- * laid end to end (of total bytes), the lesser of pos and (total - pos) / 2
- * held between edge_bytes and chunk_bytes: chunks grow from edge_bytes at
- * the start and shrink back to it at the end.  Without edge_bytes an input
- * of at most chunk_bytes is one chunk.  Each chunk refers to its input's
+ * record start at least chunk_bytes (0 counts as 1) further on, or to its
+ * input's end, so a record that crosses that point lengthens its chunk,
+ * and an input of at most chunk_bytes is one chunk.  Each chunk refers to its input's
  * bytes (which must outlive it), keeps its path for messages, and counts
  * its records in the whole input (base).  *chunks is malloc'd with *count
  * entries (none for no inputs); *largest is the most bytes of one.  Free
  * with soren_input_chunks_free. */
 soren_status soren_input_chunks(const soren_stage_spec *spec, const soren_input *inputs,
-                                size_t n, uint64_t chunk_bytes, uint64_t edge_bytes,
-                                soren_input **chunks, size_t *count, uint64_t *largest,
-                                soren_error *err);
+                                size_t n, uint64_t chunk_bytes, soren_input **chunks,
+                                size_t *count, uint64_t *largest, soren_error *err);
 void soren_input_chunks_free(soren_input *chunks, size_t count);
 
 #endif /* SOREN_INPUT_H */
