@@ -17,12 +17,18 @@
  * right, then u right to left, and a mismatch in v shifts the window past
  * the bytes that matched.  Where u is a suffix of v's first period, a
  * window after a match shifts by that period and remembers the bytes of the
- * pattern it knows to match, which keeps overlapping matches linear.
+ * pattern it knows to match, which keeps overlapping matches linear.  On
+ * the host, memchr takes the search to the next window whose v can begin
+ * to match (its first byte in place); the device compares byte by byte.
  */
 #ifndef SOREN_FIND_H
 #define SOREN_FIND_H
 
 #include <soren/soren.h>
+
+#ifndef __CUDA_ARCH__
+#include <string.h>
+#endif
 
 typedef struct soren_find {
     const uint8_t *pattern;
@@ -109,6 +115,24 @@ SOREN__INLINE int soren_find_next(soren_find *f, uint64_t *at)
     if (m == 0)
         return 0;
     while (f->at <= f->n - m) {
+#ifndef __CUDA_ARCH__
+        /* On the host, memchr finds the next window whose v can begin to
+         * match: the windows it passes would each mismatch at v's first
+         * byte and shift by one (and a match's memory is only of the
+         * window right after it). */
+        if (ell + 1 < m && (!f->periodic || f->memory <= ell)) {
+            const uint8_t *v = (const uint8_t *)memchr(y + f->at + ell + 1, x[ell + 1],
+                                                       (size_t)(f->n - m - f->at + 1));
+            if (!v) {
+                f->at = f->n - m + 1;
+                return 0;
+            }
+            if (v - y - (ell + 1) != f->at) {
+                f->at = v - y - (ell + 1);
+                f->memory = -1;
+            }
+        }
+#endif
         const int64_t j = f->at, memory = f->periodic ? f->memory : -1;
         int64_t i = (ell > memory ? ell : memory) + 1;
         while (i < m && x[i] == y[i + j])
