@@ -925,8 +925,11 @@ Test(adapt, explain_validates_for_every_job_on_the_cpu)
     cr_expect(json_is_false(json_object_get(json_object_get(x, "metrics"), "ran")));
     json_decref(x);
 
+    /* a map-only stage: direct, decided without a sample */
     x = explain_run("stringmatch --param pattern=th", text, out);
     cr_expect_str_eq(json_string_value(json_object_get(x, "variant")), "direct");
+    cr_expect_str_eq(rule_of(x), "map-only stage (no combine, no reduce): direct");
+    cr_expect(json_is_false(json_object_get(json_object_get(x, "metrics"), "ran")));
     json_decref(x);
 
     /* kmeans describes its last run, and with --iterate how it ended. */

@@ -1638,6 +1638,75 @@ Test(engine, float_and_integer_keys_order)
     soren_result_destroy(&r);
 }
 
+/* Pairs that come in key order stay as they are; one pair out of place
+ * anywhere (first, last, between equal keys) is sorted as a plain sort
+ * would; value orders sort what is in key order. */
+Test(engine, pairs_in_order_stay_and_others_are_sorted)
+{
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_LINES, SOREN_TYPE_U64,
+                                      SOREN_TYPE_U64, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    enum { N = 1000 };
+    uint64_t keys[N], values[N], rng = 97;
+    for (size_t i = 0; i < N; i++) {
+        keys[i] = i / 3 * 5; /* ascending, each key three times */
+        values[i] = tu_rand_below(&rng, 1000);
+    }
+    /* equal keys in order of value, as the key order has them */
+    for (size_t i = 0; i + 2 < N; i += 3)
+        for (size_t a = i; a < i + 3; a++)
+            for (size_t b = a + 1; b < i + 3; b++)
+                if (values[b] < values[a]) {
+                    uint64_t t = values[a];
+                    values[a] = values[b];
+                    values[b] = t;
+                }
+    static const size_t moved[] = {N, 0, N - 1, 400, 401};
+    for (size_t m = 0; m < sizeof moved / sizeof moved[0]; m++) {
+        for (int order = 0; order < 2; order++) {
+            soren_result r, want;
+            soren_result_init(&r, &spec);
+            soren_result_init(&want, &spec);
+            for (size_t i = 0; i < N; i++) {
+                /* pair moved[m] gets the largest key (or, 401, the smallest value) */
+                uint64_t k = i == moved[m] && i != 401 ? UINT64_MAX : keys[i];
+                uint64_t v = i == moved[m] && i == 401 ? 0 : values[i];
+                cr_assert_eq(soren_result_append(&r, &k, 8, &v, NULL), SOREN_OK);
+                cr_assert_eq(soren_result_append(&want, &k, 8, &v, NULL), SOREN_OK);
+            }
+            soren_order o = order ? SOREN_ORDER_VALUE_DESC : SOREN_ORDER_KEY;
+            soren_error err;
+            cr_assert_eq(soren_result_order(&r, o, 0, &err), SOREN_OK, "%s", err.text);
+            /* the reference: a sort of the pairs as a plain array */
+            uint64_t pk[N][2];
+            for (size_t i = 0; i < N; i++) {
+                memcpy(&pk[i][0], want.key_bytes + want.key_offset[i], 8);
+                memcpy(&pk[i][1], want.values + i * 8, 8);
+            }
+            for (size_t i = 1; i < N; i++)
+                for (size_t j = i; j > 0; j--) {
+                    uint64_t *a = pk[j - 1], *b = pk[j];
+                    int later = order ? (b[1] > a[1] || (b[1] == a[1] && b[0] < a[0]))
+                                      : (b[0] < a[0] || (b[0] == a[0] && b[1] < a[1]));
+                    if (!later)
+                        break;
+                    uint64_t t0 = a[0], t1 = a[1];
+                    a[0] = b[0], a[1] = b[1], b[0] = t0, b[1] = t1;
+                }
+            for (size_t i = 0; i < N; i++) {
+                uint64_t k, v;
+                memcpy(&k, r.key_bytes + r.key_offset[i], 8);
+                memcpy(&v, r.values + i * 8, 8);
+                cr_assert(k == pk[i][0] && v == pk[i][1], "pair %zu moved, order %d: pair %zu "
+                          "is (%llu, %llu), want (%llu, %llu)", moved[m], order, i,
+                          (unsigned long long)k, (unsigned long long)v,
+                          (unsigned long long)pk[i][0], (unsigned long long)pk[i][1]);
+            }
+            soren_result_destroy(&r);
+            soren_result_destroy(&want);
+        }
+    }
+}
+
 /* ---- Iteration ------------------------------------------------------------- */
 
 /* A result of n pairs (keys[i], values[i]) of the given types. */

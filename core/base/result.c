@@ -406,6 +406,15 @@ static int order_by_key_prefix(order_ctx *ctx, uint64_t *idx, uint64_t n)
     return 0;
 }
 
+/* Whether every pair is at or after the one before it. */
+static int in_order(const order_ctx *c, uint64_t n)
+{
+    for (uint64_t i = 1; i < n; i++)
+        if (pair_compare(c, i - 1, i) > 0)
+            return 0;
+    return 1;
+}
+
 soren_status soren_result_order(soren_result *r, soren_order order, uint64_t limit,
                                 soren_error *err)
 {
@@ -413,6 +422,11 @@ soren_status soren_result_order(soren_result *r, soren_order order, uint64_t lim
     if (order == SOREN_ORDER_NONE || n == 0)
         return SOREN_OK;
     order_ctx ctx = {r, order};
+    /* Pairs that come in order (a map-only stage's positions, listed in
+     * input order) stay where they are: a pass of comparisons, which
+     * stops at the first pair out of order. */
+    if (keep == n && in_order(&ctx, n))
+        return SOREN_OK;
     uint64_t *idx = malloc(n * sizeof *idx);
     if (!idx)
         return ordering_out_of_memory(r, err);

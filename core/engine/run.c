@@ -128,10 +128,14 @@ soren_status soren__run_gpu(const soren_stage_spec *spec, const soren_input *inp
     return rc;
 }
 
-/* Whether the manifest alone decides the CPU engine's variant: index keys
- * with a combine whose accumulators fit are dense whatever a sample says. */
+/* Whether the manifest alone decides the CPU engine's variant, whatever a
+ * sample says: a map-only stage lists its pairs (direct; its lists have no
+ * table to size), and index keys with a combine whose accumulators fit are
+ * dense. */
 static int cpu_variant_decided(const soren_stage_spec *spec, const soren_run_options *o)
 {
+    if (spec->combine == SOREN_COMBINE_NONE && spec->reduce == SOREN_REDUCE_NONE)
+        return 1;
     return spec->key_type == SOREN_TYPE_INDEX && spec->combine != SOREN_COMBINE_NONE &&
            soren_cpu_dense(spec, o->threads);
 }
