@@ -2139,7 +2139,8 @@ Test(engine, floats_round_trip_in_every_format_with_fewest_digits)
     soren_result r;
     soren_result_init(&r, &spec);
     uint64_t rng = 12;
-    enum { N = 20000 };
+    /* 20,000 numbers at the default test size, a thousand a megabyte */
+    const int N = (int)(test_bytes() >> 20) * 1000;
     float *f = malloc(N * sizeof *f);
     double *d = malloc(N * sizeof *d);
     cr_assert(f && d);
