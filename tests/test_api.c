@@ -506,19 +506,11 @@ static long long gpu_waits(soren_job *job)
  * centroid moves (at most 30 runs); every centroid equals a plain C loop's
  * to 1e-4 (they are exact here: the points are on soren-gen's grid).  Then
  * soren_job_iterate, run for run the same. */
-/* The points of the k-means test: a million (12 MB), or as many as
- * $SOREN_TEST_MB megabytes hold where it asks for less. */
-static size_t kmeans_points(void)
-{
-    const char *mb = getenv("SOREN_TEST_MB");
-    long n = mb && *mb ? atol(mb) : 12;
-    size_t fit = (size_t)(n > 0 ? n : 1) * (1u << 20) / 12;
-    return fit < 1000000 ? fit : 1000000;
-}
-
 Test(api, kmeans_through_the_api_equals_a_c_loop, .timeout = 600)
 {
-    const size_t n = kmeans_points(), dims = 3, k = 24, stride = dims + 1;
+    /* a million points (12 MB), or as many as a smaller test size holds */
+    const size_t fit = tu_test_bytes(12) / 12, n = fit < 1000000 ? fit : 1000000;
+    const size_t dims = 3, k = 24, stride = dims + 1;
     char points_path[4096], c0_path[4096];
     snprintf(points_path, sizeof points_path, "%s/points.bin", dir);
     snprintf(c0_path, sizeof c0_path, "%s/c0.bin", dir);

@@ -30,12 +30,7 @@ static void teardown(void)
 
 TestSuite(jobs, .init = setup, .fini = teardown, .timeout = 600);
 
-static size_t test_bytes(void)
-{
-    const char *mb = getenv("SOREN_TEST_MB");
-    long n = mb && *mb ? atol(mb) : 100;
-    return (size_t)(n > 0 ? n : 1) << 20;
-}
+static size_t test_bytes(void) { return tu_test_bytes(100); }
 
 /* The coreutils pipeline that splits into words, one a line. */
 #define WORDS_PIPE "LC_ALL=C tr -s ' \\t\\n\\v\\f\\r' '\\n' < '%s' | LC_ALL=C grep -av '^$'"

@@ -40,11 +40,8 @@ TestSuite(stream, .init = setup, .fini = teardown, .timeout = 600);
 
 static size_t test_bytes(void)
 {
-    const char *mb = getenv("SOREN_TEST_MB");
-    long n = mb && *mb ? atol(mb) : 4;
-    if (n < 1)
-        n = 1;
-    return (size_t)(n < 4 ? n : 4) << 20;
+    size_t bytes = tu_test_bytes(4);
+    return bytes < (4u << 20) ? bytes : 4u << 20;
 }
 
 static char *in_dir(const char *name)

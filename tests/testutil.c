@@ -147,3 +147,10 @@ uint64_t tu_rand_below(uint64_t *state, uint64_t n)
 {
     return n ? tu_rand(state) % n : 0;
 }
+
+size_t tu_test_bytes(long default_mb)
+{
+    const char *mb = getenv("SOREN_TEST_MB");
+    long n = mb && *mb ? atol(mb) : default_mb;
+    return (size_t)(n > 0 ? n : 1) << 20;
+}

@@ -42,6 +42,10 @@ void tu_gen(const char *path, const char *args);
  * json_decref's it. */
 json_t *tu_explain_schema(void);
 
+/* The suites' input size: $SOREN_TEST_MB megabytes where it is set (at
+ * least one), else default_mb. */
+size_t tu_test_bytes(long default_mb);
+
 /* splitmix64: deterministic, seedable. */
 uint64_t tu_rand(uint64_t *state);
 /* Uniform in [0, n). */
