@@ -145,9 +145,10 @@ struct soren_emitter {
 __device__ void soren__device_emit(soren_emitter *e, const void *key, uint32_t key_size,
                                    const void *value);
 #elif defined(__CUDACC__)
-/* A CUDA plugin's host loops (soren/engine/host_loop.h) give their
- * emitters no `emit`: their pairs go to soren__host_emit, which
- * SOREN_PLUGIN defines, inlined into the loop. */
+/* A CUDA plugin's host loops (soren/engine/host_loop.h) pass an emitter
+ * whose address has its low bit set (an engine's emitter is aligned): their
+ * pairs go to soren__host_emit, which SOREN_PLUGIN defines, inlined into
+ * the loop. */
 void soren__host_emit(soren_emitter *e, const void *key, uint32_t key_size, const void *value);
 #endif
 
@@ -158,10 +159,14 @@ SOREN__INLINE void soren_emit(soren_emitter *e, const void *key, uint32_t key_si
 #if defined(__CUDA_ARCH__)
     soren__device_emit(e, key, key_size, value);
 #elif defined(__CUDACC__)
-    if (e->emit)
-        e->emit(e, key, key_size, value);
-    else
+    /* A test of the address, not of a field: where a host loop inlines the
+     * map, the compiler folds it and drops the call through `emit`, which
+     * would otherwise let the loop's state escape and be reloaded for every
+     * pair. */
+    if ((uintptr_t)e & 1)
         soren__host_emit(e, key, key_size, value);
+    else
+        e->emit(e, key, key_size, value);
 #else
     e->emit(e, key, key_size, value);
 #endif

@@ -7,9 +7,9 @@
  * for a histogram's pixel that is four calls around three additions.  A
  * host loop is compiled with the stage's map, so the map is inlined into
  * it and its pairs reach soren__host_emit, inlined too (soren_emit takes
- * that path for an emitter without `emit`).  The loop adds exactly what
- * the CPU engine's dense emitters add, in the same order, so the engine's
- * output does not depend on which of them mapped a record.
+ * that path for an emitter whose address has its low bit set).  The loop
+ * adds exactly what the CPU engine's dense emitters add, in the same order,
+ * so the engine's output does not depend on which of them mapped a record.
  */
 #ifndef SOREN_ENGINE_HOST_LOOP_H
 #define SOREN_ENGINE_HOST_LOOP_H
@@ -21,15 +21,27 @@
 
 namespace soren {
 
-/* Where a host loop's pairs go: its emitter's ctx (the emitter's state[0]
- * is the stage). */
+/* Where a host loop's pairs go.  The loop hands the map this object's
+ * address plus one as its emitter (soren_emit), so that nothing outside the
+ * loop sees the object: its fields stay in registers. */
 struct host_dense {
+    uint32_t stage;
     void *values;
     uint8_t *seen;
     uint64_t key_count;
-    bool *refused; /* set where a key broke the manifest's rules: the loop stops after
-                      its record (whose later pairs may land: the run fails anyway) */
+    bool refused; /* set where a key broke the manifest's rules: the loop stops after
+                     its record (whose later pairs may land: the run fails anyway) */
 };
+
+__host__ __forceinline__ soren_emitter *host_dense_emitter(host_dense *d)
+{
+    return (soren_emitter *)((uintptr_t)d + 1);
+}
+
+__host__ __forceinline__ host_dense *host_dense_of(soren_emitter *e)
+{
+    return (host_dense *)((uintptr_t)e - 1);
+}
 
 /* Whether stage I has a dense host loop: index keys, summed or counted. */
 template <const auto &Desc, uint32_t I> constexpr bool host_dense_stage()
@@ -60,11 +72,11 @@ __host__ __forceinline__ void host_emit_any(soren_emitter *e, const void *key, u
                                             const void *v)
 {
     if constexpr (I < Count) {
-        if (e->state[0] != I) {
+        host_dense *d = host_dense_of(e);
+        if (d->stage != I) {
             host_emit_any<Desc, Count, I + 1>(e, key, n, v);
             return;
         }
-        const host_dense *d = (const host_dense *)e->ctx;
         if constexpr (host_dense_stage<Desc, I>()) {
             typedef stage_traits<Desc, I> S;
             typedef typename value_of<S::value_type>::type T;
@@ -79,7 +91,7 @@ __host__ __forceinline__ void host_emit_any(soren_emitter *e, const void *key, u
                 return;
             }
         }
-        *d->refused = true;
+        d->refused = true;
     }
 }
 
@@ -91,10 +103,8 @@ template <const auto &Desc, uint32_t I>
 __host__ __attribute__((flatten)) void map_dense(soren_cpu_dense_args *a)
 {
     typedef stage_traits<Desc, I> S;
-    bool refused = false;
-    const host_dense d = {a->values, a->seen, a->key_count, &refused};
-    /* soren_emit only reads an emitter without `emit` */
-    const soren_emitter e = {nullptr, (void *)&d, {I, 0, 0, 0, 0, 0}};
+    host_dense d = {I, a->values, a->seen, a->key_count, false};
+    soren_emitter *const e = host_dense_emitter(&d);
     const uint8_t *const data = a->data;
     const uint64_t rs = a->record_size, step = rs ? rs : 1, count = a->count;
     const uint64_t first_offset = a->first_offset, first_index = a->first_index;
@@ -113,8 +123,8 @@ __host__ __attribute__((flatten)) void map_dense(soren_cpu_dense_args *a)
             current->offset = r.offset;
         else
             current->index = r.index;
-        S::map((soren_emitter *)&e, &r, params);
-        if (refused)
+        S::map(e, &r, params);
+        if (d.refused)
             break;
     }
     a->done = i;
