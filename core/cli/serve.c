@@ -600,30 +600,29 @@ static void serve_ps(host *h, int fd)
             (long long)(time(NULL) - h->started), h->socket_path);
     fprintf(f, "jobs:     %u running, %u queued, %u done; %u at once\n", running, queued,
             served, h->workers);
+    /* Each ledger read once, so that the total is the sum of the lines. */
+    uint64_t reserved[SOREN_MAX_DEVICES], total = 0, reserved_total = 0;
+    unsigned holders[SOREN_MAX_DEVICES], waiting[SOREN_MAX_DEVICES];
+    for (int d = 0; d < h->gpus; d++) {
+        soren_ledger_usage(&h->memory[d], &reserved[d], &holders[d], &waiting[d]);
+        total += h->memory[d].total;
+        reserved_total += reserved[d];
+    }
     if (h->gpus) {
-        uint64_t total = 0, reserved = 0;
-        for (int d = 0; d < h->gpus; d++) {
-            uint64_t r;
-            unsigned holders, waiting;
-            soren_ledger_usage(&h->memory[d], &r, &holders, &waiting);
-            total += h->memory[d].total;
-            reserved += r;
-        }
         pthread_mutex_lock(&h->lock);
         unsigned gpu_jobs = h->gpu_jobs;
         pthread_mutex_unlock(&h->lock);
         fprintf(f, "memory:   %.1f MiB of device memory for GPU jobs, %.1f MiB reserved by %u "
-                "running\n", (double)total / (1 << 20), (double)reserved / (1 << 20), gpu_jobs);
+                "running\n", (double)total / (1 << 20), (double)reserved_total / (1 << 20),
+                gpu_jobs);
     }
     for (int d = 0; d < h->gpus; d++) {
-        uint64_t free_bytes = 0, reserved;
-        unsigned holders, waiting;
-        soren_ledger_usage(&h->memory[d], &reserved, &holders, &waiting);
+        uint64_t free_bytes = 0;
         if (soren_device_free_memory(d, &free_bytes, NULL, 0) == 0)
             fprintf(f, "gpu %d:    %.1f MiB free; %.1f of %.1f MiB reserved by %u jobs, %u "
                     "waiting\n", d, (double)free_bytes / (1 << 20),
-                    (double)reserved / (1 << 20), (double)h->memory[d].total / (1 << 20),
-                    holders, waiting);
+                    (double)reserved[d] / (1 << 20), (double)h->memory[d].total / (1 << 20),
+                    holders[d], waiting[d]);
     }
     if (!h->gpus)
         fprintf(f, "gpus:     none (jobs run on the CPU engine)\n");
