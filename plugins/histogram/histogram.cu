@@ -1,5 +1,7 @@
 /* histogram: counts of each channel value over raw 24-bit RGB pixels.
- * Bins 0-255 are red, 256-511 green, 512-767 blue. */
+ * Bins 0-255 are red, 256-511 green, 512-767 blue.  A count, not a sum of
+ * ones: the GPU's dense variant then knows a bin was emitted from its
+ * count, with no presence byte stored for each pixel. */
 #include <soren/soren.h>
 
 SOREN_FN void histogram_map(soren_emitter *e, const soren_record *r, const soren_params *p)
@@ -12,5 +14,5 @@ SOREN_FN void histogram_map(soren_emitter *e, const soren_record *r, const soren
     }
 }
 
-SOREN_PLUGIN(histogram, SOREN_STAGE(.map = histogram_map, .combine = SOREN_SUM_U32,
+SOREN_PLUGIN(histogram, SOREN_STAGE(.map = histogram_map, .combine = SOREN_COUNT_U32,
                                     .key = SOREN_TYPE_INDEX))
