@@ -1,7 +1,5 @@
 /* histogram: counts of each channel value over raw 24-bit RGB pixels.
- * Bins 0-255 are red, 256-511 green, 512-767 blue.  A count, not a sum of
- * ones: the GPU's dense variant then knows a bin was emitted from its
- * count, with no presence byte stored for each pixel. */
+ * Bins 0-255 are red, 256-511 green, 512-767 blue. */
 #include <soren/soren.h>
 
 SOREN_FN void histogram_map(soren_emitter *e, const soren_record *r, const soren_params *p)

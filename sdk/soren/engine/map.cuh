@@ -72,10 +72,7 @@ struct emit_ctx {
     unsigned long long *block_slots; /* tag | (global slot + 1); 0 is free; NULL: no table */
     uint4 *block_keys;               /* size + 1 (0 until written), first 12 bytes */
     void *block_values;              /* the table's values; dense: key_count values */
-    uint8_t *present;                /* dense: a byte per key, 1 once the block emitted it
-                                        (a count's: see dense_marks) */
-    mutable uint32_t unmarked;       /* dense, a count: this thread's emits that stored no
-                                        presence byte, at most DENSE_UNMARKED_MAX */
+    uint8_t *present;                /* dense: a byte per key, 1 once the block emitted it */
     uint32_t block_mask;             /* the table's entries - 1 (a power of two) */
     bool dense_in_block;             /* dense: the array is block_values (a constant of each
                                         dense kernel, so its emits test nothing for it) */
@@ -348,15 +345,6 @@ __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_
     return true;
 }
 
-/* A count in a block's array needs no presence byte: a key the block
- * emitted has a count above zero.  A 32-bit count could wrap to zero after
- * 2^32 emits, so each thread stores the byte once it has made
- * DENSE_UNMARKED_MAX emits: the emits that store none, at most 1024 threads'
- * worth, stay below 2^32, and a key whose count wrapped had a marked emit. */
-constexpr uint32_t DENSE_UNMARKED_MAX = (1u << 22) - 1;
-
-template <uint32_t Op> constexpr bool dense_marks = Op != SOREN_COMBINE_COUNT;
-
 /* The dense variant: the key is its slot, in the block's array (InBlock)
  * or the global one.  Presence is a plain byte store: every writer stores
  * the same 1, so no atomic is needed.  (Storing only where the combine
@@ -371,10 +359,7 @@ __device__ inline void dense_insert(const emit_ctx *c, uint32_t key, const void 
     const soren_gpu_map_args *a = c->a;
     if constexpr (InBlock) {
         combine_into<Op, VType, UserFn>((T *)c->block_values + key, v);
-        if (dense_marks<Op> || c->unmarked == DENSE_UNMARKED_MAX)
-            c->present[key] = 1;
-        else
-            c->unmarked++;
+        c->present[key] = 1;
     } else {
         combine_into<Op, VType, UserFn>((T *)a->slot_values + key, v);
         if (__ldcg(&a->slots[key]) == 0)
@@ -574,27 +559,28 @@ __device__ inline void shared_setup(emit_ctx *c, const soren_gpu_map_args &a, T 
     __syncthreads();
 }
 
-/* Folds the block's shared table or array into the global table. */
+/* Folds the block's shared table or array into the global table: its
+ * values are partial results of the stage's combine Op, so a count's add. */
 template <uint32_t V, uint32_t Op, uint32_t VType, soren_combine_fn *UserFn>
 __device__ inline void shared_flush(const emit_ctx *c, const soren_gpu_map_args &a)
 {
     __syncthreads();
     const uint32_t vs = a.value_size;
+    constexpr uint32_t Fold = fold_op<Op>;
     if constexpr (V == SOREN_GPU_HASH) {
         for (uint32_t i = threadIdx.x; i <= c->block_mask; i += blockDim.x) {
             unsigned long long s = c->block_slots[i];
             if (s)
-                combine_into<Op, VType, UserFn>(
+                combine_into<Fold, VType, UserFn>(
                     (uint8_t *)a.slot_values + ((s & 0xffffffffull) - 1) * vs,
                     (const uint8_t *)c->block_values + i * vs);
         }
     } else if (c->present) {
-        typedef typename value_of<VType>::type T;
         for (uint64_t key = threadIdx.x; key < a.key_count; key += blockDim.x) {
-            if (!c->present[key] && (dense_marks<Op> || ((const T *)c->block_values)[key] == 0))
+            if (!c->present[key])
                 continue;
-            combine_into<Op, VType, UserFn>((uint8_t *)a.slot_values + key * vs,
-                                            (const uint8_t *)c->block_values + key * vs);
+            combine_into<Fold, VType, UserFn>((uint8_t *)a.slot_values + key * vs,
+                                              (const uint8_t *)c->block_values + key * vs);
             if (__ldcg(&a.slots[key]) == 0)
                 a.slots[key] = dense_ref(key);
         }
@@ -774,7 +760,7 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
     constexpr uint32_t op = Fold ? fold_op<S::op> : S::op;
     extern __shared__ __align__(16) unsigned long long shared[];
 
-    emit_ctx c = {&a, V, nullptr, nullptr, nullptr, nullptr, 0, 0, false};
+    emit_ctx c = {&a, V, nullptr, nullptr, nullptr, nullptr, 0, false};
     const bool shared_table = V == SOREN_GPU_HASH && a.shared_bytes;
     if (shared_table)
         shared_setup<V, T>(&c, a, launch_identity<op, S::value_type>(a), shared);
@@ -908,7 +894,7 @@ __global__ void dense_kernel(const __grid_constant__ soren_gpu_map_args a, uint3
     typedef typename value_of<S::value_type>::type T;
     extern __shared__ __align__(16) unsigned long long shared[];
 
-    emit_ctx c = {&a, SOREN_GPU_DENSE, nullptr, nullptr, nullptr, nullptr, 0, 0, InBlock};
+    emit_ctx c = {&a, SOREN_GPU_DENSE, nullptr, nullptr, nullptr, nullptr, 0, InBlock};
     if constexpr (InBlock)
         shared_setup<SOREN_GPU_DENSE, T>(&c, a, launch_identity<S::op, S::value_type>(a), shared);
     if (a.input_format == SOREN_GPU_FIXED)
