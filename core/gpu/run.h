@@ -3,8 +3,8 @@
  * a run does).  A gpu_run owns every device allocation of a stage's runs
  * and the stream; its parts are handled by:
  *   pool.cu      the device memory pool and the checked CUDA calls;
- *   staging.cu   host inputs on their way up (pinned staging, stager and
- *                uploader threads), the parameters, the record index;
+ *   staging.cu   host inputs on their way up (pinned staging and its copy
+ *                threads), the parameters, the record index;
  *   regions.cu   the table, key space and pair space: sizing, growth after
  *                an overflow, the key space folded a part at a time;
  *   launch.cu    monitoring, the variant's choice, the map's launches and
@@ -41,7 +41,7 @@ namespace soren__gpu {
 enum { MARKS = 9 }; /* upload, split, monitor, map, merge, reduce, order, download, end */
 
 /* Host inputs go up through pinned pieces of STAGING_PIECE bytes, copied
- * into by up to COPY_THREADS_MAX threads, two pieces each (stage_up):
+ * into by up to COPY_THREADS_MAX threads, two pieces each (input_feed):
  * 64 MiB pinned in all.  Larger pieces copy no faster and take longer to
  * pin.  Registering the mapped file with the driver instead
  * (cudaHostRegister) would pin every page of it, slower than the staging
@@ -92,7 +92,7 @@ struct gpu_inputs {
 
     /* Inputs in chunks (or several host inputs of lines or fixed records)
      * go up through two device buffers, input and input_alt: the next on
-     * copy_stream, by an uploader thread, while split and map read the
+     * copy_stream, by the copy threads, while split and map read the
      * other on the run's stream.  uploaded[b] and upload_began[b] bracket
      * buffer b's copy; began marks the run's start, for the chunks'
      * timeline. */
@@ -285,7 +285,7 @@ soren_status temp_reserve(gpu_run *r, size_t bytes);
 
 /* ---- Inputs (staging.cu) ------------------------------------------------- */
 
-/* What stopped a stage_up: a CUDA call (rc, call), or reading the input's
+/* What stopped an upload: a CUDA call (rc, call), or reading the input's
  * file (read_errno; ENODATA: it ended before its mapped size). */
 struct upload_fault {
     cudaError_t rc;
@@ -293,13 +293,35 @@ struct upload_fault {
     const char *call;
 };
 
-/* One input on its way up into buffer b by an uploader thread. */
-struct uploader {
+/* A pass's host inputs on their way up (staging.cu): copy threads take the
+ * pieces of the inputs opened so far in order, each filling its two pinned
+ * pieces in turn and queuing their copies; the pass opens an input once
+ * its buffer's last reader is done and waits for its copies to be queued.
+ * The lock guards everything below it. */
+struct input_feed;
+struct copy_thread {
+    input_feed *f;
+    unsigned t;
+};
+struct input_feed {
     gpu_run *r;
-    const soren_input *in;
-    int b;
-    pthread_t thread;
-    bool running;
+    const soren_input *inputs;
+    size_t count;
+    bool piped; /* input k into buffer k % 2 on copy_stream, else into input on the run's stream */
+    soren_progress *progress; /* counts each piece (not piped: the pass counts whole inputs) */
+    copy_thread threads[COPY_THREADS_MAX];
+    pthread_t thread_ids[COPY_THREADS_MAX];
+    unsigned started;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    size_t opened;          /* inputs 0 .. opened - 1 may be read */
+    size_t next_input;      /* the next piece handed out: next_input's bytes at next_offset */
+    uint64_t next_offset;
+    int fd[2];              /* the open inputs' files (soren_input_reopen) by buffer, or -1 */
+    uint64_t issued[2];     /* bytes of the input in each buffer whose copies are queued */
+    uint8_t turn[COPY_THREADS_MAX]; /* which of thread t's pieces it fills next */
+    bool stop;              /* a fault, or feed_stop */
+    size_t fault_input;
     upload_fault fault;
 };
 
@@ -308,7 +330,11 @@ soren_status alloc_staging(gpu_run *r, uint64_t largest);
 soren_status upload_input(gpu_run *r, const soren_input *in);
 bool pipelined(const soren_stage_spec *s, const soren_input *inputs, size_t n);
 soren_status pipeline_setup(gpu_run *r);
-soren_status upload_next(gpu_run *r, uploader *up, const soren_input *inputs, size_t n, size_t i);
+void feed_start(gpu_run *r, input_feed *f, const soren_input *inputs, size_t count, bool piped);
+void feed_open(input_feed *f, size_t k);
+soren_status feed_wait(input_feed *f, size_t k);
+void feed_stop(input_feed *f);
+soren_status upload_next(gpu_run *r, input_feed *f, size_t i);
 soren_status session_inputs(gpu_run *r, uint64_t largest, uint64_t records);
 soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count);
 

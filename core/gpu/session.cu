@@ -6,7 +6,6 @@
 #include "run.h"
 
 #include <chrono>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,13 +213,15 @@ static soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t input
     const soren_stage_spec *s = r->spec;
     r->reg.narrowed = false;
     soren_status st = SOREN_OK;
-    uploader up = {};
+    input_feed feed;
+    if (piped)
+        feed_start(r, &feed, inputs, input_count, true);
     for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
         const soren_input *in = &inputs[i];
         uint64_t records = records_at_most(s, in);
         soren_progress_phase(r->opt->progress, "upload", in->on_device ? 0 : data_bytes(s, in));
         if ((st = mark(r, 0, "upload", NULL)) == SOREN_OK)
-            st = piped ? upload_next(r, &up, inputs, input_count, i) : upload_input(r, in);
+            st = piped ? upload_next(r, &feed, i) : upload_input(r, in);
         if (st == SOREN_OK && (st = mark(r, 1, "record splitting", "split")) == SOREN_OK &&
             s->input_format == SOREN_INPUT_LINES)
             st = split_lines(r, in->size, &records);
@@ -246,8 +247,9 @@ static soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t input
         if (r->reg.narrowed)
             break;
     }
-    if (up.running) /* a failed or stopped pass: the next input's copies must end first */
-        pthread_join(up.thread, NULL);
+    /* the copy threads end with the pass; a failed or narrowed one leaves the rest unread */
+    if (piped)
+        feed_stop(&feed);
     return st;
 }
 

@@ -1,15 +1,15 @@
 /*
  * staging.cu - host inputs on their way to the device: pinned staging
- * pieces filled by stager threads, inputs in chunks sent by an uploader
- * thread into the second input buffer while the map reads the first, the
- * faults that stop an upload; the job's parameters; the input buffer and
- * the record index, and the splitting of a `lines` input into records.
+ * pieces filled by copy threads that run on from one input into the next,
+ * inputs in chunks sent into the second input buffer while the map reads
+ * the first, the faults that stop an upload; the job's parameters; the
+ * input buffer and the record index, and the splitting of a `lines` input
+ * into records.
  */
 #include "run.h"
 
 #include <cub/device/device_scan.cuh>
 
-#include <atomic>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -94,7 +94,7 @@ const upload_fault NO_FAULT = {cudaSuccess, 0, ""};
 
 static bool upload_faulted(const upload_fault *f) { return f->rc != cudaSuccess || f->read_errno; }
 
-/* The run's error for a stage_up that stopped on f. */
+/* The run's error for an input whose upload stopped on f. */
 static soren_status upload_failed(gpu_run *r, const soren_input *in, const upload_fault *f,
                                   const char *file, int line)
 {
@@ -108,102 +108,215 @@ static soren_status upload_failed(gpu_run *r, const soren_input *in, const uploa
     return cuda_fail(r, f->rc, f->call, file, line);
 }
 
-/* One copy thread of stage_up: takes the input's next piece (next counts
- * the bytes handed out), reads it into one of its two pinned pieces and
- * queues that piece's copy to the device, then fills the other while the
- * copy engine drains it.  The first fault stops every thread (next jumps
- * past the end). */
-struct stager {
-    gpu_run *r;
-    const soren_input *in;
-    int fd; /* the input's file (soren_input_reopen), or -1: copy from data */
-    uint8_t *dst;
-    cudaStream_t stream;
-    std::atomic<uint64_t> *next;
-    soren_progress *progress;
-    unsigned t;
-    pthread_t thread;
-    bool running;
-    upload_fault fault;
-};
+static uint8_t *buffer_of(gpu_run *r, int b) { return b ? r->in.input_alt : r->in.input; }
 
-static void *stager_main(void *arg)
+/* Where input k's bytes go: the buffer of its parity when piped, else the
+ * first. */
+static int slot_of(const input_feed *f, size_t k) { return f->piped ? (int)(k % 2) : 0; }
+
+static bool input_issued(const input_feed *f, size_t k)
 {
-    stager *g = (stager *)arg;
-    gpu_run *r = g->r;
-    upload_fault *f = &g->fault;
-    const uint64_t piece = STAGING_PIECE, size = g->in->size;
-    f->call = "cudaSetDevice";
-    if (g->t > 0 && (f->rc = cudaSetDevice(r->opt->device)) != cudaSuccess) {
-        g->next->store(UINT64_MAX / 2);
-        return NULL;
+    return k < f->opened && f->issued[slot_of(f, k)] == f->inputs[k].size;
+}
+
+/* Hands out the next piece of the open inputs up to input `last`, under the
+ * lock: false when there is none left to read. */
+static bool take_piece(input_feed *f, size_t last, size_t *k, uint64_t *off, uint64_t *n)
+{
+    while (f->next_input < f->opened && f->next_offset == f->inputs[f->next_input].size) {
+        f->next_input++;
+        f->next_offset = 0;
     }
-    for (unsigned k = 0;; k ^= 1) {
-        uint64_t off = g->next->fetch_add(piece);
-        /* after a fault another thread pushed next far past the end */
-        if (off >= size)
-            break;
-        uint64_t n = size - off < piece ? size - off : piece;
-        unsigned i = 2 * g->t + k;
-        uint8_t *buf = r->in.pieces + (uint64_t)i * piece;
-        /* The piece's previous copy must be on the device before refilling. */
-        f->call = "cudaEventSynchronize(staged)";
-        if ((f->rc = cudaEventSynchronize(r->in.staged[i])) != cudaSuccess)
-            break;
-        if (g->fd < 0)
-            memcpy(buf, g->in->data + off, n);
-        else if ((f->read_errno = soren_input_pread(g->fd, g->in, off, buf, n)) != 0)
-            break;
-        f->call = "cudaMemcpyAsync(input)";
-        if ((f->rc = cudaMemcpyAsync(g->dst + off, buf, n, cudaMemcpyHostToDevice,
-                                     g->stream)) != cudaSuccess)
-            break;
-        f->call = "cudaEventRecord(staged)";
-        if ((f->rc = cudaEventRecord(r->in.staged[i], g->stream)) != cudaSuccess)
-            break;
-        soren_progress_add(g->progress, n);
+    if (f->stop || f->next_input >= f->opened || f->next_input > last)
+        return false;
+    *k = f->next_input;
+    *off = f->next_offset;
+    const uint64_t left = f->inputs[*k].size - *off;
+    *n = left < STAGING_PIECE ? left : STAGING_PIECE;
+    f->next_offset += *n;
+    return true;
+}
+
+/* The first fault stops every copy thread; the main thread finds it in
+ * feed_wait.  Under the lock. */
+static void feed_fault(input_feed *f, size_t k, const upload_fault *fault)
+{
+    if (!f->stop) {
+        f->fault = *fault;
+        f->fault_input = k;
     }
-    if (upload_faulted(f))
-        g->next->store(UINT64_MAX / 2);
+    f->stop = true;
+    pthread_cond_broadcast(&f->changed);
+}
+
+/* Queues the copy of pinned piece i, n bytes of input k at off, under the
+ * lock, so that the events bracketing input k's copies come before its
+ * first and after its last in the stream's order (other inputs' copies may
+ * fall between: they are harmless there). */
+static bool issue_piece(input_feed *f, unsigned i, size_t k, uint64_t off, uint64_t n,
+                        upload_fault *fault)
+{
+    gpu_run *r = f->r;
+    const int b = slot_of(f, k);
+    cudaStream_t stream = f->piped ? r->in.copy_stream : r->stream;
+    fault->call = "cudaEventRecord(upload_began)";
+    if (f->piped && f->issued[b] == 0 &&
+        (fault->rc = cudaEventRecord(r->in.upload_began[b], stream)) != cudaSuccess)
+        return false;
+    const uint8_t *piece = r->in.pieces + (uint64_t)i * STAGING_PIECE;
+    fault->call = "cudaMemcpyAsync(input)";
+    if ((fault->rc = cudaMemcpyAsync(buffer_of(r, b) + off, piece, n, cudaMemcpyHostToDevice,
+                                     stream)) != cudaSuccess)
+        return false;
+    fault->call = "cudaEventRecord(staged)";
+    if ((fault->rc = cudaEventRecord(r->in.staged[i], stream)) != cudaSuccess)
+        return false;
+    f->issued[b] += n;
+    if (f->issued[b] < f->inputs[k].size)
+        return true;
+    fault->call = "cudaEventRecord(uploaded)";
+    if (f->piped && (fault->rc = cudaEventRecord(r->in.uploaded[b], stream)) != cudaSuccess)
+        return false;
+    pthread_cond_broadcast(&f->changed);
+    return true;
+}
+
+/* Stages pieces of the inputs up to `last` into copy thread t's two pinned
+ * pieces in turn until none is left to read; called and returns with the
+ * lock held.  The read runs outside the lock; the piece's previous copy
+ * must be on the device first. */
+static void stage_pieces(input_feed *f, unsigned t, size_t last)
+{
+    gpu_run *r = f->r;
+    size_t k;
+    uint64_t off, n;
+    while (take_piece(f, last, &k, &off, &n)) {
+        const unsigned i = 2 * t + f->turn[t];
+        f->turn[t] ^= 1;
+        const int fd = f->fd[slot_of(f, k)];
+        pthread_mutex_unlock(&f->lock);
+        upload_fault fault = NO_FAULT;
+        uint8_t *buf = r->in.pieces + (uint64_t)i * STAGING_PIECE;
+        fault.call = "cudaEventSynchronize(staged)";
+        if ((fault.rc = cudaEventSynchronize(r->in.staged[i])) == cudaSuccess) {
+            if (fd < 0)
+                memcpy(buf, f->inputs[k].data + off, n);
+            else
+                fault.read_errno = soren_input_pread(fd, &f->inputs[k], off, buf, n);
+        }
+        pthread_mutex_lock(&f->lock);
+        if (!upload_faulted(&fault) && !f->stop && issue_piece(f, i, k, off, n, &fault))
+            soren_progress_add(f->progress, n);
+        if (upload_faulted(&fault))
+            feed_fault(f, k, &fault);
+    }
+}
+
+static void *copy_thread_main(void *arg)
+{
+    copy_thread *c = (copy_thread *)arg;
+    input_feed *f = c->f;
+    upload_fault fault = NO_FAULT;
+    fault.call = "cudaSetDevice";
+    fault.rc = cudaSetDevice(f->r->opt->device);
+    pthread_mutex_lock(&f->lock);
+    if (upload_faulted(&fault))
+        feed_fault(f, 0, &fault);
+    while (!f->stop) {
+        stage_pieces(f, c->t, SIZE_MAX);
+        if (!f->stop && f->next_input >= f->count)
+            break;
+        if (!f->stop)
+            pthread_cond_wait(&f->changed, &f->lock);
+    }
+    pthread_mutex_unlock(&f->lock);
     return NULL;
 }
 
-/* Copies a host input's bytes to dst on stream through the pinned pieces,
- * by up to copy_threads threads (the caller is one): a copy from the page
- * cache is bound by the host's memory, which one thread does not saturate
- * (bench/results/h100/staging.md).  A mapped file's bytes are read from
- * the file, as fast as from the mapping: the mapping's pages stay
- * untouched, so the kernel neither maps them now nor unmaps them at
- * munmap.  Every copy has been queued on stream when it returns true; else
- * *f says what failed.  Touches nothing but the pinned pieces and their
- * events, so an uploader thread may run it. */
-static bool stage_up(gpu_run *r, const soren_input *in, uint8_t *dst, cudaStream_t stream,
-                     soren_progress *progress, upload_fault *f)
+/* Starts the copy threads that take inputs' pieces as they are opened
+ * (feed_open), on the run's copy stream into buffer k % 2 where piped,
+ * else on its stream into the first buffer.  A copy from the page cache is
+ * bound by the host's memory, which one thread does not saturate
+ * (bench/results/h100/staging.md), and the threads run on from one input
+ * into the next: restarting them at each would leave the copy engine idle
+ * while they wait for their first reads.  A mapped file's bytes are read
+ * from the file, as fast as from the mapping: the mapping's pages stay
+ * untouched, so the kernel neither maps them now nor unmaps them at munmap.
+ * With no thread started, feed_wait reads on the caller's thread. */
+void feed_start(gpu_run *r, input_feed *f, const soren_input *inputs, size_t count, bool piped)
 {
-    *f = NO_FAULT;
-    if (in->size == 0)
-        return true;
-    const int fd = soren_input_reopen(in);
-    std::atomic<uint64_t> next{0};
-    stager g[COPY_THREADS_MAX];
-    uint64_t pieces = (in->size + STAGING_PIECE - 1) / STAGING_PIECE;
-    unsigned threads = pieces < r->in.copy_threads ? (unsigned)pieces : r->in.copy_threads;
-    for (unsigned t = 0; t < threads; t++) {
-        g[t] = {r, in, fd, dst, stream, &next, progress, t, pthread_t(), false, NO_FAULT};
-        if (t > 0)
-            g[t].running = pthread_create(&g[t].thread, NULL, stager_main, &g[t]) == 0;
+    *f = input_feed{};
+    f->r = r;
+    f->inputs = inputs;
+    f->count = count;
+    f->piped = piped;
+    f->progress = piped ? NULL : r->opt->progress;
+    f->fd[0] = f->fd[1] = -1;
+    pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->changed, NULL);
+    for (unsigned t = 0; t < r->in.copy_threads; t++) {
+        f->threads[t] = copy_thread{f, t};
+        if (pthread_create(&f->thread_ids[t], NULL, copy_thread_main, &f->threads[t]) != 0)
+            break;
+        f->started++;
     }
-    /* A thread that could not be started leaves its pieces to the others. */
-    stager_main(&g[0]);
-    for (unsigned t = 0; t < threads; t++) {
-        if (g[t].running)
-            pthread_join(g[t].thread, NULL);
-        if (!upload_faulted(f) && upload_faulted(&g[t].fault))
-            *f = g[t].fault;
+}
+
+/* Lets the copy threads read input k (its buffer's last reader is done). */
+void feed_open(input_feed *f, size_t k)
+{
+    pthread_mutex_lock(&f->lock);
+    const int b = slot_of(f, k);
+    if (f->fd[b] >= 0)
+        close(f->fd[b]);
+    f->fd[b] = f->inputs[k].size ? soren_input_reopen(&f->inputs[k]) : -1;
+    f->issued[b] = 0;
+    f->opened = k + 1;
+    if (f->inputs[k].size == 0 && f->piped) {
+        cudaStream_t stream = f->r->in.copy_stream;
+        upload_fault fault = NO_FAULT;
+        fault.call = "cudaEventRecord(uploaded)";
+        if ((fault.rc = cudaEventRecord(f->r->in.upload_began[b], stream)) != cudaSuccess ||
+            (fault.rc = cudaEventRecord(f->r->in.uploaded[b], stream)) != cudaSuccess)
+            feed_fault(f, k, &fault);
     }
-    if (fd >= 0)
-        close(fd);
-    return !upload_faulted(f);
+    pthread_cond_broadcast(&f->changed);
+    pthread_mutex_unlock(&f->lock);
+}
+
+/* Waits until every copy of input k has been queued (not landed: the
+ * stream orders what reads it after them). */
+soren_status feed_wait(input_feed *f, size_t k)
+{
+    pthread_mutex_lock(&f->lock);
+    while (!input_issued(f, k) && !f->stop) {
+        if (f->started == 0)
+            stage_pieces(f, 0, k);
+        else
+            pthread_cond_wait(&f->changed, &f->lock);
+    }
+    const bool issued = input_issued(f, k);
+    pthread_mutex_unlock(&f->lock);
+    /* before feed_stop, only a fault stops the feed */
+    return issued ? SOREN_OK
+                  : upload_failed(f->r, &f->inputs[f->fault_input], &f->fault, __FILE__, __LINE__);
+}
+
+/* Stops the copy threads once their pieces in hand are queued (a failed or
+ * stopped pass leaves the rest unread) and closes the inputs' files. */
+void feed_stop(input_feed *f)
+{
+    pthread_mutex_lock(&f->lock);
+    f->stop = true;
+    pthread_cond_broadcast(&f->changed);
+    pthread_mutex_unlock(&f->lock);
+    for (unsigned t = 0; t < f->started; t++)
+        pthread_join(f->thread_ids[t], NULL);
+    for (int b = 0; b < 2; b++)
+        if (f->fd[b] >= 0)
+            close(f->fd[b]);
+    pthread_cond_destroy(&f->changed);
+    pthread_mutex_destroy(&f->lock);
 }
 
 /* Copies an input to the device on the run's stream, and a pairs input's
@@ -217,10 +330,14 @@ soren_status upload_input(gpu_run *r, const soren_input *in)
     if (r->spec->input_format == SOREN_INPUT_PAIRS)
         CUDA_TRY(r, cudaMemcpyAsync(r->in.line_starts, in->starts, (in->count + 1) * 8,
                                     cudaMemcpyHostToDevice, r->stream));
-    upload_fault f;
-    return stage_up(r, in, r->in.input, r->stream, r->opt->progress, &f)
-               ? SOREN_OK
-               : upload_failed(r, in, &f, __FILE__, __LINE__);
+    if (in->size == 0)
+        return SOREN_OK;
+    input_feed f;
+    feed_start(r, &f, in, 1, false);
+    feed_open(&f, 0);
+    soren_status st = feed_wait(&f, 0);
+    feed_stop(&f);
+    return st;
 }
 
 /* ---- Inputs in chunks: the next goes up while the map reads this one ----- */
@@ -236,56 +353,6 @@ bool pipelined(const soren_stage_spec *s, const soren_input *inputs, size_t n)
         if (inputs[i].on_device)
             return false;
     return true;
-}
-
-static uint8_t *buffer_of(gpu_run *r, int b) { return b ? r->in.input_alt : r->in.input; }
-
-static void *uploader_main(void *arg)
-{
-    uploader *u = (uploader *)arg;
-    gpu_run *r = u->r;
-    upload_fault *f = &u->fault;
-    f->call = "cudaSetDevice";
-    if ((f->rc = cudaSetDevice(r->opt->device)) != cudaSuccess)
-        return NULL;
-    f->call = "cudaEventRecord(upload_began)";
-    if ((f->rc = cudaEventRecord(r->in.upload_began[u->b], r->in.copy_stream)) != cudaSuccess)
-        return NULL;
-    if (stage_up(r, u->in, buffer_of(r, u->b), r->in.copy_stream, NULL, f)) {
-        f->call = "cudaEventRecord(uploaded)";
-        f->rc = cudaEventRecord(r->in.uploaded[u->b], r->in.copy_stream);
-    }
-    return NULL;
-}
-
-/* Starts sending in into buffer b (its last reader, the map of the input
- * before the one in the other buffer, has finished: map waits for its
- * kernels).  A thread that cannot be started leaves the copy to the
- * caller, here. */
-static void upload_start(gpu_run *r, uploader *u, const soren_input *in, int b)
-{
-    *u = (uploader){r, in, b, pthread_t(), false, NO_FAULT};
-    u->running = pthread_create(&u->thread, NULL, uploader_main, u) == 0;
-    if (!u->running)
-        uploader_main(u);
-}
-
-/* Waits for the uploader's copies to be issued, then makes the run's stream
- * wait for them to land: what reads buffer b next runs after. */
-static soren_status upload_finish(gpu_run *r, uploader *u)
-{
-    if (u->running)
-        pthread_join(u->thread, NULL);
-    u->running = false;
-    if (upload_faulted(&u->fault))
-        return upload_failed(r, u->in, &u->fault, __FILE__, __LINE__);
-    soren_progress_add(r->opt->progress, u->in->size);
-    if (soren_progress_check(r->opt->progress, r->spec->job_name, r->err) != SOREN_OK)
-        return r->err->code;
-    CUDA_TRY(r, cudaStreamWaitEvent(r->stream, r->in.uploaded[u->b], 0));
-    r->in.cur_input = buffer_of(r, u->b);
-    r->in.cur_base = u->in->base;
-    return SOREN_OK;
 }
 
 /* The copy stream, its events and the second buffer, once. */
@@ -314,15 +381,25 @@ soren_status pipeline_setup(gpu_run *r)
 }
 
 /* Input i's bytes on the device, in buffer i % 2, and input i + 1's on
- * their way up into the other. */
-soren_status upload_next(gpu_run *r, uploader *up, const soren_input *inputs, size_t n, size_t i)
+ * their way up into the other: its last reader, the map of input i - 1,
+ * has finished (map_pass waits for each map but the last).  The copy
+ * threads read on from input i into input i + 1. */
+soren_status upload_next(gpu_run *r, input_feed *f, size_t i)
 {
     if (i == 0)
-        upload_start(r, up, &inputs[0], 0);
-    soren_status st = upload_finish(r, up);
-    if (st == SOREN_OK && i + 1 < n)
-        upload_start(r, up, &inputs[i + 1], (int)((i + 1) % 2));
-    return st;
+        feed_open(f, 0);
+    if (i + 1 < f->count)
+        feed_open(f, i + 1);
+    soren_status st = feed_wait(f, i);
+    if (st != SOREN_OK)
+        return st;
+    soren_progress_add(r->opt->progress, f->inputs[i].size);
+    if (soren_progress_check(r->opt->progress, r->spec->job_name, r->err) != SOREN_OK)
+        return r->err->code;
+    CUDA_TRY(r, cudaStreamWaitEvent(r->stream, r->in.uploaded[i % 2], 0));
+    r->in.cur_input = buffer_of(r, (int)(i % 2));
+    r->in.cur_base = f->inputs[i].base;
+    return SOREN_OK;
 }
 
 /* Grows the record index (lines and pairs input) and the sort variant's
