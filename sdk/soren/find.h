@@ -18,8 +18,10 @@
  * the bytes that matched.  Where u is a suffix of v's first period, a
  * window after a match shifts by that period and remembers the bytes of the
  * pattern it knows to match, which keeps overlapping matches linear.  On
- * the host, memchr takes the search to the next window whose v can begin
- * to match (its first byte in place); the device compares byte by byte.
+ * the host, a pattern of up to 16 bytes is first looked for with memchr and
+ * memcmp, so that a record without it costs no factorization, and memchr
+ * takes the search to the next window whose v can begin to match (its
+ * first byte in place); the device compares byte by byte.
  */
 #ifndef SOREN_FIND_H
 #define SOREN_FIND_H
@@ -29,6 +31,11 @@
 #ifndef __CUDA_ARCH__
 #include <string.h>
 #endif
+
+/* The host scans for a pattern of up to this many bytes before setting up
+ * the search: each place its first byte is found costs at most this many
+ * compares, so the time stays linear. */
+#define SOREN__FIND_SCAN_MAX 16
 
 typedef struct soren_find {
     const uint8_t *pattern;
@@ -88,6 +95,31 @@ SOREN__INLINE void soren_find_init(soren_find *f, const void *pattern, uint64_t 
     f->periodic = 0;
     if (m == 0 || m > n)
         return;
+#ifndef __CUDA_ARCH__
+    if (m <= SOREN__FIND_SCAN_MAX) {
+        /* The first occurrence of a short pattern, by its first byte and a
+         * compare: a record without one (most, for a rare pattern) ends
+         * here, before the factorization; else the search starts there. */
+        const uint8_t *first = f->text, *last = f->text + (n - m);
+        for (; (first = (const uint8_t *)memchr(first, f->pattern[0],
+                                                (size_t)(last - first) + 1)); first++) {
+            int64_t k = 1;
+            while (k < f->m && first[k] == f->pattern[k])
+                k++;
+            if (k == f->m)
+                break;
+            if (first == last) {
+                first = NULL;
+                break;
+            }
+        }
+        if (!first) {
+            f->at = f->n - f->m + 1;
+            return;
+        }
+        f->at = first - f->text;
+    }
+#endif
     int64_t p, q;
     int64_t i = soren__max_suffix(f->pattern, f->m, 0, &p);
     int64_t j = soren__max_suffix(f->pattern, f->m, 1, &q);
