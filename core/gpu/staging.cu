@@ -149,12 +149,12 @@ static void feed_fault(input_feed *f, size_t k, const upload_fault *fault)
     pthread_cond_broadcast(&f->changed);
 }
 
-/* Queues the copy of pinned piece i, n bytes of input k at off, under the
- * lock, so that the events bracketing input k's copies come before its
- * first and after its last in the stream's order (other inputs' copies may
- * fall between: they are harmless there). */
-static bool issue_piece(input_feed *f, unsigned i, size_t k, uint64_t off, uint64_t n,
-                        upload_fault *fault)
+/* Queues the copy of pinned piece i (at buf), n bytes of input k at off,
+ * under the lock, so that the events bracketing input k's copies come
+ * before its first and after its last in the stream's order (other inputs'
+ * copies may fall between: they are harmless there). */
+static bool issue_piece(input_feed *f, unsigned i, const uint8_t *buf, size_t k, uint64_t off,
+                        uint64_t n, upload_fault *fault)
 {
     gpu_run *r = f->r;
     const int b = slot_of(f, k);
@@ -163,9 +163,8 @@ static bool issue_piece(input_feed *f, unsigned i, size_t k, uint64_t off, uint6
     if (f->piped && f->issued[b] == 0 &&
         (fault->rc = cudaEventRecord(r->in.upload_began[b], stream)) != cudaSuccess)
         return false;
-    const uint8_t *piece = r->in.pieces + (uint64_t)i * STAGING_PIECE;
     fault->call = "cudaMemcpyAsync(input)";
-    if ((fault->rc = cudaMemcpyAsync(buffer_of(r, b) + off, piece, n, cudaMemcpyHostToDevice,
+    if ((fault->rc = cudaMemcpyAsync(buffer_of(r, b) + off, buf, n, cudaMemcpyHostToDevice,
                                      stream)) != cudaSuccess)
         return false;
     fault->call = "cudaEventRecord(staged)";
@@ -205,7 +204,7 @@ static void stage_pieces(input_feed *f, unsigned t, size_t last)
                 fault.read_errno = soren_input_pread(fd, &f->inputs[k], off, buf, n);
         }
         pthread_mutex_lock(&f->lock);
-        if (!upload_faulted(&fault) && !f->stop && issue_piece(f, i, k, off, n, &fault))
+        if (!upload_faulted(&fault) && !f->stop && issue_piece(f, i, buf, k, off, n, &fault))
             soren_progress_add(f->progress, n);
         if (upload_faulted(&fault))
             feed_fault(f, k, &fault);
@@ -242,7 +241,8 @@ static void *copy_thread_main(void *arg)
  * while they wait for their first reads.  A mapped file's bytes are read
  * from the file, as fast as from the mapping: the mapping's pages stay
  * untouched, so the kernel neither maps them now nor unmaps them at munmap.
- * With no thread started, feed_wait reads on the caller's thread. */
+ * With no thread started (or none needed), feed_wait reads on the caller's
+ * thread. */
 void feed_start(gpu_run *r, input_feed *f, const soren_input *inputs, size_t count, bool piped)
 {
     *f = input_feed{};
@@ -254,7 +254,13 @@ void feed_start(gpu_run *r, input_feed *f, const soren_input *inputs, size_t cou
     f->fd[0] = f->fd[1] = -1;
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->changed, NULL);
-    for (unsigned t = 0; t < r->in.copy_threads; t++) {
+    /* no more threads than the inputs have pieces: a session's staging
+     * keeps the threads of its largest input, and a small one needs few */
+    uint64_t pieces = 0;
+    for (size_t k = 0; k < count; k++)
+        pieces += (inputs[k].size + STAGING_PIECE - 1) / STAGING_PIECE;
+    const unsigned threads = pieces < r->in.copy_threads ? (unsigned)pieces : r->in.copy_threads;
+    for (unsigned t = 0; t < threads; t++) {
         f->threads[t] = copy_thread{f, t};
         if (pthread_create(&f->thread_ids[t], NULL, copy_thread_main, &f->threads[t]) != 0)
             break;
