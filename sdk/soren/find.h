@@ -100,18 +100,14 @@ SOREN__INLINE void soren_find_init(soren_find *f, const void *pattern, uint64_t 
         /* The first occurrence of a short pattern, by its first byte and a
          * compare: a record without one (most, for a rare pattern) ends
          * here, before the factorization; else the search starts there. */
-        const uint8_t *first = f->text, *last = f->text + (n - m);
-        for (; (first = (const uint8_t *)memchr(first, f->pattern[0],
-                                                (size_t)(last - first) + 1)); first++) {
+        const uint8_t *at = f->text, *last = f->text + (n - m), *first = NULL;
+        while (!first && at <= last &&
+               (at = (const uint8_t *)memchr(at, f->pattern[0], (size_t)(last - at) + 1))) {
             int64_t k = 1;
-            while (k < f->m && first[k] == f->pattern[k])
+            while (k < f->m && at[k] == f->pattern[k])
                 k++;
-            if (k == f->m)
-                break;
-            if (first == last) {
-                first = NULL;
-                break;
-            }
+            first = k == f->m ? at : NULL;
+            at++;
         }
         if (!first) {
             f->at = f->n - f->m + 1;
