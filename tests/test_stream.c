@@ -21,6 +21,8 @@
 #include <sys/stat.h>
 
 #include "datagen.h"
+#include "engine/both.h"
+#include "engine/chunks.h"
 #include "gpu/device.h"
 #include "io/input.h"
 #include "jschema.h"
@@ -986,22 +988,304 @@ Test(stream, large_input_goes_in_chunks_without_a_budget_gpu)
 
 /* ---- Co-processing: --device both ----------------------------------------- */
 
-/* Stage 1 shared between the GPU and the CPU engine: the same output as the
- * CPU engine alone, and --explain says how the input was shared (both
- * engines took some: the probe gives each a piece). */
-static void expect_shared(const char *job, const char *args, const char *input,
-                          const char *what)
+/* Plans input under --device both with a device memory budget and checks
+ * that the pieces tile it on record starts, counting from its base, each
+ * but the last reaching `piece` bytes and ending at the first line start
+ * past it; returns the piece count. */
+static size_t check_both_plan(const soren_input *in, uint64_t budget, uint64_t piece,
+                              const char *what)
 {
-    char *err = NULL;
-    json_t *x = run_beside_cpu(job, args, input, "--device both", what, &err);
+    soren_stage_spec spec = lines_spec();
+    soren_run_options o;
+    soren_run_options_init(&o);
+    o.device = SOREN_DEVICE_BOTH;
+    o.device_memory = budget;
+    soren_input *pieces = NULL;
+    size_t count = 0;
+    soren_chunking c;
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren__plan_chunks(&spec, &o, SOREN_DEVICE_GPU, in, 1, &pieces, &count, &c,
+                                    &err), SOREN_OK, "%s: %s", what, err.text);
+    cr_assert_not_null(pieces, "%s: the input was not cut", what);
+    cr_expect_eq(c.chunk_bytes, piece, "%s: pieces of %llu bytes, want %llu", what,
+                 (unsigned long long)c.chunk_bytes, (unsigned long long)piece);
+    uint64_t off = 0;
+    for (size_t k = 0; k < count; k++) {
+        cr_assert(pieces[k].data == in->data + off && pieces[k].base == off,
+                  "%s: piece %zu does not begin at byte %llu", what, k,
+                  (unsigned long long)off);
+        cr_assert(is_record_start(&spec, in, off), "%s: piece %zu begins inside a line", what,
+                  k);
+        off += pieces[k].size;
+        if (k + 1 < count)
+            cr_expect_eq(off, soren_record_boundary(&spec, in, off - pieces[k].size + piece),
+                         "%s: piece %zu ends at byte %llu", what, k, (unsigned long long)off);
+    }
+    cr_assert_eq(off, in->size, "%s: the pieces cover %llu of %llu bytes", what,
+                 (unsigned long long)off, (unsigned long long)in->size);
+    soren_input_chunks_free(pieces, count);
+    return count;
+}
+
+/* --device both: BOTH_PIECES pieces, or pieces of the GPU's chunk where
+ * that is smaller, or of BOTH_PIECE_MIN bytes where a piece would be
+ * smaller. */
+Test(stream, both_plan_cuts_pieces_for_the_engines_to_take)
+{
+    size_t size = 0, at = 0;
+    uint8_t *buf = random_lines(211, 24u << 20, 0, 1, &size, &at);
+    soren_input in;
+    soren_input_wrap(&in, "text", buf, size);
+    const uint64_t sixteenth = (size + BOTH_PIECES - 1) / BOTH_PIECES;
+    size_t n = check_both_plan(&in, UINT64_C(4) << 30, sixteenth, "24 MiB");
+    cr_expect(n == BOTH_PIECES || n == BOTH_PIECES - 1, "24 MiB: %zu pieces", n);
+    /* a budget of 4 MiB: chunks of 1 MiB */
+    check_both_plan(&in, 4u << 20, 1u << 20, "24 MiB under a budget of 4 MiB");
+    in.size = soren_record_boundary(&(soren_stage_spec){.input_format = SOREN_INPUT_LINES}, &in,
+                                    3u << 20);
+    n = check_both_plan(&in, UINT64_C(4) << 30, BOTH_PIECE_MIN, "3 MiB");
+    cr_expect(n == 3 || n == 4, "3 MiB: %zu pieces of at least 1 MiB", n);
+    free(buf);
+}
+
+/* The GPU asks for piece i at now_ms, its upload and compute times so far
+ * those given, with no fold to pay for. */
+static int gpu_asks(soren_both_queue *q, size_t i, double now_ms, double upload_ms,
+                    double compute_ms)
+{
+    soren_both_gpu_state g = {now_ms, upload_ms, compute_ms, 0};
+    return soren__both_gpu_take(q, i, &g);
+}
+
+static void queue_pieces(soren_input *pieces, size_t count, uint64_t size)
+{
+    for (size_t k = 0; k < count; k++)
+        soren_input_wrap(&pieces[k], "piece", NULL, size);
+}
+
+/* Without the CPU engine asking, the GPU takes every piece; a piece is the
+ * GPU's again when asked again; once the GPU is done the CPU engine gets
+ * nothing. */
+Test(stream, both_queue_gpu_takes_what_nobody_took)
+{
+    soren_input pieces[12];
+    queue_pieces(pieces, 12, 100);
+    soren_both_queue q;
+    soren__both_queue_init(&q, pieces, 12);
+    for (size_t i = 1; i < 12; i++)
+        cr_expect(gpu_asks(&q, i, 10.0 * (double)i, 1.0 * (double)i,
+                                       5.0 * (double)i), "piece %zu refused", i);
+    cr_expect(gpu_asks(&q, 5, 200, 20, 100), "piece 5, asked again, refused");
+    size_t k = 99;
+    cr_expect_eq(soren__both_cpu_take(&q, 0, &k), SOREN_BOTH_NO);
+    soren__both_gpu_done(&q);
+    cr_expect_eq(soren__both_cpu_take(&q, 0, &k), SOREN_BOTH_NO);
+    cr_expect_eq(k, 99);
+    soren__both_queue_destroy(&q);
+}
+
+/* The CPU engine waits for the GPU's rate and bound; where the GPU's map
+ * bounds its run, it needs its own rate, then takes pieces from the back
+ * while it would map each before the GPU is done with the pieces in front
+ * of it.  The GPU is refused the first piece the CPU engine took, and the
+ * CPU engine takes nothing after that. */
+Test(stream, both_queue_cpu_takes_from_the_back_while_it_pays)
+{
+    soren_input pieces[20];
+    queue_pieces(pieces, 20, 100);
+    soren_both_queue q;
+    soren__both_queue_init(&q, pieces, 20);
+    size_t k = 99;
+    cr_expect_eq(soren__both_cpu_take(&q, 0, &k), SOREN_BOTH_LATER, "a piece before the GPU's "
+                 "rate");
+    cr_expect(gpu_asks(&q, 1, 0, 0, 0));
+    cr_expect(gpu_asks(&q, 2, 10, 4, 6)); /* piece 0 mapped */
+    cr_expect_eq(soren__both_cpu_take(&q, 0, &k), SOREN_BOTH_LATER);
+    /* piece 1 mapped: 100 bytes in 10 ms, 3 ms of upload and 9 of compute */
+    cr_expect(gpu_asks(&q, 3, 20, 7, 15));
+    cr_expect_eq(soren__both_cpu_take(&q, 0, &k), SOREN_BOTH_MEASURE);
+    /* 100 bytes at 1 a ms: 100 ms, before the GPU's pieces 4 .. 18 (150 ms) */
+    cr_assert_eq(soren__both_cpu_take(&q, 1, &k), SOREN_BOTH_YES, "no first piece");
+    cr_expect_eq(k, 19);
+    /* 100 bytes at 1 a ms: 100 ms, before the GPU's pieces 4 .. 17 (140 ms) */
+    cr_assert_eq(soren__both_cpu_take(&q, 1, &k), SOREN_BOTH_YES);
+    cr_expect_eq(k, 18);
+    /* at 0.5 a ms: 200 ms, after pieces 4 .. 16 (130 ms) */
+    cr_expect_eq(soren__both_cpu_take(&q, 0.5, &k), SOREN_BOTH_NO);
+    cr_expect_eq(k, 18);
+    /* at 10 a ms it pays while the GPU's pieces ahead take over 10 ms */
+    size_t taken = 0;
+    while (soren__both_cpu_take(&q, 10, &k) == SOREN_BOTH_YES) {
+        cr_expect_eq(k, 17 - taken, "piece %zu, want %zu", k, 17 - taken);
+        taken++;
+    }
+    cr_expect_eq(q.cpu_first, 6, "the CPU engine's pieces begin at %zu, want 6", q.cpu_first);
+    cr_expect(gpu_asks(&q, 4, 30, 10, 24));
+    cr_expect(gpu_asks(&q, 5, 40, 13, 33));
+    cr_expect_not(gpu_asks(&q, 6, 50, 16, 42), "the GPU took the CPU engine's piece");
+    cr_expect_eq(soren__both_cpu_take(&q, 100, &k), SOREN_BOTH_NO);
+    soren__both_queue_destroy(&q);
+}
+
+/* Beside a GPU whose upload bounds its run the CPU engine takes nothing:
+ * it would read its pieces from the memory the copy threads read. */
+Test(stream, both_queue_cpu_leaves_an_upload_bound_gpu_alone)
+{
+    soren_input pieces[20];
+    queue_pieces(pieces, 20, 100);
+    soren_both_queue q;
+    soren__both_queue_init(&q, pieces, 20);
+    size_t k = 99;
+    for (size_t i = 1; i < 10; i++) {
+        /* 10 ms of upload and 6 of compute a piece */
+        cr_expect(gpu_asks(&q, i, 10.0 * (double)i, 10.0 * (double)i,
+                                       6.0 * (double)i));
+        cr_expect_eq(soren__both_cpu_take(&q, 1000, &k), SOREN_BOTH_LATER, "after piece %zu", i);
+    }
+    soren__both_gpu_done(&q);
+    soren__both_wait(&q); /* returns: the GPU is done */
+    cr_expect_eq(soren__both_cpu_take(&q, 1000, &k), SOREN_BOTH_NO);
+    cr_expect_eq(k, 99);
+    soren__both_queue_destroy(&q);
+}
+
+/* The CPU engine's first piece brings a fold: it takes none where sharing
+ * the rest would save less than the fold costs. */
+Test(stream, both_queue_cpu_share_pays_for_the_fold)
+{
+    soren_input pieces[20];
+    queue_pieces(pieces, 20, 100);
+    for (int fold = 0; fold < 2; fold++) {
+        soren_both_queue q;
+        soren__both_queue_init(&q, pieces, 20);
+        /* a map-bound GPU at 10 bytes a ms; sharing the 1,600 bytes left
+         * with a CPU engine at 10 a ms saves 80 ms */
+        for (size_t i = 1; i < 4; i++) {
+            soren_both_gpu_state g = {10.0 * (double)i, 1.0 * (double)i, 8.0 * (double)i,
+                                      fold ? 80 : 79};
+            cr_expect(soren__both_gpu_take(&q, i, &g));
+        }
+        size_t k = 99;
+        cr_expect_eq(soren__both_cpu_take(&q, 10, &k), fold ? SOREN_BOTH_NO : SOREN_BOTH_YES,
+                     "a fold of %d ms", fold ? 80 : 79);
+        soren__both_queue_destroy(&q);
+    }
+}
+
+/* Under SOREN_BOTH_PROBE_LEAST pieces the CPU engine takes none. */
+Test(stream, both_queue_few_pieces_stay_on_the_gpu)
+{
+    soren_input pieces[SOREN_BOTH_PROBE_LEAST - 1];
+    queue_pieces(pieces, SOREN_BOTH_PROBE_LEAST - 1, 100);
+    soren_both_queue q;
+    soren__both_queue_init(&q, pieces, SOREN_BOTH_PROBE_LEAST - 1);
+    for (size_t i = 1; i < 4; i++)
+        cr_expect(gpu_asks(&q, i, 10.0 * (double)i, 1.0 * (double)i,
+                                       5.0 * (double)i));
+    size_t k = 99;
+    cr_expect_eq(soren__both_cpu_take(&q, 0, &k), SOREN_BOTH_NO);
+    soren__both_queue_destroy(&q);
+}
+
+typedef struct queue_race {
+    soren_both_queue *q;
+    size_t cpu_taken;
+    int cpu_twice;
+    uint8_t *owner; /* 1: the GPU's, 2: the CPU engine's */
+} queue_race;
+
+static void *race_cpu(void *arg)
+{
+    queue_race *r = arg;
+    size_t k;
+    soren_both_take t;
+    while ((t = soren__both_cpu_take(r->q, 50, &k)) != SOREN_BOTH_NO) {
+        if (t == SOREN_BOTH_LATER) {
+            soren__both_wait(r->q);
+            continue;
+        }
+        r->cpu_twice |= r->owner[k] != 0;
+        r->owner[k] = 2;
+        r->cpu_taken++;
+    }
+    return NULL;
+}
+
+/* The GPU and the CPU engine asking at once: every piece is taken once,
+ * the GPU's a prefix and the CPU engine's the rest. */
+Test(stream, both_queue_hands_each_piece_out_once)
+{
+    enum { N = 4000 };
+    soren_input *pieces = calloc(N, sizeof *pieces);
+    uint8_t *owner = calloc(N, 1);
+    cr_assert(pieces && owner);
+    for (int round = 0; round < 20; round++) {
+        queue_pieces(pieces, N, 1000);
+        memset(owner, 0, N);
+        soren_both_queue q;
+        soren__both_queue_init(&q, pieces, N);
+        queue_race r = {.q = &q, .owner = owner};
+        pthread_t tid;
+        cr_assert_eq(pthread_create(&tid, NULL, race_cpu, &r), 0);
+        owner[0] = 1;
+        size_t gpu = 1;
+        /* a map-bound GPU, a piece in 1 + round ms */
+        for (size_t i = 1; i < N && gpu_asks(&q, i, (double)i * (1 + round),
+                                                         (double)i, 2.0 * (double)i);
+             i++)
+            gpu++;
+        soren__both_gpu_done(&q);
+        pthread_join(tid, NULL);
+        for (size_t i = 1; i < gpu; i++)
+            cr_assert_eq(owner[i], 0, "round %d: piece %zu is the GPU's and the CPU engine's",
+                         round, i);
+        cr_assert_not(r.cpu_twice, "round %d: a piece went to the CPU engine twice", round);
+        cr_assert_eq(gpu + r.cpu_taken, N, "round %d: the GPU took %zu pieces and the CPU "
+                     "engine %zu of %d", round, gpu, r.cpu_taken, N);
+        cr_assert_eq(q.gpu_end, q.cpu_first, "round %d", round);
+        soren__both_queue_destroy(&q);
+    }
+    free(pieces);
+    free(owner);
+}
+
+
+
+/* Stage 1 shared between the GPU and the CPU engine: the same output as the
+ * CPU engine alone, and --explain says how the input was shared.  Two
+ * CPU-engine threads beside the GPU, whatever the host's CPUs.  Where
+ * cpu_takes, the GPU's map bounds its run, so the CPU engine takes at
+ * least its first piece and its pairs are folded with the GPU's; else it
+ * may take none, and then no fold runs unless the stage's reduce function
+ * or limit needs one. */
+static void expect_shared(const char *job, const char *args, const char *input,
+                          const char *flags, int cpu_takes, const char *what)
+{
+    char *err = NULL, both[256];
+    snprintf(both, sizeof both, "--device both --threads 2 %s", flags);
+    json_t *x = run_beside_cpu(job, args, input, both, what, &err);
     json_t *shared = json_object_get(x, "coprocessing");
     cr_assert_not_null(shared, "%s: no \"coprocessing\" in --explain: %s", what, err);
     json_int_t gpu = json_integer_value(json_object_get(shared, "gpu_bytes"));
     json_int_t cpu = json_integer_value(json_object_get(shared, "cpu_bytes"));
-    cr_expect(gpu > 0 && cpu > 0, "%s: the GPU mapped %lld bytes, the CPU engine %lld", what,
-              (long long)gpu, (long long)cpu);
+    json_int_t pieces = json_integer_value(json_object_get(shared, "pieces"));
+    json_int_t cpu_pieces = json_integer_value(json_object_get(shared, "cpu_pieces"));
+    const char *fold = json_string_value(json_object_get(shared, "fold"));
+    cr_assert_not_null(fold, "%s: no \"fold\" in \"coprocessing\"", what);
     cr_expect_eq((uint64_t)(gpu + cpu), file_size(input), "%s: %lld + %lld bytes shared of %llu",
                  what, (long long)gpu, (long long)cpu, (unsigned long long)file_size(input));
+    cr_expect(gpu > 0 && cpu_pieces < pieces, "%s: the GPU mapped %lld bytes, the CPU engine "
+              "took %lld of %lld pieces", what, (long long)gpu, (long long)cpu_pieces,
+              (long long)pieces);
+    cr_expect((cpu_pieces > 0) == (cpu > 0), "%s: the CPU engine took %lld pieces of %lld "
+              "bytes", what, (long long)cpu_pieces, (long long)cpu);
+    if (cpu_takes)
+        cr_expect_geq(cpu_pieces, 1, "%s: the GPU's map bounds its run, and yet the CPU engine "
+                      "took no piece", what);
+    if (cpu_pieces > 0)
+        cr_expect(strcmp(fold, "gpu") == 0 || strcmp(fold, "cpu") == 0, "%s: the CPU engine "
+                  "took %lld pieces and the fold ran on %s", what, (long long)cpu_pieces, fold);
     cr_expect(strstr(err, "--device both: the GPU mapped") != NULL, "%s: -v does not say how "
               "the input was shared: %s", what, err);
     json_decref(x);
@@ -1011,16 +1295,25 @@ static void expect_shared(const char *job, const char *args, const char *input,
 Test(stream, both_engines_equal_the_cpu_engine_gpu)
 {
     require_gpu();
-    /* 24 MiB: 24 pieces of 1 MiB, records cut inside multi-byte words */
+    /* 24 MiB: one chunk, cut into 16 pieces, records cut inside multi-byte words */
     char *text = gen("text", "text --size 24M --vocab 300000 --seed 1018");
     char *log = gen("log", "weblog --size 24M --urls 200000 --ips 50000 --seed 1019");
     char *pixels = in_dir("pixels.rgb");
-    dg_rgb(pixels, 8 << 20, 1020);
-    expect_shared("wordcount", "", text, "wordcount");
-    expect_shared("wordcount", "--top 20", text, "wordcount --top 20");
-    expect_shared("grep", "--param 'pattern=^th.*ing'", text, "grep");
-    expect_shared("histogram", "", pixels, "histogram");
-    expect_shared("pageviewcount", "", log, "pageviewcount (two stages)");
+    dg_rgb(pixels, 12 << 20, 1020);
+    expect_shared("wordcount", "", text, "", 0, "wordcount");
+    expect_shared("wordcount", "--top 20", text, "", 0, "wordcount --top 20");
+    expect_shared("grep", "--param 'pattern=^th.*ing'", text, "", 0, "grep");
+    expect_shared("histogram", "", pixels, "", 0, "histogram");
+    expect_shared("pageviewcount", "", log, "", 0, "pageviewcount (two stages)");
+    /* chunks of 2 MiB, and a table that folds the key space in parts: the
+     * GPU's later passes map the pieces its first pass took */
+    expect_shared("wordcount", "", text, "--device-memory 8M --table-slots 256 --key-bytes 4K",
+                  0, "wordcount in parts of the key space");
+    /* a GPU map slowed down (slowmap: a few milliseconds a line), which
+     * bounds the GPU's run: the CPU engine takes pieces beside it */
+    char slowmap[4096];
+    snprintf(slowmap, sizeof slowmap, "'%s/stage/test-plugins/slowmap.json'", tu_builddir());
+    expect_shared(slowmap, "--param cycles=8000000", text, "", 1, "slowmap");
     free(text);
     free(log);
     free(pixels);

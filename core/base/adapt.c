@@ -397,8 +397,11 @@ static json_t *chunks_json(const soren_chunking *c)
 static json_t *sharing_json(const soren_sharing *b)
 {
     json_t *o = json_object();
-    int ok = put(o, "gpu_bytes", count(b->gpu_bytes)) & put(o, "cpu_bytes", count(b->cpu_bytes)) &
+    int ok = put(o, "pieces", count(b->pieces)) & put(o, "cpu_pieces", count(b->cpu_pieces)) &
+             put(o, "cpu_threads", count(b->cpu_threads)) &
+             put(o, "gpu_bytes", count(b->gpu_bytes)) & put(o, "cpu_bytes", count(b->cpu_bytes)) &
              put(o, "gpu_ms", millis(b->gpu_ms)) & put(o, "cpu_ms", millis(b->cpu_ms)) &
+             put(o, "fold", json_string(b->fold ? b->fold : "none")) &
              put(o, "fold_ms", millis(b->fold_ms));
     if (!ok) {
         json_decref(o);

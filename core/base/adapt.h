@@ -112,9 +112,13 @@ typedef struct soren_chunking {
 
 /* --device both: how stage 1's pieces were shared (zero otherwise). */
 typedef struct soren_sharing {
+    uint64_t pieces, cpu_pieces;   /* the input's pieces, and those the CPU engine took */
+    unsigned cpu_threads;          /* the CPU engine's threads beside the GPU */
     uint64_t gpu_bytes, cpu_bytes; /* input each engine mapped */
     double gpu_ms, cpu_ms;         /* their times: the GPU's phases, the CPU's wall */
-    double fold_ms;                /* folding both engines' pairs on the CPU */
+    const char *fold;              /* where both engines' pairs were folded: "gpu",
+                                      "cpu", or NULL: none (the GPU's result stood) */
+    double fold_ms;
 } soren_sharing;
 
 typedef struct soren_explain {

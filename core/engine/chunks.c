@@ -52,7 +52,7 @@ soren_status soren__plan_chunks(const soren_stage_spec *spec, const soren_run_op
     if (where == SOREN_DEVICE_GPU && chunk > CHUNK_MOST)
         chunk = CHUNK_MOST;
     if (o->device == SOREN_DEVICE_BOTH) {
-        /* pieces enough for the two engines to share by their rates */
+        /* pieces enough for the two engines to take as they go */
         uint64_t total = 0;
         for (size_t i = 0; i < n; i++)
             total += inputs[i].size;

@@ -36,7 +36,7 @@ static soren_status fold_on_gpu(const soren_stage_spec *f, size_t index,
         o->gpu_sessions ? &o->gpu_sessions[SOREN_MAX_STAGES + index] : NULL;
     soren_explain x;
     memset(&x, 0, sizeof x);
-    soren_status rc = soren__run_gpu(f, received, 1, params, &g, session, res, &x, err);
+    soren_status rc = soren__run_gpu(f, received, 1, params, &g, session, NULL, res, &x, err);
     soren_explain_destroy(&x);
     return rc;
 }
@@ -66,26 +66,11 @@ soren_status soren__fold_received(const soren_stage_spec *spec, size_t index,
     return rc;
 }
 
-soren_status soren__fold_pairs(const soren_stage_spec *spec, const char *what, soren_result *src,
-                               const soren_params *params, const soren_run_options *o,
-                               soren_result *res, soren_error *err)
-{
-    soren_input pairs;
-    soren_status rc = soren_input_pairs(&pairs, what, src, err);
-    soren_result_destroy(src);
-    if (rc != SOREN_OK)
-        return rc;
-    soren_progress_phase(o->progress, "fold", 0);
-    int on_gpu;
-    rc = soren__fold_received(spec, 0, SOREN_DEVICE_CPU, &pairs, params, o, res, &on_gpu, err);
-    soren_input_close(&pairs);
-    return rc;
-}
-
 soren_status soren__run_gpu(const soren_stage_spec *spec, const soren_input *inputs,
                             size_t input_count, const soren_params *params,
                             const soren_run_options *o, soren_gpu_session **session,
-                            soren_result *res, soren_explain *x, soren_error *err)
+                            const soren_gpu_claim *claim, soren_result *res, soren_explain *x,
+                            soren_error *err)
 {
     soren_gpu_options gpu = o->gpu;
     if (soren_variant_parse(o->engine ? o->engine : "auto", &gpu.variant) != 0)
@@ -108,7 +93,7 @@ soren_status soren__run_gpu(const soren_stage_spec *spec, const soren_input *inp
             rc = soren_gpu_session_new(spec, &gpu, session, err);
         if (rc == SOREN_OK)
             rc = soren_gpu_session_run(*session, inputs, input_count, params,
-                                       o->param_versions, o->progress, res, x, err);
+                                       o->param_versions, o->progress, claim, res, x, err);
     }
     if (rc == SOREN_OK && x->key_parts > 1 && o->verbose)
         soren_progress_say(o->progress, "soren-host: gpu engine: the table folded the key space "
@@ -240,7 +225,7 @@ soren_status soren__run_stage(const soren_stage_spec *spec, size_t index, soren_
     if (where == SOREN_DEVICE_GPU && index == 0 && o->device == SOREN_DEVICE_BOTH)
         return soren__run_both(spec, inputs, input_count, params, o, session, res, x, err);
     if (where == SOREN_DEVICE_GPU)
-        return soren__run_gpu(spec, inputs, input_count, params, o, session, res, x, err);
+        return soren__run_gpu(spec, inputs, input_count, params, o, session, NULL, res, x, err);
     return soren__run_cpu(spec, inputs, input_count, params, o, res, x, rule, rule_size, err);
 }
 

@@ -5,10 +5,9 @@
  * library job (or --iterate) keeps per stage; the CPU engine monitors a
  * sample, picks its variant, runs and orders.  Either fills the stage's
  * soren_explain and leaves the result in the stage's order.  The fold (a
- * key's values gathered from several pairs into one, on the CPU engine)
- * serves the ranks of a distributed run and --device both; what runs
- * before a fold is the stage without its reduce function and order
- * (soren__local_spec).
+ * key's values gathered from several pairs into one) serves the ranks of
+ * a distributed run and --device both; what runs before a fold is the
+ * stage without its reduce function and order (soren__local_spec).
  */
 #ifndef SOREN_ENGINE_RUN_H
 #define SOREN_ENGINE_RUN_H
@@ -39,22 +38,15 @@ soren_status soren__fold_received(const soren_stage_spec *spec, size_t index,
                                   const soren_params *params, const soren_run_options *o,
                                   soren_result *res, int *on_gpu, soren_error *err);
 
-/* Pairs that hold a key's values in several pairs (src, destroyed here;
- * what names them) folded into res with the stage's combine on the CPU
- * engine, which also runs the reduce function and orders, as a rank of a
- * distributed run folds what it received: both engines' shares under
- * --device both. */
-soren_status soren__fold_pairs(const soren_stage_spec *spec, const char *what, soren_result *src,
-                               const soren_params *params, const soren_run_options *o,
-                               soren_result *res, soren_error *err);
-
 /* A stage on the GPU: one run, or a run of the session in *session (the
  * library's jobs keep one per stage), made anew where the stage or the
- * options changed. */
+ * options changed.  claim (NULL: every input) hands the inputs out as the
+ * run goes, and needs a session. */
 soren_status soren__run_gpu(const soren_stage_spec *spec, const soren_input *inputs,
                             size_t input_count, const soren_params *params,
                             const soren_run_options *o, soren_gpu_session **session,
-                            soren_result *res, soren_explain *x, soren_error *err);
+                            const soren_gpu_claim *claim, soren_result *res, soren_explain *x,
+                            soren_error *err);
 
 soren_status soren__run_cpu(const soren_stage_spec *spec, const soren_input *inputs,
                             size_t input_count, const soren_params *params,

@@ -77,6 +77,10 @@ typedef struct soren_gpu_options {
     int fold_pairs;
 } soren_gpu_options;
 
+/* The copy threads that stage a large input on its way to the GPU: one a
+ * CPU, at most COPY_THREADS_MAX (run.h). */
+unsigned soren_gpu_copy_threads(void);
+
 /* A stage set up on the GPU for runs again and again (the library's
  * soren_job_run): the first run monitors, chooses the variant and sizes the
  * regions; later runs reuse the variant, the regions as they grew, the
@@ -84,6 +88,16 @@ typedef struct soren_gpu_options {
  * same shape allocates nothing.  The last run's result stays packed on the
  * device until the next run. */
 typedef struct soren_gpu_session soren_gpu_session;
+
+/* A run's inputs handed out as it goes (--device both, where the CPU
+ * engine takes inputs from the other end): before the run opens input i
+ * (i >= 1) it asks take(ctx, i), and on the first no it ends with the
+ * inputs before i, which later passes of the run map again without
+ * asking.  take may be asked again for an input it gave. */
+typedef struct soren_gpu_claim {
+    int (*take)(void *ctx, size_t i);
+    void *ctx;
+} soren_gpu_claim;
 
 soren_status soren_gpu_session_new(const soren_stage_spec *spec, const soren_gpu_options *opt,
                                    soren_gpu_session **out, soren_error *err);
@@ -96,12 +110,13 @@ int soren_gpu_session_fits(const soren_gpu_session *s, const soren_stage_spec *s
  * memory (16-byte aligned), read where it is.  The result is copied into
  * out (initialised by the caller) and kept on the device.  A parameter
  * whose version (param_versions, 0: unknown; NULL: none known) is the one
- * the session last uploaded is not uploaded again. */
+ * the session last uploaded is not uploaded again.  claim NULL: every
+ * input is the run's. */
 soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_input *inputs,
                                    size_t input_count, const soren_params *params,
                                    const uint64_t *param_versions,
-                                   soren_progress *progress, soren_result *out,
-                                   soren_explain *x, soren_error *err);
+                                   soren_progress *progress, const soren_gpu_claim *claim,
+                                   soren_result *out, soren_explain *x, soren_error *err);
 /* Points out's count and arrays at the last run's pairs in device memory
  * (soren_pairs: the layout of a soren_result, device pointers); its sizes
  * and types, the stage's, are the caller's to set. */

@@ -181,6 +181,7 @@ struct feed_state; /* iterate.cu */
 struct gpu_run {
     const soren_stage_spec *spec;
     const soren_gpu_options *opt;
+    const soren_gpu_claim *claim; /* the run under way's, or NULL */
     const soren_gpu_stage *gpu;
     soren_variant variant; /* resolved: never AUTO */
     soren_error *err;
@@ -334,7 +335,7 @@ void feed_start(gpu_run *r, input_feed *f, const soren_input *inputs, size_t cou
 void feed_open(input_feed *f, size_t k);
 soren_status feed_wait(input_feed *f, size_t k);
 void feed_stop(input_feed *f);
-soren_status upload_next(gpu_run *r, input_feed *f, size_t i);
+soren_status upload_next(gpu_run *r, input_feed *f, size_t i, bool more);
 soren_status session_inputs(gpu_run *r, uint64_t largest, uint64_t records);
 soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count);
 

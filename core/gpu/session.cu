@@ -202,26 +202,38 @@ static void add_input_times(gpu_run *r, bool piped, size_t i)
     ms->map += elapsed(r, 3, 4);
 }
 
+/* Whether input i is the run's: every input is, unless the run shares
+ * them (r->claim). */
+static bool input_claimed(gpu_run *r, size_t i)
+{
+    return !r->claim || r->claim->take(r->claim->ctx, i);
+}
+
 /* Maps every input once (a pass) for the part of the key space in
  * r->reg.key_first .. key_last, the first input sampled and the variant chosen
  * first where sampling; stops after the input whose map halved the part
  * (r->reg.narrowed).  Inputs go up one after another, or pipelined (the next
- * on its way up while the map reads this one). */
-static soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t input_count, bool piped,
-                             bool sampling, uint64_t total)
+ * on its way up while the map reads this one).  Where the run shares its
+ * inputs, the pass ends before the first one it is refused: *input_count
+ * becomes the inputs it mapped. */
+static soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t *input_count,
+                             bool piped, bool sampling, uint64_t total)
 {
     const soren_stage_spec *s = r->spec;
     r->reg.narrowed = false;
     soren_status st = SOREN_OK;
+    size_t n = *input_count;
     input_feed feed;
     if (piped)
-        feed_start(r, &feed, inputs, input_count, true);
-    for (size_t i = 0; st == SOREN_OK && i < input_count; i++) {
+        feed_start(r, &feed, inputs, n, true);
+    for (size_t i = 0; st == SOREN_OK && i < n; i++) {
         const soren_input *in = &inputs[i];
         uint64_t records = records_at_most(s, in);
+        if (i + 1 < n && !input_claimed(r, i + 1))
+            n = i + 1;
         soren_progress_phase(r->opt->progress, "upload", in->on_device ? 0 : data_bytes(s, in));
         if ((st = mark(r, 0, "upload", NULL)) == SOREN_OK)
-            st = piped ? upload_next(r, &feed, i) : upload_input(r, in);
+            st = piped ? upload_next(r, &feed, i, i + 1 < n) : upload_input(r, in);
         if (st == SOREN_OK && (st = mark(r, 1, "record splitting", "split")) == SOREN_OK &&
             s->input_format == SOREN_INPUT_LINES)
             st = split_lines(r, in->size, &records);
@@ -235,13 +247,13 @@ static soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t input
             if (st == SOREN_OK)
                 st = allocate_regions(r);
         }
-        r->map.leave_unread = i + 1 == input_count && one_wait(r);
+        r->map.leave_unread = i + 1 == n && one_wait(r);
         if (st == SOREN_OK)
             st = map_input(r, in->size, records);
         /* The next input reuses the marks: its times are read now.  The
          * last input's are read with the result, mark 4 then the merge's
          * start, so that the host need not wait between map and merge. */
-        if (st == SOREN_OK && (i + 1 < input_count || r->reg.narrowed) &&
+        if (st == SOREN_OK && (i + 1 < n || r->reg.narrowed) &&
             (st = mark(r, 4, "map", NULL)) == SOREN_OK && (st = wait_mark(r, 4)) == SOREN_OK)
             add_input_times(r, piped, i);
         if (r->reg.narrowed)
@@ -250,6 +262,7 @@ static soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t input
     /* the copy threads end with the pass; a failed or narrowed one leaves the rest unread */
     if (piped)
         feed_stop(&feed);
+    *input_count = n;
     return st;
 }
 
@@ -393,7 +406,7 @@ static soren_status session_run(gpu_run *r, const soren_input *inputs, size_t in
     soren_result part;
     soren_result_init(&part, s);
     for (bool sampling = first; st == SOREN_OK; sampling = false) {
-        st = map_pass(r, inputs, input_count, piped, sampling, total);
+        st = map_pass(r, inputs, &input_count, piped, sampling, total);
         if (st == SOREN_OK && input_count == 0 && sampling)
             st = configure(r); /* no input: nothing to monitor, an empty result */
         if (st == SOREN_OK && input_count == 0 && sampling)
@@ -523,7 +536,8 @@ extern "C" int soren_gpu_session_fits(const soren_gpu_session *s, const soren_st
 extern "C" soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_input *inputs,
                                               size_t input_count, const soren_params *params,
                                               const uint64_t *param_versions,
-                                              soren_progress *progress, soren_result *out,
+                                              soren_progress *progress,
+                                              const soren_gpu_claim *claim, soren_result *out,
                                               soren_explain *x, soren_error *err)
 {
     x->device = "gpu";
@@ -531,9 +545,11 @@ extern "C" soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_
         return soren_error_set(err, SOREN_EDEVICE, "%s: an earlier run of this job failed on "
                                "the GPU; make the job again", s->spec.job_name);
     s->opt.progress = progress;
+    s->run.claim = claim;
     s->run.err = err;
     s->run.x = x;
     soren_status st = session_run(&s->run, inputs, input_count, params, param_versions, out);
+    s->run.claim = NULL;
     if (st != SOREN_OK)
         s->failed = 1;
     return st;

@@ -64,7 +64,7 @@ soren_status alloc_staging(gpu_run *r, uint64_t largest)
 {
     if (largest == 0)
         return SOREN_OK;
-    unsigned cpus = soren_cpu_count(), threads = cpus < COPY_THREADS_MAX ? cpus : COPY_THREADS_MAX;
+    unsigned threads = soren_gpu_copy_threads();
     uint64_t pieces = (largest + STAGING_PIECE - 1) / STAGING_PIECE;
     if (pieces < threads)
         threads = (unsigned)pieces;
@@ -386,15 +386,16 @@ soren_status pipeline_setup(gpu_run *r)
     return SOREN_OK;
 }
 
-/* Input i's bytes on the device, in buffer i % 2, and input i + 1's on
- * their way up into the other: its last reader, the map of input i - 1,
- * has finished (map_pass waits for each map but the last).  The copy
- * threads read on from input i into input i + 1. */
-soren_status upload_next(gpu_run *r, input_feed *f, size_t i)
+/* Input i's bytes on the device, in buffer i % 2, and, where the pass
+ * goes on (more), input i + 1's on their way up into the other: its last
+ * reader, the map of input i - 1, has finished (map_pass waits for each
+ * map but the last).  The copy threads read on from input i into input
+ * i + 1. */
+soren_status upload_next(gpu_run *r, input_feed *f, size_t i, bool more)
 {
     if (i == 0)
         feed_open(f, 0);
-    if (i + 1 < f->count)
+    if (more)
         feed_open(f, i + 1);
     soren_status st = feed_wait(f, i);
     if (st != SOREN_OK)
@@ -512,3 +513,9 @@ soren_status split_lines(gpu_run *r, uint64_t size, uint64_t *count)
 }
 
 } /* namespace soren__gpu */
+
+extern "C" unsigned soren_gpu_copy_threads(void)
+{
+    const unsigned cpus = soren_cpu_count(), most = soren__gpu::COPY_THREADS_MAX;
+    return cpus < most ? cpus : most;
+}
