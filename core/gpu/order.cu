@@ -2,7 +2,7 @@
  * order.cu - the run's result: the table's used slots or the pairs merged
  * into a list (grouped for a reduce without a combine), reduced, put in the
  * stage's order with CUB sorts, packed as a soren_result on the device and
- * copied to the host; and a re-run's result in one wait.
+ * copied to the host; and a small result in one wait.
  */
 #include "run.h"
 
@@ -538,22 +538,27 @@ soren_status result_after_map(gpu_run *r, soren_result *out)
 }
 
 static_assert(COUNTER_COUNT * 8 + SMALL_KEYS * 16 <= READBACK_BYTES,
-              "a re-run in one wait comes back through the readback buffer");
+              "a result in one wait comes back through the readback buffer");
 
 /* Whether this run waits for the GPU once (waits are most of a re-run's
- * overhead beyond its kernels): a later run of a table variant that folds
+ * overhead beyond its kernels, and the merge's and order's launches most
+ * of a small result's device time): a run of a table variant that folds
  * values (hash, block, dense) into typed keys, with no reduce function,
- * whose run before had at most SMALL_KEYS keys.  Its last map launch goes
- * unread, and one block does the rest (result_in_one_wait). */
+ * whose keys are known to be few: a dense array of at most SMALL_KEYS
+ * keys, or a later run whose run before had at most SMALL_KEYS.  Its last
+ * map launch goes unread, and one block does the rest
+ * (result_in_one_wait). */
 bool one_wait(const gpu_run *r)
 {
     const soren_stage_spec *s = r->spec;
-    return r->runs > 0 && r->reg.slots && s->combine != SOREN_COMBINE_NONE &&
+    const bool few_keys = (r->variant == SOREN_VARIANT_DENSE && s->key_count <= SMALL_KEYS) ||
+                          (r->runs > 0 && r->list.last_keys <= SMALL_KEYS);
+    return few_keys && r->reg.slots && s->combine != SOREN_COMBINE_NONE &&
            s->reduce != SOREN_REDUCE_FUNCTION && soren_type_size((soren_type)s->key_type) &&
-           r->list.last_keys <= SMALL_KEYS && whole_key_space(r);
+           whole_key_space(r);
 }
 
-/* The merge, order, packing and copy of a re-run in one wait: one block
+/* The merge, order, packing and copy of a small result in one wait: one block
  * (small_result_kernel) queued behind the last map launch, unread, writes
  * the counters and the ordered pairs into the pinned readback buffer, and
  * the host waits once.  Where the launch stopped for room, or the table
