@@ -857,6 +857,24 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
         shared_flush<V, op, S::value_type, S::user_combine>(&c, a);
 }
 
+/* Record r of a dense launch, rec, through the stage's map: inlined, so
+ * that the emits know their variant at compile time. */
+template <const auto &Desc, uint32_t I>
+__device__ __forceinline__ void dense_map(const soren_gpu_map_args &a, emit_ctx *c, const soren_record &rec,
+                                 uint64_t r)
+{
+    soren_emitter e;
+    e.emit = 0;
+    e.ctx = c;
+    e.state[EMIT_RECORD] = r;
+    e.state[EMIT_PAIRS] = 0;
+    e.state[EMIT_KEY_BYTES] = 0;
+    e.state[EMIT_STAGE] = I;
+    e.state[EMIT_SKIP] = 0;
+    e.state[EMIT_FAILED] = 0;
+    stage_traits<Desc, I>::map(&e, &rec, &a.params);
+}
+
 /* The dense variant's records, Format (where not 0) their format known at
  * compile time: one thread a record in a grid-stride loop, read in place
  * (tiles_records).  A dense launch never stops: not for room, and not at a
@@ -866,28 +884,67 @@ __device__ inline void dense_records(const soren_gpu_map_args &a, emit_ctx *c)
 {
     const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
     for (uint64_t r = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; r < a.record_count;
-         r += stride) {
-        soren_emitter e;
-        e.emit = 0;
-        e.ctx = c;
-        e.state[EMIT_RECORD] = r;
-        e.state[EMIT_PAIRS] = 0;
-        e.state[EMIT_KEY_BYTES] = 0;
-        e.state[EMIT_STAGE] = I;
-        e.state[EMIT_SKIP] = 0;
-        e.state[EMIT_FAILED] = 0;
-        soren_record rec = record_of<Format>(a, r);
-        stage_traits<Desc, I>::map(&e, &rec, &a.params);
+         r += stride)
+        dense_map<Desc, I>(a, c, record_of<Format>(a, r), r);
+}
+
+/* Fixed records of Size bytes (1 to 4), a group of them a thread at a
+ * time, read as 4-byte words (a group ends on a word: 4 records of 1 or 3
+ * bytes, 2 of 2, 1 of 4): the map then reads their bytes from registers, at
+ * offsets known at compile time.  Read in place, such records cost a load
+ * for every byte a map reads (histogram's three a pixel); read so, a load a
+ * word, and half the L1's wavefronts.  The records before the first that
+ * starts on a word, and after the last whole group, are read in place; all
+ * of them where none starts on a word. */
+template <uint32_t Size> constexpr uint32_t small_group = Size % 4 == 0 ? 1 : Size % 2 == 0 ? 2 : 4;
+
+template <const auto &Desc, uint32_t I, uint32_t Size>
+__device__ inline void dense_small_records(const soren_gpu_map_args &a, emit_ctx *c)
+{
+    constexpr uint32_t GROUP = small_group<Size>, WORDS = GROUP * Size / 4;
+    const uint64_t tid = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    const uint64_t count = a.record_count;
+    uint64_t head = 0;
+    while (head < GROUP && ((uintptr_t)(a.input + head * Size) & 3))
+        head++;
+    if (head == GROUP || head > count)
+        head = count;
+    const uint64_t groups = (count - head) / GROUP;
+    const uint64_t tail = head + groups * GROUP;
+    for (uint64_t g = tid; g < groups; g += stride) {
+        const uint64_t first = head + g * GROUP;
+        const uint32_t *from = (const uint32_t *)(a.input + first * Size);
+        uint32_t words[WORDS];
+#pragma unroll
+        for (uint32_t w = 0; w < WORDS; w++)
+            words[w] = __ldg(from + w);
+#pragma unroll
+        for (uint32_t k = 0; k < GROUP; k++) {
+            soren_record rec;
+            rec.data = (const uint8_t *)words + k * Size;
+            rec.size = Size;
+            rec.offset = a.record_base + (first + k) * Size;
+            rec.index = a.record_base / Size + first + k;
+            dense_map<Desc, I>(a, c, rec, first + k);
+        }
+    }
+    const uint64_t rest = head + (count - tail);
+    for (uint64_t j = tid; j < rest; j += stride) {
+        const uint64_t r = j < head ? j : tail + (j - head);
+        dense_map<Desc, I>(a, c, record_of<SOREN_GPU_FIXED>(a, r), r);
     }
 }
 
 /* The dense variant's map launch, InBlock where its array lies in the
- * block's shared memory.  Its own kernel, apart from map_kernel's resumes
- * and tiles, with the array's place and fixed records known at compile
- * time, so that each emit carries the key's check, the combine and the
- * presence store and little else (histogram's map issues an instruction
- * for every few bytes it reads). */
-template <const auto &Desc, uint32_t I, bool InBlock>
+ * block's shared memory, Small the size of its fixed records where they
+ * are read in groups (dense_small_records; a kernel for each size, whose
+ * code the compiler can keep whole).  Its own kernel, apart from
+ * map_kernel's resumes and tiles, with the array's place and fixed records
+ * known at compile time, so that each emit carries the key's check, the
+ * combine and the presence store and little else (histogram's map issues
+ * an instruction for every few bytes it reads). */
+template <const auto &Desc, uint32_t I, bool InBlock, uint32_t Small>
 __global__ void dense_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_t)
 {
     typedef stage_traits<Desc, I> S;
@@ -897,12 +954,34 @@ __global__ void dense_kernel(const __grid_constant__ soren_gpu_map_args a, uint3
     emit_ctx c = {&a, SOREN_GPU_DENSE, nullptr, nullptr, nullptr, nullptr, 0, InBlock};
     if constexpr (InBlock)
         shared_setup<SOREN_GPU_DENSE, T>(&c, a, launch_identity<S::op, S::value_type>(a), shared);
-    if (a.input_format == SOREN_GPU_FIXED)
+    if constexpr (Small != 0)
+        dense_small_records<Desc, I, Small>(a, &c);
+    else if (a.input_format == SOREN_GPU_FIXED)
         dense_records<Desc, I, SOREN_GPU_FIXED>(a, &c);
     else
         dense_records<Desc, I, 0>(a, &c);
     if constexpr (InBlock)
         shared_flush<SOREN_GPU_DENSE, S::op, S::value_type, S::user_combine>(&c, a);
+}
+
+/* The dense kernel for a launch's array and records: small fixed records
+ * read in groups where the array lies in the block, where an emit costs
+ * least and the loads weigh most (in the global array's kernel too, the
+ * map's copies would add as much again to a plugin's code). */
+template <const auto &Desc, uint32_t I>
+__host__ inline void (*dense_kernel_for(const soren_gpu_map_args &a))(soren_gpu_map_args, uint32_t)
+{
+    if (!a.shared_bytes)
+        return dense_kernel<Desc, I, false, 0>;
+    if (a.input_format == SOREN_GPU_FIXED) {
+        switch (a.record_size) {
+        case 1: return dense_kernel<Desc, I, true, 1>;
+        case 2: return dense_kernel<Desc, I, true, 2>;
+        case 3: return dense_kernel<Desc, I, true, 3>;
+        case 4: return dense_kernel<Desc, I, true, 4>;
+        }
+    }
+    return dense_kernel<Desc, I, true, 0>;
 }
 
 /* The map kernel of a launch's variant; NULL for a variant that does not
@@ -940,7 +1019,7 @@ __host__ inline void (*map_kernel_for(const soren_gpu_map_args &a))(soren_gpu_ma
         break;
     case SOREN_GPU_DENSE:
         if constexpr (combines && S::key_type == SOREN_TYPE_INDEX)
-            return a.shared_bytes ? dense_kernel<Desc, I, true> : dense_kernel<Desc, I, false>;
+            return dense_kernel_for<Desc, I>(a);
         break;
     case SOREN_GPU_GROUP:
         if constexpr (!combines && S::reduce != nullptr)
