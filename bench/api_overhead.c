@@ -24,11 +24,15 @@
  *
  * --iterate N: the runs loop instead (soren_job_iterate, up to N runs, each
  * run's sums written over the centroids on the device), R rounds (default
- * 5) from the same centroids; for each round the wall time, the GPU's busy
- * time and their difference divided by its runs:
+ * 5) from the same centroids, untraced, then R rounds again traced; for
+ * each round the wall time untraced (CUPTI's tracing adds to every launch
+ * of the loop's graph), the wall time traced, the GPU's busy time (traced)
+ * and the overhead (the untraced wall time less the busy time), each
+ * divided by the round's runs:
  *   {"program":"api-overhead","mode":"iterate","points":..,"k":..,
  *    "rounds":R,"runs":[..],"device_runs":[..],"wall_us":{...},
- *    "gpu_busy_us":{...},"overhead_us":{...},"device_ms_per_run":..}
+ *    "traced_wall_us":{...},"gpu_busy_us":{...},"overhead_us":{...},
+ *    "device_ms_per_run":..}
  * the summaries per run, over the rounds; device_ms_per_run: explain's
  * map time of the last round (the loop's device time over its runs).
  */
@@ -163,6 +167,15 @@ static int compare_spans(const void *a, const void *b)
     return (x->start > y->start) - (x->start < y->start);
 }
 
+/* Turns on the activity records of the GPU's kernels, copies and memsets. */
+static void start_tracing(void)
+{
+    CUPTI_TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
+    CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+    CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
+    CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
+}
+
 /* ---- The run ------------------------------------------------------------- */
 
 static int compare_doubles(const void *a, const void *b)
@@ -183,8 +196,9 @@ static void summary(const char *name, double *v, int n, int last)
            at(v, n, 0.1), at(v, n, 0.9), last ? "" : ",");
 }
 
-/* One run: the centroids in, soren_job_run timed (CUPTI's clock and the
- * wall clock), the sums fed back as the next run's centroids. */
+/* One run: the centroids in, soren_job_run timed (the wall clock, and
+ * CUPTI's where t0 and t1 are given), the sums fed back as the next run's
+ * centroids. */
 static void run_once(soren_job *job, double *centroids, size_t size, uint64_t *t0, uint64_t *t1,
                      double *wall_us)
 {
@@ -195,14 +209,16 @@ static void run_once(soren_job *job, double *centroids, size_t size, uint64_t *t
         fprintf(stderr, "api-overhead: %s\n", err.text);
         exit(1);
     }
-    CUPTI_TRY(cuptiGetTimestamp(t0));
+    if (t0)
+        CUPTI_TRY(cuptiGetTimestamp(t0));
     clock_gettime(CLOCK_MONOTONIC, &w0);
     if (soren_job_run(job, &err) != SOREN_OK) {
         fprintf(stderr, "api-overhead: %s\n", err.text);
         exit(1);
     }
     clock_gettime(CLOCK_MONOTONIC, &w1);
-    CUPTI_TRY(cuptiGetTimestamp(t1));
+    if (t1)
+        CUPTI_TRY(cuptiGetTimestamp(t1));
     *wall_us = (double)(w1.tv_sec - w0.tv_sec) * 1e6 + (double)(w1.tv_nsec - w0.tv_nsec) / 1e3;
     soren_pairs out;
     soren_job_result(job, &out, &err);
@@ -214,11 +230,12 @@ static void run_once(soren_job *job, double *centroids, size_t size, uint64_t *t
     }
 }
 
-/* --iterate: rounds of soren_job_iterate from the same centroids; the
- * per-run wall, busy and overhead of each round. */
-static int iterate_rounds(soren_job *job, const double *start, size_t size, uint64_t most,
-                          int rounds, double *wall, double *busy, double *over,
-                          uint64_t *runs, uint64_t *device_runs)
+/* --iterate: rounds of soren_job_iterate from the same centroids; each
+ * round's wall time a run, and where traced (CUPTI's activity records on)
+ * the GPU's busy time a run. */
+static void iterate_rounds(soren_job *job, const double *start, size_t size, uint64_t most,
+                           int rounds, int traced, double *wall, double *busy, uint64_t *runs,
+                           uint64_t *device_runs)
 {
     soren_error err;
     soren_error_clear(&err);
@@ -234,28 +251,29 @@ static int iterate_rounds(soren_job *job, const double *start, size_t size, uint
             fprintf(stderr, "api-overhead: %s\n", err.text);
             exit(1);
         }
-        CUPTI_TRY(cuptiGetTimestamp(&t0[r]));
+        if (traced)
+            CUPTI_TRY(cuptiGetTimestamp(&t0[r]));
         clock_gettime(CLOCK_MONOTONIC, &w0);
         if (soren_job_iterate(job, most, &how, &err) != SOREN_OK) {
             fprintf(stderr, "api-overhead: %s\n", err.text);
             exit(1);
         }
         clock_gettime(CLOCK_MONOTONIC, &w1);
-        CUPTI_TRY(cuptiGetTimestamp(&t1[r]));
+        if (traced)
+            CUPTI_TRY(cuptiGetTimestamp(&t1[r]));
         runs[r] = how.runs;
         device_runs[r] = how.device_runs;
         wall[r] = ((double)(w1.tv_sec - w0.tv_sec) * 1e6 +
                    (double)(w1.tv_nsec - w0.tv_nsec) / 1e3) / (double)how.runs;
     }
-    CUPTI_TRY(cuptiActivityFlushAll(1));
-    qsort(spans.at, spans.count, sizeof *spans.at, compare_spans);
-    for (int r = 0; r < rounds; r++) {
-        busy[r] = (double)busy_within(t0[r], t1[r]) / 1e3 / (double)runs[r];
-        over[r] = wall[r] - busy[r];
+    if (traced) {
+        CUPTI_TRY(cuptiActivityFlushAll(1));
+        qsort(spans.at, spans.count, sizeof *spans.at, compare_spans);
+        for (int r = 0; r < rounds; r++)
+            busy[r] = (double)busy_within(t0[r], t1[r]) / 1e3 / (double)runs[r];
     }
     free(t0);
     free(t1);
-    return 0;
 }
 
 static void print_counts(const char *name, const uint64_t *v, int n)
@@ -359,24 +377,34 @@ int main(int argc, char **argv)
         fprintf(stderr, "api-overhead: %s\n", err.text);
         return 1;
     }
-    CUPTI_TRY(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed));
-    CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
-    CUPTI_TRY(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET));
-
     uint64_t *from = NULL, *to = NULL;
     if (iterate) {
         /* the session set up first, as the program's runs would have it */
-        double *start = malloc(size), us;
-        uint64_t t0, t1, *counts = malloc((size_t)rounds * 16);
-        if (!start || !counts) {
+        double *start = malloc(size), *traced_wall = malloc((size_t)rounds * sizeof(double)), us;
+        uint64_t *counts = malloc((size_t)rounds * 32);
+        if (!start || !traced_wall || !counts) {
             fprintf(stderr, "api-overhead: out of memory\n");
             return 1;
         }
         memcpy(start, centroids, size);
-        run_once(job, centroids, size, &t0, &t1, &us);
-        iterate_rounds(job, start, size, (uint64_t)iterate, rounds, wall, busy, over, counts,
+        run_once(job, centroids, size, NULL, NULL, &us);
+        /* The wall times untraced: CUPTI's tracing adds its own cost to
+         * every launch.  Then the same rounds traced, for the busy time. */
+        iterate_rounds(job, start, size, (uint64_t)iterate, rounds, 0, wall, NULL, counts,
                        counts + rounds);
+        start_tracing();
+        iterate_rounds(job, start, size, (uint64_t)iterate, rounds, 1, traced_wall, busy,
+                       counts + 2 * rounds, counts + 3 * rounds);
+        for (int r = 0; r < rounds; r++) {
+            if (counts[r] != counts[2 * rounds + r]) {
+                fprintf(stderr, "api-overhead: round %d made %llu runs untraced and %llu "
+                        "traced: the runs are not the same\n", r,
+                        (unsigned long long)counts[r],
+                        (unsigned long long)counts[2 * rounds + r]);
+                return 1;
+            }
+            over[r] = wall[r] - busy[r];
+        }
         json_t *x = json_loads(soren_job_explain(job), 0, NULL);
         double device_ms = json_real_value(json_object_get(json_object_get(x, "times_ms"), "map"));
         json_decref(x);
@@ -385,14 +413,17 @@ int main(int argc, char **argv)
         print_counts("runs", counts, rounds);
         print_counts("device_runs", counts + rounds, rounds);
         summary("wall_us", wall, rounds, 0);
+        summary("traced_wall_us", traced_wall, rounds, 0);
         summary("gpu_busy_us", busy, rounds, 0);
         summary("overhead_us", over, rounds, 0);
         printf("\"device_ms_per_run\":%.4f}\n", device_ms);
         free(start);
+        free(traced_wall);
         free(counts);
         goto done;
     }
 
+    start_tracing();
     from = malloc((size_t)runs * 8);
     to = malloc((size_t)runs * 8);
     char variant[32] = "";
