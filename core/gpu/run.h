@@ -137,10 +137,11 @@ struct gpu_regions {
 
 /* The map's launches (launch.cu). */
 struct gpu_launch {
-    /* The last map launch's arguments, for its resumes.  A re-run in one
+    /* The last map launch's arguments, for its resumes.  A run in one
      * wait (one_wait) leaves its last launch unread (leave_unread). */
     soren_gpu_map_args args;
     bool leave_unread;
+    bool sampled; /* the pass monitored its first input */
     soren_gpu_resume *resume; /* hash, block, direct: where each thread stopped */
     uint64_t max_threads;     /* resume entries: every thread the device can hold */
     unsigned int *sketch;     /* monitor: SOREN_SKETCH_REGISTERS ranks */

@@ -191,14 +191,18 @@ static float elapsed(gpu_run *r, int from, int to)
 }
 
 /* Adds input i's phases to the run's times, its marks 0 to 4 done (piped,
- * the copy engine's time, beside split and map's). */
+ * the copy engine's time, beside split and map's).  A phase that did not
+ * run adds nothing: between its marks the device only waited for the host
+ * to queue the next (a few microseconds an input). */
 static void add_input_times(gpu_run *r, bool piped, size_t i)
 {
     soren_phase_times *ms = &r->x->ms;
     ms->upload += piped ? elapsed_between(r->in.upload_began[i % 2], r->in.uploaded[i % 2])
                         : elapsed(r, 0, 1);
-    ms->split += elapsed(r, 1, 2);
-    ms->monitor += elapsed(r, 2, 3);
+    if (r->spec->input_format == SOREN_INPUT_LINES)
+        ms->split += elapsed(r, 1, 2);
+    if (r->map.sampled && i == 0)
+        ms->monitor += elapsed(r, 2, 3);
     ms->map += elapsed(r, 3, 4);
 }
 
@@ -221,6 +225,7 @@ static soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t *inpu
 {
     const soren_stage_spec *s = r->spec;
     r->reg.narrowed = false;
+    r->map.sampled = sampling;
     soren_status st = SOREN_OK;
     size_t n = *input_count;
     input_feed feed;
