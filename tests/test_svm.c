@@ -254,3 +254,82 @@ Test(svm, usage_and_input_errors)
         cr_expect_eq(access(path, F_OK), -1, "soren-svm %s left a model behind", args);
     }
 }
+
+/* The numbers of a training file read as strtod reads them (a float of its
+ * double): two points, each an SV of the model soren-svm writes, whose
+ * values (the shortest text that reads back to the float; zeros left
+ * out) are checked against strtod's.  The values: short decimals, which have a fast path,
+ * and those past it (20 digits, past 2^53, past 10^22, hex, a bare point),
+ * and 400 drawn from a fixed seed in %g, %f and %e forms. */
+Test(svm, numbers_read_as_strtod_reads_them)
+{
+    enum { FIXED = 20, DRAWN = 400, PER_ROW = (FIXED + DRAWN) / 2 };
+    static const char *const fixed[FIXED] = {
+        "0.34375", "-0.0039", "1e-5", "12345678901234567890", "9007199254740993",
+        "0.1000000000000000055511151231257827", "1.5E+3", "-2e22", "3e23", "0x1p-3",
+        "7.", ".5", "+2.5", "-0", "123456789.987654321", "4.9406564584124654e-300",
+        "1E-0", "2.5e+2", "0.000000000000000000001", "18446744073709551617"};
+    char *text[FIXED + DRAWN];
+    uint64_t state = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < FIXED + DRAWN; i++) {
+        char buf[64];
+        if (i < FIXED) {
+            snprintf(buf, sizeof buf, "%s", fixed[i]);
+        } else {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            double v = (double)(state >> 11) / 9007199254740992.0 * 2000 - 1000;
+            int digits = (int)(state >> 3 & 15);
+            const char *form = (state & 3) == 0 ? "%.*g" : (state & 3) == 1 ? "%.*f" : "%.*e";
+            snprintf(buf, sizeof buf, form, digits + 1, v);
+        }
+        text[i] = strdup(buf);
+        cr_assert_not_null(text[i]);
+    }
+    char path[4096], model[4096], line[16384];
+    snprintf(path, sizeof path, "%s/numbers", dir);
+    snprintf(model, sizeof model, "%s/numbers.model", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    for (int row = 0; row < 2; row++) {
+        int at = snprintf(line, sizeof line, "%s", row == 0 ? "+1" : "-1");
+        for (int k = 0; k < PER_ROW; k++)
+            at += snprintf(line + at, sizeof line - (size_t)at, " %d:%s", k + 1,
+                           text[row * PER_ROW + k]);
+        fprintf(f, "%s\n", line);
+    }
+    fclose(f);
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err, "cd '%s' && '%s/soren-svm' train --device cpu -g 1e-30 '%s' '%s'",
+                     dir, tu_builddir(), path, model);
+    cr_assert_eq(rc, 0, "soren-svm train: exit %d: %s", rc, err);
+    free(err);
+    char *written = tu_read(model, NULL);
+    cr_assert_not_null(written);
+    char *sv = strstr(written, "\nSV\n");
+    cr_assert_not_null(sv, "no SV section in %s", written);
+    sv += 4;
+    int checked = 0;
+    for (int row = 0; row < 2; row++) {
+        char *end = strchr(sv, '\n');
+        cr_assert_not_null(end, "model: %d SV lines, want 2", row);
+        *end = '\0';
+        float want[PER_ROW] = {0}, got[PER_ROW] = {0};
+        for (int k = 0; k < PER_ROW; k++)
+            want[k] = (float)strtod(text[row * PER_ROW + k], NULL);
+        for (char *s = strchr(sv, ' '); s; s = strchr(s + 1, ' ')) {
+            long index = strtol(s + 1, &s, 10);
+            cr_assert(*s == ':' && index >= 1 && index <= PER_ROW, "SV line: %s", sv);
+            got[index - 1] = strtof(s + 1, NULL);
+        }
+        /* the model leaves zeros out, -0 among them */
+        for (int k = 0; k < PER_ROW; k++, checked++)
+            cr_expect(want[k] == 0 ? got[k] == 0 : memcmp(&want[k], &got[k], sizeof want[k]) == 0,
+                      "\"%s\" read as %.9g, strtod gives %.9g", text[row * PER_ROW + k],
+                      (double)got[k], (double)want[k]);
+        sv = end + 1;
+    }
+    cr_expect_eq(checked, FIXED + DRAWN);
+    free(written);
+    for (int i = 0; i < FIXED + DRAWN; i++)
+        free(text[i]);
+}
