@@ -74,15 +74,18 @@ soren_both_take soren__both_cpu_take(soren_both_queue *q, double cpu_rate, size_
     } else if (cpu_rate <= 0) {
         t = SOREN_BOTH_MEASURE;
     } else {
-        /* the GPU's pieces still to start, at its rate, against this one
-         * at the CPU engine's: it must be done before the GPU is */
-        uint64_t ahead = 0;
+        uint64_t ahead = 0; /* the bytes of the GPU's pieces still to start */
         for (size_t i = q->gpu_end; i < last; i++)
             ahead += q->pieces[i].size;
-        const double g = q->gpu_rate, c = cpu_rate, rest = (double)(ahead + q->pieces[last].size);
-        t = (double)q->pieces[last].size / c < (double)ahead / g ? SOREN_BOTH_YES : SOREN_BOTH_NO;
-        if (t == SOREN_BOTH_YES && q->cpu_first == q->count && rest * c / (g * (g + c)) <= q->fold_ms)
-            t = SOREN_BOTH_NO; /* its share would not pay for the fold */
+        const double g = q->gpu_rate, c = cpu_rate, piece = (double)q->pieces[last].size;
+        /* this piece, at the CPU engine's rate, done before the GPU has
+         * done the pieces ahead of it at its own */
+        const int in_time = piece / c < (double)ahead / g;
+        /* a first piece only where sharing the rest saves more than the
+         * fold of the two engines' pairs costs */
+        const double share_saves_ms = ((double)ahead + piece) * c / (g * (g + c));
+        const int pays = q->cpu_first < q->count || share_saves_ms > q->fold_ms;
+        t = in_time && pays ? SOREN_BOTH_YES : SOREN_BOTH_NO;
     }
     if (t == SOREN_BOTH_YES) {
         q->cpu_first = last;
