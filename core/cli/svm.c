@@ -226,8 +226,9 @@ static int sparse_rows_add(sparse_rows *r, const char *line, size_t size, char *
             index = strtol(s, &end, 10);
         }
         if (end == s || *end != ':' || index <= last || index > UINT32_MAX) {
+            const int shown = (int)strcspn(s, "\r\n");
             snprintf(why, why_size, "expected INDEX:VALUE with indices from 1 and increasing, "
-                     "at \"%.20s\"", s);
+                     "at \"%.*s\"", shown < 20 ? shown : 20, s);
             return -1;
         }
         s = end + 1;
