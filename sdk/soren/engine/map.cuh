@@ -860,8 +860,8 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
 /* Record r of a dense launch, rec, through the stage's map: inlined, so
  * that the emits know their variant at compile time. */
 template <const auto &Desc, uint32_t I>
-__device__ __forceinline__ void dense_map(const soren_gpu_map_args &a, emit_ctx *c, const soren_record &rec,
-                                 uint64_t r)
+__device__ __forceinline__ void dense_map(const soren_gpu_map_args &a, emit_ctx *c,
+                                          const soren_record &rec, uint64_t r)
 {
     soren_emitter e;
     e.emit = 0;
@@ -893,7 +893,7 @@ __device__ inline void dense_records(const soren_gpu_map_args &a, emit_ctx *c)
  * bytes, 2 of 2, 1 of 4): the map then reads their bytes from registers, at
  * offsets known at compile time.  Read in place, such records cost a load
  * for every byte a map reads (histogram's three a pixel); read so, a load a
- * word, and half the L1's wavefronts.  The records before the first that
+ * word (3 for 4 pixels).  The records before the first that
  * starts on a word, and after the last whole group, are read in place; all
  * of them where none starts on a word. */
 template <uint32_t Size> constexpr uint32_t small_group = Size % 4 == 0 ? 1 : Size % 2 == 0 ? 2 : 4;
