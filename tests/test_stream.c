@@ -1074,8 +1074,8 @@ Test(stream, both_queue_gpu_takes_what_nobody_took)
     soren_both_queue q;
     soren__both_queue_init(&q, pieces, 12);
     for (size_t i = 1; i < 12; i++)
-        cr_expect(gpu_asks(&q, i, 10.0 * (double)i, 1.0 * (double)i,
-                                       5.0 * (double)i), "piece %zu refused", i);
+        cr_expect(gpu_asks(&q, i, 10.0 * (double)i, 1.0 * (double)i, 5.0 * (double)i),
+                  "piece %zu refused", i);
     cr_expect(gpu_asks(&q, 5, 200, 20, 100), "piece 5, asked again, refused");
     size_t k = 99;
     cr_expect_eq(soren__both_cpu_take(&q, 0, &k), SOREN_BOTH_NO);
@@ -1139,8 +1139,7 @@ Test(stream, both_queue_cpu_leaves_an_upload_bound_gpu_alone)
     size_t k = 99;
     for (size_t i = 1; i < 10; i++) {
         /* 10 ms of upload and 6 of compute a piece */
-        cr_expect(gpu_asks(&q, i, 10.0 * (double)i, 10.0 * (double)i,
-                                       6.0 * (double)i));
+        cr_expect(gpu_asks(&q, i, 10.0 * (double)i, 10.0 * (double)i, 6.0 * (double)i));
         cr_expect_eq(soren__both_cpu_take(&q, 1000, &k), SOREN_BOTH_LATER, "after piece %zu", i);
     }
     soren__both_gpu_done(&q);
@@ -1181,8 +1180,7 @@ Test(stream, both_queue_few_pieces_stay_on_the_gpu)
     soren_both_queue q;
     soren__both_queue_init(&q, pieces, SOREN_BOTH_PROBE_LEAST - 1);
     for (size_t i = 1; i < 4; i++)
-        cr_expect(gpu_asks(&q, i, 10.0 * (double)i, 1.0 * (double)i,
-                                       5.0 * (double)i));
+        cr_expect(gpu_asks(&q, i, 10.0 * (double)i, 1.0 * (double)i, 5.0 * (double)i));
     size_t k = 99;
     cr_expect_eq(soren__both_cpu_take(&q, 0, &k), SOREN_BOTH_NO);
     soren__both_queue_destroy(&q);
@@ -1231,9 +1229,8 @@ Test(stream, both_queue_hands_each_piece_out_once)
         owner[0] = 1;
         size_t gpu = 1;
         /* a map-bound GPU, a piece in 1 + round ms */
-        for (size_t i = 1; i < N && gpu_asks(&q, i, (double)i * (1 + round),
-                                                         (double)i, 2.0 * (double)i);
-             i++)
+        for (size_t i = 1;
+             i < N && gpu_asks(&q, i, (double)i * (1 + round), (double)i, 2.0 * (double)i); i++)
             gpu++;
         soren__both_gpu_done(&q);
         pthread_join(tid, NULL);
