@@ -383,6 +383,69 @@ Test(adapt, every_choice_rule_on_both_devices)
     cr_expect_eq(v, SOREN_VARIANT_HASH);
 }
 
+/* The rule that spreads a run over several GPUs of one host unasked. */
+static void expect_devices(soren_spread_case c, int want, const char *rule_has)
+{
+    int count = 0;
+    const char *rule = soren_choose_devices(&c, &count);
+    cr_expect_eq(count, want, "%d GPUs, started %d, busy %d, %llu bytes, %llu pairs: %d GPUs, "
+                 "want %d (%s)", c.gpus, c.started, c.busy, (unsigned long long)c.bytes,
+                 (unsigned long long)c.pairs, count, want, rule);
+    cr_expect(rule && strstr(rule, rule_has), "rule \"%s\" lacks \"%s\"", rule, rule_has);
+}
+
+Test(adapt, devices_spread_only_where_a_second_gpu_pays)
+{
+    const uint64_t gib = UINT64_C(1) << 30;
+    /* histogram's bins, wordcount's words in 8 GiB of documentation,
+     * pageviewcount's (URL, IP) keys in 2 GiB of log */
+    const uint64_t bins = 768, words = 195280, visits = 10000000;
+    soren_spread_case hot = {.gpus = 2, .started = 1, .bytes = 2 * gib, .pairs = bins};
+
+    expect_devices(hot, 2, "two GPUs");
+    soren_spread_case c = hot;
+    c.gpus = 1;
+    expect_devices(c, 1, "one GPU usable");
+    c = hot;
+    c.started = 0;
+    expect_devices(c, 1, "a process of its own");
+    c = hot;
+    c.busy = 1;
+    expect_devices(c, 1, "another job");
+    c = hot;
+    c.bytes = gib - 1;
+    expect_devices(c, 1, "under 1 GiB");
+    c.bytes = gib;
+    expect_devices(c, 2, "two GPUs");
+    c.bytes = 0;
+    expect_devices(c, 1, "unknown size");
+    c = hot;
+    c.pairs = SOREN_PAIRS_UNKNOWN;
+    expect_devices(c, 1, "first run");
+    /* what exchanging and folding the pairs costs decides */
+    c = hot;
+    c.pairs = words;
+    expect_devices(c, 1, "cost about what a second GPU saves");
+    c.bytes = 4 * gib;
+    expect_devices(c, 2, "two GPUs");
+    c.pairs = visits;
+    c.bytes = 64 * gib;
+    expect_devices(c, 1, "cost about what a second GPU saves");
+    /* the page cache reaches four GPUs no faster than two */
+    c = hot;
+    c.gpus = 4;
+    expect_devices(c, 2, "two GPUs");
+}
+
+Test(adapt, expected_pairs_grow_with_the_input_not_below_the_last_run)
+{
+    cr_expect_eq(soren_expected_pairs(1000, 0, 0), SOREN_PAIRS_UNKNOWN);
+    cr_expect_eq(soren_expected_pairs(1000, 4000, 300), 300);
+    cr_expect_eq(soren_expected_pairs(4000, 4000, 300), 300);
+    cr_expect_eq(soren_expected_pairs(8000, 4000, 300), 600);
+    cr_expect_eq(soren_expected_pairs(UINT64_C(1) << 40, 1 << 20, 1000), UINT64_C(1000) << 20);
+}
+
 Test(adapt, variant_names_round_trip)
 {
     for (int v = SOREN_VARIANT_AUTO; v <= SOREN_VARIANT_DENSE; v++) {
@@ -446,6 +509,9 @@ Test(adapt, explain_prints_every_field_and_overflow)
                   &x.projection);
     x.ms = (soren_phase_times){.monitor = 1.5, .upload = 2, .split = 0.25, .map = 10,
                                .merge = 3, .reduce = 0, .sort = 4, .download = 0.5};
+    x.pairs = 4321;
+    x.devices = 2;
+    x.devices_rule = "as --devices gives";
     soren_error err;
     soren_error_clear(&err);
     for (uint64_t i = 0; i < 40; i++)
@@ -463,6 +529,10 @@ Test(adapt, explain_prints_every_field_and_overflow)
     cr_expect_eq(get_count(doc, "metrics", "sampled_bytes"), 10001);
     cr_expect_eq(get_count(doc, "metrics", "distinct_keys"), 50);
     cr_expect_eq(get_count(doc, "projection", "table_slots"), 1024);
+    cr_expect_eq(get_count(doc, NULL, "pairs"), 4321);
+    cr_expect_eq(get_count(doc, "devices", "count"), 2);
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(doc, "devices"), "rule")),
+                     x.devices_rule);
     const json_t *times = json_object_get(doc, "times_ms");
     cr_expect_float_eq(json_number_value(json_object_get(times, "copy")), 2.5, 1e-9);
     cr_expect_float_eq(json_number_value(json_object_get(times, "split")), 0.25, 1e-9);
@@ -871,6 +941,18 @@ static json_t *explain_of(const char *err)
     return x;
 }
 
+/* The lines of a file. */
+static uint64_t lines_of(const char *path)
+{
+    size_t size = 0;
+    char *data = tu_read(path, &size);
+    uint64_t lines = 0;
+    for (size_t i = 0; i < size; i++)
+        lines += data[i] == '\n';
+    free(data);
+    return lines;
+}
+
 /* Runs soren-host on the CPU with --explain; the report, validated. */
 static json_t *explain_run(const char *args, const char *input, const char *output)
 {
@@ -897,6 +979,8 @@ Test(adapt, explain_validates_for_every_job_on_the_cpu)
 
     json_t *x = explain_run("wordcount", text, out);
     cr_expect_str_eq(json_string_value(json_object_get(x, "device")), "cpu");
+    cr_expect_eq(get_count(x, NULL, "pairs"), lines_of(out));
+    cr_expect_null(json_object_get(x, "devices"), "the CPU engine spreads over no GPU");
     cr_expect_str_eq(json_string_value(json_object_get(x, "variant")), "hash");
     const json_t *m = json_object_get(x, "metrics");
     cr_expect(json_is_true(json_object_get(m, "ran")));

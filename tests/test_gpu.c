@@ -880,6 +880,66 @@ Test(gpu, devices_all_through_a_resident_host)
     free(sock);
 }
 
+/* Through a resident host a run that names no GPUs spreads over two by
+ * itself where the adaptive engine expects a gain: a job's first run there
+ * takes one GPU and the host learns its pairs (histogram's 768 bins), and
+ * the next over 1 GiB or more takes two.  Both equal the CPU engine, and
+ * --explain says why each took what it took. */
+Test(gpu, host_spreads_a_large_run_by_itself)
+{
+    if (soren_device_count(NULL, 0) < 2)
+        cr_skip_test("one GPU: nothing to spread over");
+    char *rgb = in_dir("pixels"), *want = in_dir("cpu.out"), *got = in_dir("host.out");
+    char *sock = in_dir("run/host.sock"), *err = NULL;
+    dg_rgb(rgb, (1100u << 20) / 3, 705);
+    cr_assert_eq(run("histogram", "--local --device cpu", rgb, want, &err), 0, "%s", err);
+    free(err);
+    err = NULL;
+    /* a process of its own stays on one GPU */
+    cr_assert_eq(run("histogram", "--local --explain", rgb, got, &err), 0, "%s", err);
+    json_t *x = explain_of(err);
+    free(err);
+    const json_t *devices = json_object_get(x, "devices");
+    cr_expect_eq(json_integer_value(json_object_get(devices, "count")), 1);
+    cr_expect(strstr(json_string_value(json_object_get(devices, "rule")), "a process of its own"),
+              "%s", json_string_value(json_object_get(devices, "rule")));
+    json_decref(x);
+    expect_same(got, want, "histogram in a process of its own");
+    err = NULL;
+    cr_assert_eq(tu_runf(NULL, &err, "'%s' --socket '%s' serve --detach", tu_host(), sock), 0,
+                 "serve: %s", err);
+    free(err);
+    static const struct {
+        int gpus;
+        const char *rule;
+    } runs[] = {{1, "the job's first run on this host"}, {2, "two GPUs"}};
+    for (int i = 0; i < 2; i++) {
+        err = NULL;
+        int rc = tu_runf(NULL, &err, "'%s' --socket '%s' run histogram --explain '%s' -o '%s'",
+                         tu_host(), sock, rgb, got);
+        cr_expect_eq(rc, 0, "run %d through the host: exit %d: %s", i + 1, rc, err);
+        if (rc != 0) {
+            free(err);
+            break;
+        }
+        x = explain_of(err);
+        free(err);
+        devices = json_object_get(x, "devices");
+        const char *rule = json_string_value(json_object_get(devices, "rule"));
+        cr_expect_eq(json_integer_value(json_object_get(devices, "count")), runs[i].gpus,
+                     "run %d: %s", i + 1, rule);
+        cr_expect(rule && strstr(rule, runs[i].rule), "run %d: \"%s\" lacks \"%s\"", i + 1,
+                  rule, runs[i].rule);
+        json_decref(x);
+        expect_same(got, want, "histogram through a resident host, GPUs of its choice");
+    }
+    tu_runf(NULL, NULL, "'%s' --socket '%s' stop", tu_host(), sock);
+    free(rgb);
+    free(want);
+    free(got);
+    free(sock);
+}
+
 /* The GPU that --verbose says a run took ("device: gpu D of N"), or -1. */
 static int gpu_said(const char *err_path)
 {

@@ -234,6 +234,67 @@ const char *soren_choose(const soren_stage_spec *spec, const soren_metrics *m,
     return "distinct keys in the sample at or over --small-keys: hash";
 }
 
+/* ---- Several GPUs -------------------------------------------------------- */
+
+/* What spreading a run over the GPUs of one host gains and costs, from the
+ * figures in bench/results/h100/devices.md (the model is docs/mpi.md's,
+ * "Where more GPUs stop paying"):
+ *  - a process that starts CUDA on one more GPU pays 175-235 ms for it, and
+ *    a plain process on two GPUs took 0.69-0.82x the time of one over 8 GiB:
+ *    only a resident host, whose GPUs are started, spreads a run unasked;
+ *  - a second GPU saves about SPREAD_SAVED_MS_PER_GIB for every GiB read
+ *    from the page cache, which the host copies to two GPUs faster than to
+ *    one (histogram: 8 ms of 28 over 1 GiB, 18 of 49 over 2 GiB);
+ *  - it costs the exchange and the fold of the first stage's pairs, about
+ *    SPREAD_PAIR_NS a pair beside SPREAD_FIXED_MS (wordcount's 195,280
+ *    keys: exchange 6-13 ms and fold 4 ms; pageviewcount's millions of
+ *    (URL, IP) keys: over a second), and below SPREAD_LEAST_BYTES the
+ *    saving is within the noise of a run;
+ *  - a third GPU saves nothing more: the host's copies from the page cache
+ *    reach four GPUs no faster than two. */
+#define SPREAD_LEAST_BYTES (UINT64_C(1) << 30)
+#define SPREAD_SAVED_MS_PER_GIB 9.0
+#define SPREAD_PAIR_NS 80.0
+#define SPREAD_FIXED_MS 2.0
+/* the saving must pass the cost by this much: the figures above are one
+ * host's, and a run that gains little is not worth two GPUs */
+#define SPREAD_MARGIN 1.5
+enum { SPREAD_GPUS_MOST = 2 };
+
+uint64_t soren_expected_pairs(uint64_t bytes, uint64_t last_bytes, uint64_t last_pairs)
+{
+    if (!last_bytes)
+        return SOREN_PAIRS_UNKNOWN;
+    if (bytes <= last_bytes)
+        return last_pairs;
+    return ceil_count((double)last_pairs * ((double)bytes / (double)last_bytes));
+}
+
+const char *soren_choose_devices(const soren_spread_case *c, int *count)
+{
+    *count = 1;
+    if (c->gpus < 2)
+        return "one GPU usable: one GPU";
+    if (!c->started)
+        return "a process of its own: starting CUDA on another GPU costs more than it saves "
+               "(--devices spreads the run, and so does a resident host by itself): one GPU";
+    if (c->busy)
+        return "another job runs on this host's GPUs: one GPU, the least busy";
+    if (c->bytes < SPREAD_LEAST_BYTES)
+        return "input under 1 GiB, or of unknown size: one GPU";
+    if (c->pairs == SOREN_PAIRS_UNKNOWN)
+        return "the job's first run on this host, whose first stage's pairs are not known "
+               "yet: one GPU";
+    double saved = SPREAD_SAVED_MS_PER_GIB * ((double)c->bytes / (double)(UINT64_C(1) << 30));
+    double cost = SPREAD_FIXED_MS + SPREAD_PAIR_NS * 1e-6 * (double)c->pairs;
+    if (saved < SPREAD_MARGIN * cost)
+        return "exchanging and folding the first stage's pairs would cost about what a "
+               "second GPU saves on this input: one GPU";
+    *count = c->gpus < SPREAD_GPUS_MOST ? c->gpus : SPREAD_GPUS_MOST;
+    return "input of 1 GiB or more whose first stage leaves few enough pairs to exchange: "
+           "two GPUs (the page cache reaches more no faster)";
+}
+
 /* ---- Explain ------------------------------------------------------------- */
 
 soren_status soren_explain_overflow(soren_explain *x, const char *region, uint64_t old_size,
@@ -378,7 +439,19 @@ static int put_stage(json_t *o, const soren_explain *x)
            put(o, "waits", count(x->waits)) &
            put(o, "metrics", metrics_json(&x->metrics)) &
            put(o, "projection", projection_json(&x->projection)) &
-           put(o, "overflows", overflows_json(x)) & put(o, "times_ms", times_json(&x->ms));
+           put(o, "overflows", overflows_json(x)) & put(o, "times_ms", times_json(&x->ms)) &
+           put(o, "pairs", count(x->pairs));
+}
+
+static json_t *devices_json(const soren_explain *x)
+{
+    json_t *o = json_object();
+    if (!(put(o, "count", count((uint64_t)x->devices)) &
+          put(o, "rule", json_string(x->devices_rule)))) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 static json_t *chunks_json(const soren_chunking *c)
@@ -490,6 +563,8 @@ void soren_explain_print_stages(const soren_explain *xs, size_t n, const soren_i
                   (put(stage, "stage", count(i + 1)) & put_stage(stage, &xs[i]));
         }
     }
+    if (x->devices_rule)
+        ok &= put(doc, "devices", devices_json(x));
     if (x->chunks.count)
         ok &= put(doc, "chunks", chunks_json(&x->chunks));
     if (x->sharing.gpu_bytes + x->sharing.cpu_bytes)

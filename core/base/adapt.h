@@ -89,6 +89,28 @@ void soren_project(const soren_stage_spec *spec, const soren_metrics *m, soren_p
 const char *soren_choose(const soren_stage_spec *spec, const soren_metrics *m,
                          uint64_t small_keys, int on_gpu, soren_variant *out);
 
+/* Whether a run that names no GPUs spreads over several of its host's
+ * (--devices): what the choice knows. */
+typedef struct soren_spread_case {
+    int gpus;       /* GPUs this process can use */
+    int started;    /* 1: their CUDA contexts are up already (a resident host's) */
+    int busy;       /* 1: another job runs on them */
+    uint64_t bytes; /* the run's input; 0: not known */
+    uint64_t pairs; /* the first stage's pairs expected (soren_expected_pairs) */
+} soren_spread_case;
+
+#define SOREN_PAIRS_UNKNOWN UINT64_MAX
+
+/* The first stage's pairs expected over bytes of input from the job's last
+ * run, which left last_pairs from last_bytes (0: none yet, and the result
+ * SOREN_PAIRS_UNKNOWN): as many, or more in proportion for a larger input
+ * (keys grow more slowly than that, so the guess errs towards one GPU). */
+uint64_t soren_expected_pairs(uint64_t bytes, uint64_t last_bytes, uint64_t last_pairs);
+
+/* How many GPUs such a run spreads over (*count, 1 or more) and the rule
+ * that decided, as a sentence for --explain and --verbose. */
+const char *soren_choose_devices(const soren_spread_case *c, int *count);
+
 typedef struct soren_overflow {
     const char *region; /* "table", "keys", "pairs" (static strings) */
     uint64_t old_size, new_size;
@@ -141,8 +163,13 @@ typedef struct soren_explain {
     soren_overflow *overflows; /* owned */
     size_t overflow_count, overflow_cap;
     soren_phase_times ms;
+    uint64_t pairs;        /* the stage's output; a rank's share after its fold */
     soren_chunking chunks; /* stage 1 only */
     soren_sharing sharing; /* stage 1 only */
+    /* stage 1 only: the GPUs the run spread over, and why (soren_choose_devices,
+     * or --devices); NULL: not reported */
+    int devices;
+    const char *devices_rule;
 } soren_explain;
 
 /* Records that region grew from old_size to new_size (ENOMEM on failure). */

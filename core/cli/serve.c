@@ -121,24 +121,33 @@ static soren_gpu_session **job_begins(host *h, job *j, soren_progress *progress,
     return soren_loaded_take_sessions(h->registry, j->loaded, key);
 }
 
+/* The bytes of the inputs fds in *bytes; 0 where one is not a regular
+ * file (standard input, a pipe), whose size is not known. */
+static int inputs_bytes(const int *fds, size_t count, uint64_t *bytes)
+{
+    *bytes = 0;
+    for (size_t i = 0; i < count; i++) {
+        struct stat st;
+        if (fstat(fds[i], &st) != 0 || !S_ISREG(st.st_mode))
+            return 0;
+        *bytes += (uint64_t)st.st_size;
+    }
+    return 1;
+}
+
 /* The device memory a GPU job asks for, of a ledger of total bytes: what
  * it gave (--device-memory), else an equal part of the GPU's for each
  * worker, or more where its inputs are large (four times their bytes: the
  * chunks in flight, their record index, the tables and the key space), so
  * a job alone is not cut into more chunks than it would be in a process of
  * its own.  Inputs of unknown size (standard input) ask for all of it. */
-static uint64_t gpu_want(const host *h, uint64_t total, uint64_t asked, const int *fds,
-                         size_t count)
+static uint64_t gpu_want(const host *h, uint64_t total, uint64_t asked, int known,
+                         uint64_t bytes)
 {
     if (asked)
         return asked;
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < count; i++) {
-        struct stat st;
-        if (fstat(fds[i], &st) != 0 || !S_ISREG(st.st_mode))
-            return total;
-        bytes += (uint64_t)st.st_size;
-    }
+    if (!known)
+        return total;
     uint64_t part = total / h->workers;
     return bytes > part / 4 ? 4 * bytes : part;
 }
@@ -169,11 +178,14 @@ static unsigned gpus_named(const host *h, const soren_run_options *o)
  * for a job that may use the GPU, on each GPU it will run on (in the order
  * of their numbers, so that two jobs that both want two GPUs never hold
  * one each while waiting for the other); none for a job on the CPU engine.
- * The sessions kept for jobs run again hold device memory outside every
+ * A job that names no GPU spreads over several where soren_choose_devices
+ * says so (spread: the job's plugin, whose last run it reads; NULL: a
+ * library job, which runs on one), else takes the least busy.  The
+ * sessions kept for jobs run again hold device memory outside every
  * reservation: where a GPU has less free than the job reserved, the idle
  * ones go. */
-static gpu_hold gpu_take(host *h, soren_run_options *o, uint64_t asked, const int *fds,
-                         size_t count)
+static gpu_hold gpu_take(host *h, soren_run_options *o, uint64_t asked, int known,
+                         uint64_t bytes, soren_loaded *spread)
 {
     gpu_hold g = {0, 0};
     if (!h->gpus || o->device == SOREN_DEVICE_CPU)
@@ -182,15 +194,33 @@ static gpu_hold gpu_take(host *h, soren_run_options *o, uint64_t asked, const in
     int chosen = -1;
     uint64_t turn = 0;
     if (!g.gpus && !o->device_count && !o->devices_all) {
-        /* the GPU with the fewest jobs, the job's turn taken there at once
-         * so that the next job to choose counts it */
+        uint64_t last_bytes = 0, last_pairs = 0;
+        if (spread)
+            soren_loaded_last_run(h->registry, spread, &last_bytes, &last_pairs);
         pthread_mutex_lock(&h->lock);
-        chosen = soren_ledger_least_busy(h->memory, h->gpus);
-        turn = soren_ledger_turn(&h->memory[chosen]);
+        int count = 1;
+        if (spread && h->gpus > 1)
+            o->devices_rule = soren_choose_devices(
+                &(soren_spread_case){.gpus = h->gpus, .started = 1, .busy = h->gpu_jobs > 0,
+                                     .bytes = known ? bytes : 0,
+                                     .pairs = soren_expected_pairs(bytes, last_bytes,
+                                                                   last_pairs)},
+                &count);
+        if (count > 1) {
+            for (int d = 0; d < count; d++)
+                o->devices[d] = d;
+            o->device_count = (size_t)count;
+            g.gpus = (1u << count) - 1;
+        } else {
+            /* the GPU with the fewest jobs, the job's turn taken there at
+             * once so that the next job to choose counts it */
+            chosen = soren_ledger_least_busy(h->memory, h->gpus);
+            turn = soren_ledger_turn(&h->memory[chosen]);
+            o->devices[0] = chosen;
+            o->device_count = 1;
+            g.gpus = 1u << chosen;
+        }
         pthread_mutex_unlock(&h->lock);
-        o->devices[0] = chosen;
-        o->device_count = 1;
-        g.gpus = 1u << chosen;
     }
     if (!g.gpus)
         return g; /* a GPU the host lacks: the run says so itself */
@@ -198,7 +228,7 @@ static gpu_hold gpu_take(host *h, soren_run_options *o, uint64_t asked, const in
     for (int d = 0; d < h->gpus; d++)
         if (g.gpus & 1u << d && h->memory[d].total < total)
             total = h->memory[d].total;
-    uint64_t want = gpu_want(h, total, asked, fds, count);
+    uint64_t want = gpu_want(h, total, asked, known, bytes);
     g.bytes = want < total ? want : total;
     int short_of_room = 0;
     for (int d = 0; d < h->gpus; d++) {
@@ -341,11 +371,16 @@ static void run_job(host *h, job *j)
     const int *fds = inputs ? j->fds + FD_INPUTS : &j->fds[FD_STDIN];
     int index_job = soren_loaded_plugin(j->loaded)->manifest->input.format == SOREN_INPUT_INDEX;
     size_t nfds = inputs ? inputs : index_job ? 0 : 1;
-    gpu_hold gpu = gpu_take(h, &o, o.device_memory, fds, nfds);
+    uint64_t bytes = 0;
+    int known = inputs_bytes(fds, nfds, &bytes);
+    gpu_hold gpu = gpu_take(h, &o, o.device_memory, known, bytes, j->loaded);
     if (gpu.gpus)
         o.device_memory = gpu.bytes;
-    if (o.progress)
-        soren_run(soren_loaded_plugin(j->loaded), &o, &j->err);
+    uint64_t first_pairs = SOREN_PAIRS_UNKNOWN;
+    o.first_pairs = &first_pairs;
+    if (o.progress && soren_run(soren_loaded_plugin(j->loaded), &o, &j->err) == SOREN_OK &&
+        known && bytes && first_pairs != SOREN_PAIRS_UNKNOWN)
+        soren_loaded_note_run(h->registry, j->loaded, bytes, first_pairs);
     gpu_give(h, j, gpu);
     job_ends(h, j, o.gpu_sessions);
     soren_progress_free(o.progress);
@@ -377,8 +412,10 @@ static void run_library_job(host *h, job *j)
     for (size_t i = 0; i < r.input_count && nfds < SOREN_MSG_MAX_FDS; i++)
         fds[nfds++] = r.inputs[i].fd;
     gpu_hold gpu = {0, 0};
+    uint64_t bytes = 0;
+    int known = inputs_bytes(fds, nfds, &bytes);
     if (rc == SOREN_OK)
-        gpu = gpu_take(h, &o, 0, fds, nfds);
+        gpu = gpu_take(h, &o, 0, known, bytes, NULL);
     if (gpu.gpus)
         o.device_memory = gpu.bytes;
     if (rc == SOREN_OK)

@@ -49,7 +49,7 @@ static soren_status run_stage_dist(const soren_stage_spec *spec, size_t index, i
         rc = soren__run_stage(&l, index, where, inputs, input_count, params, &lo, res, x, rule,
                               rule_size, err);
     st->ms_map = soren__now_ms() - t0;
-    st->mapped = st->pairs = res->count;
+    st->mapped = st->pairs = x->pairs = res->count;
     rc = soren_dist_agree(c, rc, err);
     if (rc != SOREN_OK || !st->shuffled)
         return rc;
@@ -71,7 +71,7 @@ static soren_status run_stage_dist(const soren_stage_spec *spec, size_t index, i
     rc = soren__fold_received(spec, index, where, &received, params, o, res, &on_gpu, err);
     st->fold_gpu = (uint32_t)on_gpu;
     soren_input_close(&received);
-    st->pairs = res->count;
+    st->pairs = x->pairs = res->count;
     st->ms_fold = soren__now_ms() - t1;
     return soren_dist_agree(c, rc, err);
 }

@@ -202,26 +202,44 @@ soren_status soren_run_job(const soren_plugin *p, const soren_run_options *o,
     return rc;
 }
 
+/* The pairs the first stage left: every rank's share (all, on rank 0 of a
+ * distributed run; SOREN_PAIRS_UNKNOWN where they were not gathered). */
+static uint64_t first_pairs(const soren_run_outcome *run, const soren_comm *comm,
+                            const soren_rank_stage *all)
+{
+    if (!comm)
+        return run->stages[0].pairs;
+    if (!all)
+        return SOREN_PAIRS_UNKNOWN;
+    uint64_t pairs = 0;
+    for (int r = 0; r < comm->size; r++)
+        pairs += all[r].pairs;
+    return pairs;
+}
+
 soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, soren_error *err)
 {
     if (opt->comm && (opt->devices_all || opt->device_count > 1))
         return soren_error_set(err, SOREN_EUSAGE, "--devices spreads a run over the GPUs of "
                                "one process, and under mpirun each rank takes one GPU: run one "
                                "rank per GPU without --devices (docs/mpi.md)");
-    if (!opt->comm && (opt->devices_all || opt->device_count)) {
+    soren_run_options ro = *opt;
+    if (!opt->comm) {
         int devices[SOREN_MAX_DEVICES];
         size_t count = 0;
-        soren_status rc = soren__devices_pick(opt, devices, &count, err);
+        soren_status rc = soren__devices_pick(opt, devices, &count, &ro.devices_rule, err);
         if (rc != SOREN_OK)
             return rc;
+        if (opt->verbose && ro.devices_rule)
+            soren_progress_say(opt->progress, "soren-host: %s: %zu GPU%s (%s)\n",
+                               p->manifest->name, count, count > 1 ? "s" : "", ro.devices_rule);
         if (count > 1)
-            return soren__run_ranks(p, opt, devices, count, err);
+            return soren__run_ranks(p, &ro, devices, count, err);
     }
     const soren_manifest *m = p->manifest;
     const soren_comm *comm = opt->comm;
     /* Only rank 0 of a distributed run speaks. */
     int speaks = !comm || comm->rank == 0;
-    soren_run_options ro = *opt;
     ro.verbose = opt->verbose && speaks;
     const soren_run_options *o = &ro;
     soren_param_set params;
@@ -285,13 +303,20 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     size_t stages = run.stage_count;
     soren_rank_stage *all = NULL;
     FILE *said = soren_progress_stream(o->progress);
-    if (rc == SOREN_OK && comm && (opt->explain || opt->verbose))
+    if (rc == SOREN_OK && comm && (opt->explain || opt->verbose || opt->first_pairs))
         rc = soren__report_ranks(opt, run.ranks, stages, &all, err);
+    if (rc == SOREN_OK && opt->first_pairs && speaks)
+        *opt->first_pairs = first_pairs(&run, comm, all);
     if (rc == SOREN_OK && o->verbose && o->iterate)
         soren__say_iterations(said, plan.job, plan.iterate_name, &run.iterations);
     if (rc == SOREN_OK && o->verbose)
         fprintf(said, "soren-host: %s: %llu pairs written%s\n", plan.job,
                 (unsigned long long)run.result.count, o->output_parts && comm ? " by rank 0" : "");
+    /* The GPUs of this process that the run spread over (not an MPI run's) */
+    if (o->devices_rule && run.stages[0].device && strcmp(run.stages[0].device, "gpu") == 0) {
+        run.stages[0].devices = comm && comm->in_process ? comm->size : 1;
+        run.stages[0].devices_rule = o->devices_rule;
+    }
     /* Only a run that succeeded is explained: a failed one has its error. */
     if (rc == SOREN_OK && o->explain && speaks)
         soren_explain_print_stages(run.stages, stages, o->iterate ? &run.iterations : NULL,

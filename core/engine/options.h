@@ -83,6 +83,14 @@ typedef struct soren_run_options {
     int devices[SOREN_MAX_DEVICES];
     size_t device_count;
     int devices_all;
+    /* Why the run takes the GPUs it does, where its caller chose them (a
+     * resident host, by soren_choose_devices), for --explain and --verbose;
+     * NULL: --devices as given, or soren_run chooses. */
+    const char *devices_rule;
+    /* Where not NULL, a run that succeeds writes here the pairs its first
+     * stage left, every rank's together: what a resident host remembers
+     * of a job to choose its GPUs the next time. */
+    uint64_t *first_pairs;
     /* --timeout: a run that takes longer is stopped (timeout.h); 0: none */
     uint64_t timeout_ms;
 } soren_run_options;

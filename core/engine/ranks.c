@@ -182,12 +182,27 @@ soren_comm soren__thread_comm_rank(soren_thread_comm *t, int rank, int local_ran
 }
 
 soren_status soren__devices_pick(const soren_run_options *o, int devices[SOREN_MAX_DEVICES],
-                                 size_t *count, soren_error *err)
+                                 size_t *count, const char **rule, soren_error *err)
 {
     *count = 1;
     devices[0] = 0;
-    if (!o->devices_all && o->device_count == 0)
+    *rule = o->devices_rule;
+    if (!o->devices_all && o->device_count == 0) {
+        if (o->device == SOREN_DEVICE_CPU || o->device == SOREN_DEVICE_BOTH)
+            return SOREN_OK;
+        /* this process starts CUDA on every GPU it takes */
+        soren_spread_case c = {.gpus = soren_device_count(NULL, 0), .started = 0};
+        if (c.gpus < 2)
+            return SOREN_OK;
+        int spread = 1;
+        *rule = soren_choose_devices(&c, &spread);
+        *count = (size_t)spread;
+        for (size_t i = 0; i < *count; i++)
+            devices[i] = (int)i;
         return SOREN_OK;
+    }
+    if (!*rule)
+        *rule = "as --devices gives";
     if (o->device == SOREN_DEVICE_CPU || o->device == SOREN_DEVICE_BOTH)
         return soren_error_set(err, SOREN_EUSAGE, "--devices spreads a run over GPUs, and "
                                "--device %s asks for the CPU engine: give one of them",

@@ -26,11 +26,14 @@ void soren__thread_comm_free(soren_thread_comm *t);
 soren_comm soren__thread_comm_rank(soren_thread_comm *t, int rank, int local_rank);
 
 /* The GPUs o->devices and o->devices_all name, checked against the GPUs
- * this process can use: *count of them in devices[]; one, GPU 0, where o
- * names none.  A SOREN_EUSAGE error names a GPU that
- * does not exist, or --devices with --device cpu or both. */
+ * this process can use: *count of them in devices[]; where o names none,
+ * those soren_choose_devices gives a process of its own (GPU 0 alone).
+ * *rule: why, for --explain and --verbose (o->devices_rule where the
+ * caller chose; NULL where the run is on the CPU engine or this process
+ * has one GPU).  A SOREN_EUSAGE error names a GPU that does not exist,
+ * or --devices with --device cpu or both. */
 soren_status soren__devices_pick(const soren_run_options *o, int devices[SOREN_MAX_DEVICES],
-                                 size_t *count, soren_error *err);
+                                 size_t *count, const char **rule, soren_error *err);
 
 /* soren_run on each of the count GPUs of devices at once, rank r on
  * devices[r]; the run's error, the same on every rank, in err.  With

@@ -239,6 +239,7 @@ soren_status soren__run_stages(const soren_run_plan *plan, soren_device where,
     size_t stages = plan->stages;
     soren_status rc = soren__run_stage(&specs[0], 0, where, inputs, input_count, params, o, res,
                                        &xs[0], rules[0], sizeof rules[0], err);
+    xs[0].pairs = res->count;
     for (size_t i = 1; rc == SOREN_OK && i < stages; i++) {
         char name[64];
         snprintf(name, sizeof name, "(the pairs of stage %zu)", i);
@@ -253,6 +254,7 @@ soren_status soren__run_stages(const soren_run_plan *plan, soren_device where,
                                (unsigned long long)pairs.count);
         rc = soren__run_stage(&specs[i], i, where, &pairs, 1, params, o, res, &xs[i], rules[i],
                               sizeof rules[i], err);
+        xs[i].pairs = res->count;
         soren_input_close(&pairs);
     }
     return rc;

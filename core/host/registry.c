@@ -35,6 +35,8 @@ struct soren_loaded {
     int current;
     unsigned running;     /* jobs holding it */
     session_set *idle;    /* sessions no job is using */
+    uint64_t last_bytes;  /* the last run's input (0: none yet) ... */
+    uint64_t last_pairs;  /* ... and the pairs its first stage left */
 };
 
 struct soren_registry {
@@ -227,6 +229,22 @@ void soren_registry_release(soren_registry *r, soren_loaded *l)
 const soren_plugin *soren_loaded_plugin(const soren_loaded *l)
 {
     return l->plugin;
+}
+
+void soren_loaded_last_run(soren_registry *r, soren_loaded *l, uint64_t *bytes, uint64_t *pairs)
+{
+    pthread_mutex_lock(&r->lock);
+    *bytes = l->last_bytes;
+    *pairs = l->last_pairs;
+    pthread_mutex_unlock(&r->lock);
+}
+
+void soren_loaded_note_run(soren_registry *r, soren_loaded *l, uint64_t bytes, uint64_t pairs)
+{
+    pthread_mutex_lock(&r->lock);
+    l->last_bytes = bytes;
+    l->last_pairs = pairs;
+    pthread_mutex_unlock(&r->lock);
 }
 
 soren_gpu_session **soren_loaded_take_sessions(soren_registry *r, soren_loaded *l,

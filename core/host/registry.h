@@ -43,6 +43,12 @@ soren_status soren_registry_acquire(soren_registry *r, const char *manifest_path
 void soren_registry_release(soren_registry *r, soren_loaded *l);
 
 const soren_plugin *soren_loaded_plugin(const soren_loaded *l);
+/* What the plugin's last run through soren_run here read and left: its
+ * input's bytes (0: no run yet, or input of unknown size) and the pairs
+ * its first stage left, which the host's choice of GPUs reads
+ * (soren_choose_devices). */
+void soren_loaded_last_run(soren_registry *r, soren_loaded *l, uint64_t *bytes, uint64_t *pairs);
+void soren_loaded_note_run(soren_registry *r, soren_loaded *l, uint64_t bytes, uint64_t pairs);
 /* The set of SOREN_RUN_SESSIONS GPU sessions (SOREN_RANK_SESSIONS for each
  * GPU of a run over several) that the job key names (all
  * NULL the first time), for one job's run at a time; NULL where key is NULL
