@@ -74,10 +74,13 @@ static double now_s(void)
 
 /* ---- Points ------------------------------------------------------------- */
 
-/* Points as the jobs read them: n rows of d float32, row-major, and a
- * float32 label per row (+1 for labels[0], -1 for labels[1]). */
+/* Points as the jobs read them: n rows of d features, row-major, each row
+ * width float32 (d rounded up to a multiple of 4, zeros after the
+ * features: every row starts 16-byte aligned, as the GPU's loads of a row
+ * want, and the zeros add nothing to a distance), and a float32 label per
+ * row (+1 for labels[0], -1 for labels[1]). */
 typedef struct points {
-    size_t n, d;
+    size_t n, d, width;
     float *x;
     float *y;
     double labels[2];
@@ -310,7 +313,8 @@ static int points_read(const char *path, points *p, size_t min_d)
     }
     p->n = n;
     p->d = d;
-    p->x = malloc(n * d * sizeof *p->x);
+    p->width = (d + 3) & ~(size_t)3;
+    p->x = malloc(n * p->width * sizeof *p->x);
     p->y = malloc(n * sizeof *p->y);
     if (!p->x || !p->y) {
         fprintf(stderr, "soren-svm: %s: out of memory for %zu points of %zu features\n", path, n,
@@ -318,7 +322,7 @@ static int points_read(const char *path, points *p, size_t min_d)
         goto fail;
     }
     for (size_t i = 0; i < n; i++) {
-        sparse_row_fill(&rows, i, p->x + i * d, d);
+        sparse_row_fill(&rows, i, p->x + i * p->width, p->width);
         const double label = rows.label[i];
         int which = p->label_count;
         for (int l = 0; l < p->label_count; l++)
@@ -432,7 +436,7 @@ static int model_write(const char *path, const model *m, const points *p, const 
                 continue;
             fprintf(f, "%.17g", alpha[i] * p->y[i]);
             for (size_t k = 0; k < p->d; k++) {
-                float v = p->x[i * p->d + k];
+                float v = p->x[i * p->width + k];
                 if (v != 0) {
                     fprintf(f, " %zu:", k + 1);
                     put_float(f, v, seen);
@@ -622,7 +626,7 @@ static int train(const svm_cli *o)
         return 1;
     }
     double gamma = o->gamma > 0 ? o->gamma : 1.0 / (double)p.d, c = o->c, eps = o->eps;
-    const uint32_t n = (uint32_t)p.n, d = (uint32_t)p.d, slots = 3 * n + 4;
+    const uint32_t n = (uint32_t)p.n, width = (uint32_t)p.width, slots = 3 * n + 4;
     const size_t state_size = (size_t)slots * 8;
     uint8_t *state = malloc(state_size);
     double *alpha = malloc(p.n * sizeof *alpha);
@@ -641,9 +645,9 @@ static int train(const svm_cli *o)
     for (size_t i = 0; i < p.n; i++)
         state_set_real(state, SVM_F + i, -(double)p.y[i]);
     if (open_job("svmstep", o, &plugin, &job, &err) != 0 ||
-        !SET(job, "x", p.x, p.n * p.d * sizeof *p.x) ||
+        !SET(job, "x", p.x, p.n * p.width * sizeof *p.x) ||
         !SET(job, "y", p.y, p.n * sizeof *p.y) || !SET(job, "n", &n, 4) ||
-        !SET(job, "d", &d, 4) || !SET(job, "slots", &slots, 4) || !SET(job, "c", &c, 8) ||
+        !SET(job, "d", &width, 4) || !SET(job, "slots", &slots, 4) || !SET(job, "c", &c, 8) ||
         !SET(job, "gamma", &gamma, 8) || !SET(job, "eps", &eps, 8) ||
         !SET(job, "state", state, state_size)) {
         status = fail(&err);
@@ -721,8 +725,8 @@ static int predict(const svm_cli *o)
         model_free(&m);
         return 1;
     }
-    /* The support vectors at the test points' dimension. */
-    float *sv = calloc(m.svs * t.d, sizeof *sv);
+    /* The support vectors in rows as wide as the test points'. */
+    float *sv = calloc(m.svs * t.width, sizeof *sv);
     int64_t *decision = NULL;
     soren_error err;
     soren_error_clear(&err);
@@ -734,18 +738,18 @@ static int predict(const svm_cli *o)
         goto done;
     }
     for (size_t i = 0; i < m.svs; i++)
-        memcpy(sv + i * t.d, m.sv + i * m.d, m.d * sizeof *sv);
+        memcpy(sv + i * t.width, m.sv + i * m.d, m.d * sizeof *sv);
     /* The largest power of two that keeps every sum within 2^62. */
     double total = 0;
     for (size_t i = 0; i < m.svs; i++)
         total += fabs(m.coef[i]);
     double scale = ldexp(1.0, 62 - (int)ceil(log2(total > 1 ? total : 1)) - 1);
-    uint32_t d = (uint32_t)t.d, tests = (uint32_t)t.n, svs = (uint32_t)m.svs;
+    uint32_t width = (uint32_t)t.width, tests = (uint32_t)t.n, svs = (uint32_t)m.svs;
     double t0 = now_s();
     if (open_job("svmclassify", o, &plugin, &job, &err) != 0 ||
-        !SET(job, "sv", sv, m.svs * t.d * sizeof *sv) ||
+        !SET(job, "sv", sv, m.svs * t.width * sizeof *sv) ||
         !SET(job, "coef", m.coef, m.svs * sizeof *m.coef) ||
-        !SET(job, "z", t.x, t.n * t.d * sizeof *t.x) || !SET(job, "d", &d, 4) ||
+        !SET(job, "z", t.x, t.n * t.width * sizeof *t.x) || !SET(job, "d", &width, 4) ||
         !SET(job, "tests", &tests, 4) || !SET(job, "svs", &svs, 4) ||
         !SET(job, "gamma", &m.gamma, 8) || !SET(job, "scale", &scale, 8) ||
         soren_job_run(job, &err) != SOREN_OK) {
