@@ -170,6 +170,42 @@ Test(engine, lines_ranges_cut_anywhere)
     }
 }
 
+/* Lines as a byte-by-byte loop finds them, over buffers longer than the
+ * 64-byte blocks the iterator scans (lines within a block, across blocks,
+ * longer than one, a last line without its '\n', a tail under a block),
+ * each cut into three ranges anywhere. */
+Test(engine, lines_of_long_buffers_as_a_byte_loop_finds_them)
+{
+    soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_LINES, SOREN_TYPE_STRING,
+                                      SOREN_TYPE_U32, SOREN_COMBINE_NONE, SOREN_REDUCE_NONE);
+    uint64_t seed = 71;
+    static rec got[1024], want[1024];
+    uint8_t b[700];
+    for (int round = 0; round < 400; round++) {
+        const uint64_t n = tu_rand_below(&seed, sizeof b + 1);
+        /* one line end in 2, in 20 or in 200 bytes */
+        const uint64_t sparse = round % 3 == 0 ? 2 : round % 3 == 1 ? 20 : 200;
+        for (uint64_t i = 0; i < n; i++)
+            b[i] = tu_rand_below(&seed, sparse) == 0 ? '\n' : (uint8_t)('a' + i % 26);
+        size_t lines = 0;
+        for (uint64_t start = 0; start < n;) {
+            uint64_t end = start;
+            while (end < n && b[end] != '\n')
+                end++;
+            want[lines++] = (rec){start, end - start, start};
+            start = end + 1;
+        }
+        const uint64_t c1 = tu_rand_below(&seed, n + 1), c2 = c1 + tu_rand_below(&seed, n - c1 + 1);
+        size_t m = collect(&spec, b, n, 0, c1, got, 0);
+        m = collect(&spec, b, n, c1, c2, got, m);
+        m = collect(&spec, b, n, c2, n, got, m);
+        cr_assert_eq(m, lines, "round %d, %llu bytes cut at %llu, %llu: %zu lines, want %zu",
+                     round, (unsigned long long)n, (unsigned long long)c1,
+                     (unsigned long long)c2, m, lines);
+        cr_assert(memcmp(got, want, lines * sizeof *want) == 0, "round %d", round);
+    }
+}
+
 Test(engine, fixed_records)
 {
     soren_stage_spec spec = make_spec("t", NULL, SOREN_INPUT_FIXED, SOREN_TYPE_STRING,

@@ -355,6 +355,7 @@ void soren_records_init(soren_records *it, const soren_stage_spec *spec, const u
             const uint8_t *nl = memchr(buf + begin - 1, '\n', (size_t)(end - begin));
             it->pos = nl ? (uint64_t)(nl - buf) + 1 : end;
         }
+        it->scanned = it->pos;
     } else if (it->format == SOREN_INPUT_FIXED && it->record_size > 0) {
         uint64_t rs = it->record_size;
         uint64_t first = begin / rs + (begin % rs != 0);
@@ -411,6 +412,48 @@ void soren_records_skip(soren_records *it, uint64_t n)
     it->pos += it->format == SOREN_INPUT_FIXED ? n * it->record_size : n;
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/* The '\n' bytes of the 64 at p, a bit each. */
+static uint64_t newline_bits(const uint8_t *p)
+{
+    const __m128i nl = _mm_set1_epi8('\n');
+    uint64_t bits = 0;
+    for (int i = 0; i < 4; i++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + 16 * i));
+        bits |= (uint64_t)(uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)) << (16 * i);
+    }
+    return bits;
+}
+#endif
+
+/* Where the line that starts at it->pos ends: its '\n', or the buffer's
+ * end.  Lines are short (text's median is under 40 bytes), and a memchr
+ * call for each costs more than its scan: the buffer is turned into bits
+ * 64 bytes at a time, a line taking the next bit.  The bits of a block
+ * that lie before it->pos were taken by the lines before. */
+static uint64_t line_end(soren_records *it)
+{
+#if defined(__SSE2__)
+    while (!it->newlines && it->buf_size - it->scanned >= 64) {
+        it->newlines = newline_bits(it->buf + it->scanned);
+        it->scanned += 64;
+    }
+    if (it->newlines) {
+        uint64_t at = it->scanned - 64 + (uint64_t)__builtin_ctzll(it->newlines);
+        it->newlines &= it->newlines - 1;
+        return at;
+    }
+#endif
+    /* the last bytes, under a block */
+    uint64_t from = it->scanned > it->pos ? it->scanned : it->pos;
+    const uint8_t *nl = memchr(it->buf + from, '\n', (size_t)(it->buf_size - from));
+    uint64_t at = nl ? (uint64_t)(nl - it->buf) : it->buf_size;
+    it->scanned = nl ? at + 1 : at;
+    return at;
+}
+
 int soren_records_next(soren_records *it, soren_record *r)
 {
     uint64_t pos = it->pos;
@@ -435,9 +478,7 @@ int soren_records_next(soren_records *it, soren_record *r)
         return 1;
     }
     if (it->format == SOREN_INPUT_LINES) {
-        uint64_t left = it->buf_size - pos;
-        const uint8_t *nl = memchr(it->buf + pos, '\n', (size_t)left);
-        uint64_t len = nl ? (uint64_t)(nl - (it->buf + pos)) : left;
+        uint64_t len = line_end(it) - pos;
         r->data = it->buf + pos;
         r->size = len;
         r->offset = it->base + pos;

@@ -124,6 +124,9 @@ typedef struct soren_records {
     const uint64_t *starts; /* pairs */
     uint64_t count;         /* pairs */
     uint64_t base;          /* added to each record's offset and index (a slice's base) */
+    /* lines: the '\n' bytes of [scanned - 64, scanned) not yet given, a
+     * bit each (line_end) */
+    uint64_t scanned, newlines;
 } soren_records;
 
 /* Lines and fixed records of a buffer. */
