@@ -34,9 +34,19 @@ SOREN__INLINE double soren_mul(double a, double b)
 #else
 SOREN__INLINE double soren_mul(double a, double b)
 {
-    /* Storing the product rounds it: a compiler cannot fuse a product it
-     * has to read back from memory into the sum that uses it. */
-    volatile double p = a * b;
+    /* The rounded product goes through an empty asm that may have changed
+     * it: a compiler cannot fuse a product it no longer knows into the sum
+     * that uses it.  The product stays in its register (a volatile store
+     * and load cost a step of every sum's chain). */
+    double p = a * b;
+#if defined(__x86_64__)
+    __asm__("" : "+x"(p));
+#elif defined(__aarch64__)
+    __asm__("" : "+w"(p));
+#else
+    volatile double stored = p;
+    p = stored;
+#endif
     return p;
 }
 #endif
