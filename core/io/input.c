@@ -10,6 +10,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 static const char *input_name(const soren_input *in)
 {
@@ -413,8 +416,6 @@ void soren_records_skip(soren_records *it, uint64_t n)
 }
 
 #if defined(__SSE2__)
-#include <emmintrin.h>
-
 /* The '\n' bytes of the 64 at p, a bit each. */
 static uint64_t newline_bits(const uint8_t *p)
 {
