@@ -933,6 +933,20 @@ Test(gpu, host_spreads_a_large_run_by_itself)
         json_decref(x);
         expect_same(got, want, "histogram through a resident host, GPUs of its choice");
     }
+    /* A job the GPUs cannot run (faulty has no device code) runs on the
+     * CPU engine, and --verbose says no GPU choice for it. */
+    char *faulty = test_job("faulty"), *lines = in_dir("lines"), *said = in_dir("faulty.err");
+    dg_text(lines, 1 << 20, 706);
+    int rc = tu_runf(NULL, NULL, "'%s' --socket '%s' run '%s' --verbose '%s' -o /dev/null "
+                     "2>'%s'", tu_host(), sock, faulty, lines, said);
+    char *text = tu_read(said, NULL);
+    cr_expect_eq(rc, 0, "faulty through the host: %s", text);
+    cr_expect(text && strstr(text, "device: cpu") && !strstr(text, " GPU ("),
+              "faulty ran on the CPU engine and said a GPU choice:\n%s", text);
+    free(text);
+    free(said);
+    free(lines);
+    free(faulty);
     tu_runf(NULL, NULL, "'%s' --socket '%s' stop", tu_host(), sock);
     free(rgb);
     free(want);

@@ -230,9 +230,6 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
         soren_status rc = soren__devices_pick(opt, devices, &count, &ro.devices_rule, err);
         if (rc != SOREN_OK)
             return rc;
-        if (opt->verbose && ro.devices_rule)
-            soren_progress_say(opt->progress, "soren-host: %s: %zu GPU%s (%s)\n",
-                               p->manifest->name, count, count > 1 ? "s" : "", ro.devices_rule);
         if (count > 1)
             return soren__run_ranks(p, &ro, devices, count, err);
     }
@@ -312,10 +309,15 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     if (rc == SOREN_OK && o->verbose)
         fprintf(said, "soren-host: %s: %llu pairs written%s\n", plan.job,
                 (unsigned long long)run.result.count, o->output_parts && comm ? " by rank 0" : "");
-    /* The GPUs of this process that the run spread over (not an MPI run's) */
+    /* The GPUs of this process that the run spread over (not an MPI run's),
+     * said once the run knows its first stage ran on a GPU at all. */
     if (o->devices_rule && run.stages[0].device && strcmp(run.stages[0].device, "gpu") == 0) {
-        run.stages[0].devices = comm && comm->in_process ? comm->size : 1;
+        int gpus = comm && comm->in_process ? comm->size : 1;
+        run.stages[0].devices = gpus;
         run.stages[0].devices_rule = o->devices_rule;
+        if (rc == SOREN_OK && o->verbose)
+            fprintf(said, "soren-host: %s: %d GPU%s (%s)\n", plan.job, gpus, gpus > 1 ? "s" : "",
+                    o->devices_rule);
     }
     /* Only a run that succeeded is explained: a failed one has its error. */
     if (rc == SOREN_OK && o->explain && speaks)
