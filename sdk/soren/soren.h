@@ -43,7 +43,7 @@
  * a new minor version only appends to the tables or uses reserved fields
  * (docs/design.md lists the minor versions). */
 #define SOREN_ABI_MAJOR 1
-#define SOREN_ABI_MINOR 9
+#define SOREN_ABI_MINOR 10
 #define SOREN_PLUGIN_SYMBOL "soren_plugin_v1"
 
 /* Markers around the manifest copy embedded in every plugin (see

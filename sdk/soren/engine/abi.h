@@ -163,6 +163,11 @@ typedef struct soren_gpu_map_args {
      * over the input each.  [0, 0xffffffff] is every key. */
     uint32_t key_first;
     uint32_t key_last;
+
+    /* (1.10) Threads a block of a map launch: the engine's choice by
+     * measurement (docs/gpu-engine.md, "Launch shapes"), taken where it is
+     * smaller than the occupancy query's block; 0: the occupancy query's. */
+    uint32_t block_threads;
 } soren_gpu_map_args;
 
 /* Folds values[i] into accumulators[target[i]] with the stage's combine, for

@@ -4,10 +4,11 @@
  * with the stage's functions compiled into the kernels, and the host loops
  * of soren_cpu_stage (soren/engine/host_loop.h).
  *
- * Launch shapes come from the device (cudaOccupancyMaxPotentialBlockSize):
- * grid-stride kernels get as many blocks as can be resident at once.  The
- * query makes some 35 driver calls, longer than a small re-run's kernels,
- * so each thread keeps the shapes it found.
+ * Launch shapes come from the device (cudaOccupancyMaxPotentialBlockSize),
+ * or for a map launch from the engine's measurement where it asks for a
+ * smaller block: grid-stride kernels get as many blocks as can be resident
+ * at once.  The query makes some 35 driver calls, longer than a small
+ * re-run's kernels, so each thread keeps the shapes it found.
  */
 #ifndef SOREN_ENGINE_PLUGIN_CUH
 #define SOREN_ENGINE_PLUGIN_CUH
@@ -65,19 +66,35 @@ struct map_shared_of {
     }
 };
 
+/* The current device's multiprocessors, asked once a thread. */
+static cudaError_t multiprocessors(int *count)
+{
+    static thread_local int device = -1, sms = 0;
+    int now = 0;
+    cudaError_t rc = cudaGetDevice(&now);
+    if (rc == cudaSuccess && now != device) {
+        rc = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, now);
+        device = rc == cudaSuccess ? now : -1;
+    }
+    *count = sms;
+    return rc;
+}
+
 /* A kernel's largest resident grid and its block size, for its dynamic
  * shared memory (shared, and per_thread bytes more for each thread) on the
- * current device: asked of the device once a thread, then remembered.
+ * current device: the occupancy query's block, or the block asked for
+ * where it is smaller (the engine's measured choice, soren_gpu_map_args.
+ * block_threads); asked of the device once a thread, then remembered.
  * Shared memory past 48 KiB needs the kernel's leave, given for all the
  * device has, so that no thread's later, smaller grant can undo another's. */
 template <typename Kernel>
 static cudaError_t resident_shape(Kernel kernel, uint32_t shared, uint32_t per_thread,
-                                  int *resident, int *block)
+                                  int asked, int *resident, int *block)
 {
     struct shape {
         Kernel kernel;
         uint32_t shared, per_thread;
-        int device, resident, block;
+        int asked, device, resident, block;
     };
     enum { KEPT = 8, THREADS_MOST = 1024 };
     static thread_local shape kept[KEPT];
@@ -88,7 +105,7 @@ static cudaError_t resident_shape(Kernel kernel, uint32_t shared, uint32_t per_t
         return rc;
     for (const shape &k : kept)
         if (k.kernel == kernel && k.shared == shared && k.per_thread == per_thread &&
-            k.device == device) {
+            k.asked == asked && k.device == device) {
             *resident = k.resident;
             *block = k.block;
             return cudaSuccess;
@@ -107,22 +124,18 @@ static cudaError_t resident_shape(Kernel kernel, uint32_t shared, uint32_t per_t
                                                         map_shared_of{shared, per_thread});
     if (rc != cudaSuccess)
         return rc;
-    kept[next++ % KEPT] = shape{kernel, shared, per_thread, device, *resident, *block};
-    return cudaSuccess;
-}
-
-/* The current device's multiprocessors, asked once a thread. */
-static cudaError_t multiprocessors(int *count)
-{
-    static thread_local int device = -1, sms = 0;
-    int now = 0;
-    cudaError_t rc = cudaGetDevice(&now);
-    if (rc == cudaSuccess && now != device) {
-        rc = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, now);
-        device = rc == cudaSuccess ? now : -1;
+    if (asked > 0 && asked < *block) {
+        int per_sm = 0, sms = 0;
+        if ((rc = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                 &per_sm, kernel, asked, map_shared_bytes(shared, per_thread, asked))) !=
+                cudaSuccess ||
+            (rc = multiprocessors(&sms)) != cudaSuccess)
+            return rc;
+        *block = asked;
+        *resident = per_sm * sms;
     }
-    *count = sms;
-    return rc;
+    kept[next++ % KEPT] = shape{kernel, shared, per_thread, asked, device, *resident, *block};
+    return cudaSuccess;
 }
 
 /* Blocks and threads for a grid-stride kernel over count items. */
@@ -130,7 +143,7 @@ template <typename Kernel>
 static cudaError_t launch_shape(Kernel kernel, uint64_t count, int *grid, int *block)
 {
     int resident = 0;
-    cudaError_t rc = resident_shape(kernel, 0, 0, &resident, block);
+    cudaError_t rc = resident_shape(kernel, 0, 0, 0, &resident, block);
     if (rc != cudaSuccess)
         return rc;
     uint64_t wanted = (count + (uint64_t)*block - 1) / (uint64_t)*block;
@@ -158,7 +171,8 @@ static int launch_map(const soren_gpu_map_args *args, void *stream)
      * shape must not change), though it reads its records in place. */
     const uint32_t per_thread = tile_per_thread(a);
     int resident = 0, block = 0;
-    cudaError_t rc = resident_shape(kernel, a.shared_bytes, per_thread, &resident, &block);
+    cudaError_t rc = resident_shape(kernel, a.shared_bytes, per_thread, (int)a.block_threads,
+                                    &resident, &block);
     if (rc != cudaSuccess)
         return rc;
     uint64_t work = a.variant == SOREN_GPU_MONITOR ? a.sample_count : a.record_count;
