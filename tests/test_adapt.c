@@ -446,6 +446,79 @@ Test(adapt, expected_pairs_grow_with_the_input_not_below_the_last_run)
     cr_expect_eq(soren_expected_pairs(UINT64_C(1) << 40, 1 << 20, 1000), UINT64_C(1000) << 20);
 }
 
+/* Times every input of a search at ms_per_unit[candidate] a unit, 1000
+ * units each, until it is done; returns the shape kept. */
+static soren_shape search_with(soren_shape_search *s, const double *ms_per_unit)
+{
+    /* the order the candidates take their inputs: each once, then back */
+    unsigned order[2 * SOREN_SHAPES_MAX], n = s->count;
+    for (unsigned t = 0; t < 2 * n; t++) {
+        soren_shape next = soren_shape_next(s);
+        unsigned c = 0;
+        while (c < n && memcmp(&s->candidates[c], &next, sizeof next) != 0)
+            c++;
+        cr_assert_lt(c, n, "input %u: a shape that is no candidate", t);
+        order[t] = c;
+        /* an input under half a millisecond of map is not timed */
+        soren_shape_timed(s, 0.1, 10);
+        cr_assert(soren_shape_searching(s));
+        soren_shape_timed(s, ms_per_unit[c] * 1000, 1000);
+    }
+    cr_assert(!soren_shape_searching(s));
+    for (unsigned t = 0; t < 2 * n; t++)
+        cr_expect_eq(order[t], t < n ? t : 2 * n - 1 - t, "input %u took candidate %u", t,
+                     order[t]);
+    return soren_shape_kept(s);
+}
+
+Test(adapt, launch_shape_kept_is_the_fastest_by_a_margin)
+{
+    const soren_shape fallback = {0, 2048};
+    soren_shape_search s;
+    soren_shape_search_start(&s, fallback, 1, 1, "unused");
+    cr_assert_eq(s.count, 6);
+    cr_expect(soren_shape_searching(&s));
+    cr_expect(strstr(s.rule, "being measured"), "%s", s.rule);
+    /* candidate 4 (512 threads, 1024 entries) is fastest by 10% */
+    double rate[SOREN_SHAPES_MAX] = {1.0, 1.02, 1.2, 0.99, 0.9, 1.1};
+    soren_shape kept = search_with(&s, rate);
+    cr_expect(kept.block_threads == SOREN_SHAPE_THREADS_A && kept.block_slots == 1024,
+              "kept %u threads, %u entries", kept.block_threads, kept.block_slots);
+    cr_expect(strstr(s.rule, "the fastest per byte"), "%s", s.rule);
+    /* once done, later inputs keep it and change nothing */
+    soren_shape_timed(&s, 100, 1);
+    cr_expect_eq(soren_shape_next(&s).block_slots, 1024);
+
+    /* a fastest within the margin leaves the default */
+    soren_shape_search_start(&s, fallback, 1, 1, "unused");
+    double close[SOREN_SHAPES_MAX] = {1.0, 0.98, 1.2, 1.01, 1.05, 1.1};
+    kept = search_with(&s, close);
+    cr_expect(kept.block_threads == 0 && kept.block_slots == 2048);
+    cr_expect(strstr(s.rule, "no candidate timed was 3% faster"), "%s", s.rule);
+}
+
+Test(adapt, launch_shape_candidates_follow_what_may_vary)
+{
+    soren_shape_search s;
+    /* threads alone: a table too small to halve, or none */
+    soren_shape_search_start(&s, (soren_shape){0, 512}, 1, 1, "unused");
+    cr_expect_eq(s.count, 3);
+    for (unsigned c = 0; c < s.count; c++)
+        cr_expect_eq(s.candidates[c].block_slots, 512);
+    cr_expect_eq(s.candidates[1].block_threads, SOREN_SHAPE_THREADS_A);
+    cr_expect_eq(s.candidates[2].block_threads, SOREN_SHAPE_THREADS_B);
+    double slow_default[SOREN_SHAPES_MAX] = {2.0, 1.0, 1.5};
+    cr_expect_eq(search_with(&s, slow_default).block_threads, SOREN_SHAPE_THREADS_A);
+    /* nothing to vary: the default, for the reason given, and no search */
+    soren_shape_search_start(&s, (soren_shape){0, 2048}, 0, 0, "the default: a test");
+    cr_expect_eq(s.count, 1);
+    cr_expect(!soren_shape_searching(&s));
+    cr_expect_str_eq(s.rule, "the default: a test");
+    soren_shape_timed(&s, 5, 1000);
+    cr_expect_eq(s.timed, 0);
+    cr_expect_eq(soren_shape_next(&s).block_slots, 2048);
+}
+
 Test(adapt, variant_names_round_trip)
 {
     for (int v = SOREN_VARIANT_AUTO; v <= SOREN_VARIANT_DENSE; v++) {
@@ -512,6 +585,11 @@ Test(adapt, explain_prints_every_field_and_overflow)
     x.pairs = 4321;
     x.devices = 2;
     x.devices_rule = "as --devices gives";
+    x.block_slots = 1024;
+    soren_shape_search_start(&x.shape_search, (soren_shape){0, 2048}, 1, 1, "unused");
+    for (unsigned i = 0; i < 11; i++)
+        soren_shape_timed(&x.shape_search, i == 8 ? 2.0 : 4.0, 1000000);
+    x.shape = soren_shape_next(&x.shape_search);
     soren_error err;
     soren_error_clear(&err);
     for (uint64_t i = 0; i < 40; i++)
@@ -533,6 +611,20 @@ Test(adapt, explain_prints_every_field_and_overflow)
     cr_expect_eq(get_count(doc, "devices", "count"), 2);
     cr_expect_str_eq(json_string_value(json_object_get(json_object_get(doc, "devices"), "rule")),
                      x.devices_rule);
+    /* the search one input short of done: its last input is the default's */
+    const json_t *shape = json_object_get(doc, "shape");
+    cr_expect_eq(get_count(doc, "shape", "block_threads"), 0);
+    cr_expect_eq(get_count(doc, "shape", "block_slots"), 2048);
+    cr_expect_eq(get_count(doc, "shape", "timed"), 11);
+    cr_expect(strstr(json_string_value(json_object_get(shape, "rule")), "being measured"));
+    const json_t *candidates = json_object_get(shape, "candidates");
+    cr_assert_eq(json_array_size(candidates), 6);
+    /* input 8 (candidate 3, timed twice) at 2 ms, the others at 4 ms a million bytes */
+    const double ns[6] = {4, 4, 4, 3, 4, 4};
+    for (size_t i = 0; i < 6; i++)
+        cr_expect_float_eq(json_real_value(json_object_get(json_array_get(candidates, i),
+                                                           "ns_per_unit")),
+                           ns[i], 1e-9, "candidate %zu", i);
     const json_t *times = json_object_get(doc, "times_ms");
     cr_expect_float_eq(json_number_value(json_object_get(times, "copy")), 2.5, 1e-9);
     cr_expect_float_eq(json_number_value(json_object_get(times, "split")), 0.25, 1e-9);

@@ -954,6 +954,63 @@ Test(gpu, host_spreads_a_large_run_by_itself)
     free(sock);
 }
 
+/* A session measures the map's launch shapes on its inputs: through a
+ * resident host, wordcount's first run over 13 inputs (the first one
+ * monitored) maps two of them with each of its 6 candidate shapes (three
+ * blocks, two per-block tables) and keeps the fastest, which its next run
+ * takes; every output equals the CPU engine's. */
+Test(gpu, host_session_measures_launch_shapes)
+{
+    enum { INPUTS = 13, CANDIDATES = 6 };
+    char *text = in_dir("text"), *want = in_dir("cpu.out"), *got = in_dir("host.out");
+    char *sock = in_dir("run/host.sock"), *err = NULL, *inputs = NULL;
+    dg_text(text, 32 << 20, 707);
+    for (int i = 0; i < INPUTS; i++) {
+        char *more = NULL;
+        cr_assert(asprintf(&more, "%s'%s' ", inputs ? inputs : "", text) > 0);
+        free(inputs);
+        inputs = more;
+    }
+    cr_assert_eq(tu_runf(NULL, &err, "'%s' run wordcount --local --device cpu %s-o '%s'",
+                         tu_host(), inputs, want), 0, "%s", err);
+    free(err);
+    err = NULL;
+    cr_assert_eq(tu_runf(NULL, &err, "'%s' --socket '%s' serve --detach", tu_host(), sock), 0,
+                 "serve: %s", err);
+    free(err);
+    json_int_t kept[2] = {-1, -1};
+    for (int i = 0; i < 2; i++) {
+        err = NULL;
+        int rc = tu_runf(NULL, &err, "'%s' --socket '%s' run wordcount --device gpu --explain "
+                         "%s-o '%s'", tu_host(), sock, inputs, got);
+        cr_expect_eq(rc, 0, "run %d through the host: exit %d: %s", i + 1, rc, err);
+        if (rc != 0) {
+            free(err);
+            break;
+        }
+        json_t *x = explain_of(err);
+        free(err);
+        const json_t *shape = json_object_get(x, "shape");
+        const char *rule = json_string_value(json_object_get(shape, "rule"));
+        cr_expect_eq(json_array_size(json_object_get(shape, "candidates")), CANDIDATES,
+                     "run %d: %s", i + 1, rule);
+        cr_expect_eq(json_integer_value(json_object_get(shape, "timed")), 2 * CANDIDATES,
+                     "run %d: %s", i + 1, rule);
+        cr_expect(rule && !strstr(rule, "being measured"), "run %d: %s", i + 1, rule);
+        kept[i] = json_integer_value(json_object_get(shape, "block_threads")) * 4096 +
+                  json_integer_value(json_object_get(shape, "block_slots"));
+        json_decref(x);
+        expect_same(got, want, "wordcount through a resident host, shapes measured");
+    }
+    cr_expect_eq(kept[0], kept[1], "the second run did not keep the first run's shape");
+    tu_runf(NULL, NULL, "'%s' --socket '%s' stop", tu_host(), sock);
+    free(inputs);
+    free(text);
+    free(want);
+    free(got);
+    free(sock);
+}
+
 /* The GPU that --verbose says a run took ("device: gpu D of N"), or -1. */
 static int gpu_said(const char *err_path)
 {

@@ -428,13 +428,47 @@ static json_t *times_json(const soren_phase_times *t)
     return o;
 }
 
+/* A candidate's map time per unit timed (a byte, or a task of index
+ * input), in nanoseconds; null until it has been timed. */
+static json_t *candidate_json(const soren_shape_search *s, unsigned i)
+{
+    json_t *o = json_object();
+    int ok = put(o, "block_threads", count(s->candidates[i].block_threads)) &
+             put(o, "block_slots", count(s->candidates[i].block_slots)) &
+             put(o, "ns_per_unit", s->units[i] > 0 ? json_real(s->ms[i] * 1e6 / s->units[i])
+                                                   : json_null());
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+static json_t *shape_json(const soren_explain *x)
+{
+    const soren_shape_search *s = &x->shape_search;
+    json_t *o = json_object(), *candidates = json_array();
+    int ok = put(o, "block_threads", count(x->shape.block_threads)) &
+             put(o, "block_slots", count(x->shape.block_slots)) &
+             put(o, "rule", json_string(s->rule ? s->rule : "")) &
+             put(o, "timed", count(s->timed)) & put(o, "candidates", candidates);
+    for (unsigned i = 0; ok && i < s->count; i++)
+        ok = json_array_append_new(candidates, candidate_json(s, i)) == 0;
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 /* The fields every stage reports: the variant and why, the metrics, the
- * sizes, the overflows and the phase times. */
+ * sizes, the overflows and the phase times; on the GPU the launch shape. */
 static int put_stage(json_t *o, const soren_explain *x)
 {
     return put(o, "variant", json_string(soren_variant_name(x->variant))) &
            put(o, "rule", json_string(x->rule ? x->rule : "")) &
            put(o, "block_slots", count(x->block_slots)) &
+           (x->shape_search.count ? put(o, "shape", shape_json(x)) : 1) &
            put(o, "key_parts", count(x->key_parts)) & put(o, "narrowings", count(x->narrowings)) &
            put(o, "waits", count(x->waits)) &
            put(o, "metrics", metrics_json(&x->metrics)) &

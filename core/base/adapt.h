@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "../error.h"
+#include "shape.h"
 #include "stage.h"
 #include <soren/engine/sketch.h>
 
@@ -151,6 +152,11 @@ typedef struct soren_explain {
     soren_variant variant;
     const char *rule;   /* static string from soren_choose, or "--engine NAME" */
     uint64_t block_slots; /* GPU hash and block: entries of each thread block's table */
+    /* GPU: the map's launch shape in the run's last input, and the
+     * session's search for it as it stands (shape.h; no candidates: not
+     * reported). */
+    soren_shape shape;
+    soren_shape_search shape_search;
     /* GPU: the parts of the key space the table folded, a pass over the
      * input each (1: every key at once; more under a device memory budget
      * the table would outgrow, soren_gpu_options), and the passes that

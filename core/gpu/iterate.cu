@@ -212,6 +212,7 @@ static soren_status capture_body(gpu_run *r, cudaGraph_t body, const feed_args &
     CUDA_TRY(r, cudaStreamBeginCaptureToGraph(r->stream, body, NULL, NULL, 0,
                                               cudaStreamCaptureModeRelaxed));
     r->map.leave_unread = true;
+    shape_of_input(r, false, 0);
     soren_status st = map_input(r, size, records);
     r->map.leave_unread = false;
     const uint64_t blocks = (fa.slot_count + FEED_THREADS - 1) / FEED_THREADS;

@@ -79,6 +79,9 @@ static void fill_args(gpu_run *r, soren_gpu_map_args *a, uint32_t variant, uint6
     a->record_base = variant == SOREN_GPU_REDUCE ? 0 : r->in.cur_base;
     a->key_first = r->reg.key_first;
     a->key_last = r->reg.key_last;
+    if (variant == SOREN_GPU_HASH || variant == SOREN_GPU_GROUP || variant == SOREN_GPU_BLOCK ||
+        variant == SOREN_GPU_DENSE || variant == SOREN_GPU_DIRECT)
+        a->block_threads = r->map.shape.block_threads;
 }
 
 /* A bad key recorded by a launch, in the CPU engine's words: the launch
@@ -287,6 +290,53 @@ soren_status configure(gpu_run *r)
     x->variant = r->variant;
     soren_project(s, &x->metrics, &x->projection);
     return SOREN_OK;
+}
+
+/* Starts the search for the map's launch shape (core/base/shape.h), once
+ * the variant and its per-block table are known: over the threads a block
+ * and, for hash and block, the table's entries unless --block-slots set
+ * them.  A session searches over its runs' inputs; a run of its own only
+ * where it has inputs enough (chunks) to keep the shape it finds for most
+ * of them. */
+void shape_search_start(gpu_run *r, size_t input_count)
+{
+    enum { INPUTS_A_CANDIDATE = 4 };
+    const soren_shape fallback = {0, r->reg.block_slots};
+    const char *why = NULL;
+    if (r->spec->code->gpu->abi_minor < 10)
+        why = "the default: the plugin predates plugin ABI 1.10, whose launchers take a block size";
+    else if (r->variant == SOREN_VARIANT_SORT)
+        why = "the default: sort's launches are not measured";
+    const bool slots = (r->variant == SOREN_VARIANT_HASH || r->variant == SOREN_VARIANT_BLOCK) &&
+                       r->reg.block_slots && !r->opt->block_slots;
+    soren_shape_search *search = &r->map.search;
+    soren_shape_search_start(search, fallback, !why, !why && slots, why);
+    if (!r->pool.pooled && search->count > 1 && input_count < INPUTS_A_CANDIDATE * search->count)
+        soren_shape_search_start(search, fallback, 0, 0, "the default: a run of its own with "
+                                 "too few inputs to time the candidates on (a session, as the "
+                                 "resident host's, times them over its runs)");
+    r->map.shape = fallback;
+}
+
+/* The shape the next input's launches take: the search's candidate where
+ * the input is timed, else the one kept; units are its bytes (or tasks). */
+void shape_of_input(gpu_run *r, bool timed, uint64_t units)
+{
+    r->map.shape = timed ? soren_shape_next(&r->map.search) : soren_shape_kept(&r->map.search);
+    r->reg.block_slots = r->map.shape.block_slots;
+    r->map.units = timed ? units : 0;
+}
+
+/* The input under way took ms of map: counted for its shape (where it was
+ * timed over the whole key space), and the shape reported. */
+void shape_timed(gpu_run *r, float ms)
+{
+    soren_shape_search *search = &r->map.search;
+    if (r->map.units && whole_key_space(r))
+        soren_shape_timed(search, ms, r->map.units);
+    r->x->shape = r->map.shape;
+    r->x->shape_search = *search;
+    r->x->block_slots = r->map.shape.block_slots;
 }
 
 /* Maps one input with the chosen variant. */

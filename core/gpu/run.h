@@ -146,6 +146,12 @@ struct gpu_launch {
     uint64_t max_threads;     /* resume entries: every thread the device can hold */
     unsigned int *sketch;     /* monitor: SOREN_SKETCH_REGISTERS ranks */
     uint64_t sample_count;
+    /* The map's launch shape: the session's search for it, the shape of
+     * the input under way, and that input's bytes (or tasks), for its
+     * time per byte (shape_of_input, shape_timed). */
+    soren_shape_search search;
+    soren_shape shape;
+    uint64_t units;
 };
 
 /* The merged list and its order (order.cu). */
@@ -371,6 +377,9 @@ soren_status finish_launch(gpu_run *r, unsigned long long *c);
 soren_status launch_map(gpu_run *r, uint32_t variant, uint64_t size, uint64_t records);
 soren_status monitor(gpu_run *r, uint64_t size, uint64_t records, uint64_t total);
 soren_status configure(gpu_run *r);
+void shape_search_start(gpu_run *r, size_t input_count);
+void shape_of_input(gpu_run *r, bool timed, uint64_t units);
+void shape_timed(gpu_run *r, float ms);
 soren_status map_input(gpu_run *r, uint64_t size, uint64_t records);
 
 /* ---- The result (order.cu) ----------------------------------------------- */

@@ -203,7 +203,9 @@ static void add_input_times(gpu_run *r, bool piped, size_t i)
         ms->split += elapsed(r, 1, 2);
     if (r->map.sampled && i == 0)
         ms->monitor += elapsed(r, 2, 3);
-    ms->map += elapsed(r, 3, 4);
+    const float map_ms = elapsed(r, 3, 4);
+    ms->map += map_ms;
+    shape_timed(r, map_ms);
 }
 
 /* Whether input i is the run's: every input is, unless the run shares
@@ -251,7 +253,11 @@ static soren_status map_pass(gpu_run *r, const soren_input *inputs, size_t *inpu
             st = configure(r);
             if (st == SOREN_OK)
                 st = allocate_regions(r);
+            if (st == SOREN_OK)
+                shape_search_start(r, n);
         }
+        /* the sampled input's map time includes the choice and the sizing */
+        shape_of_input(r, !sampled, in->size ? in->size : records);
         r->map.leave_unread = i + 1 == n && one_wait(r);
         if (st == SOREN_OK)
             st = map_input(r, in->size, records);
@@ -414,8 +420,9 @@ static soren_status session_run(gpu_run *r, const soren_input *inputs, size_t in
         st = map_pass(r, inputs, &input_count, piped, sampling, total);
         if (st == SOREN_OK && input_count == 0 && sampling)
             st = configure(r); /* no input: nothing to monitor, an empty result */
-        if (st == SOREN_OK && input_count == 0 && sampling)
-            st = allocate_regions(r);
+        if (st == SOREN_OK && input_count == 0 && sampling &&
+            (st = allocate_regions(r)) == SOREN_OK)
+            shape_search_start(r, 0);
         if (st == SOREN_OK && !r->reg.narrowed)
             st = pass_result(r, input_count, piped, &part);
         if (st == SOREN_OK && r->reg.narrowed) {
