@@ -77,8 +77,12 @@ def measure(args):
             def searching(x):
                 s = x.get("shape", {})
                 return len(s.get("candidates", [])) > 1 and s["timed"] < 2 * len(s["candidates"])
-            while searching(runs[-1]) and len(runs) < 40:
+            # inputs too short to time leave the search where it was
+            stalled = 0
+            while searching(runs[-1]) and stalled < 3:
                 runs.append(through_host(host, sock, job, paths[kind], extra, "/dev/null", env))
+                moved = runs[-1]["shape"]["timed"] > runs[-2].get("shape", {}).get("timed", 0)
+                stalled = 0 if moved else stalled + 1
             after = [through_host(host, sock, job, paths[kind], extra, "/dev/null", env)
                      for _ in range(args.after)]
             last = (after or runs)[-1]

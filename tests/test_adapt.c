@@ -459,8 +459,8 @@ static soren_shape search_with(soren_shape_search *s, const double *ms_per_unit)
             c++;
         cr_assert_lt(c, n, "input %u: a shape that is no candidate", t);
         order[t] = c;
-        /* an input under half a millisecond of map is not timed */
-        soren_shape_timed(s, 0.1, 10);
+        /* an input under a tenth of a millisecond of map is not timed */
+        soren_shape_timed(s, 0.09, 10);
         cr_assert(soren_shape_searching(s));
         soren_shape_timed(s, ms_per_unit[c] * 1000, 1000);
     }

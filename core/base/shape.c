@@ -20,8 +20,8 @@ void soren_shape_search_start(soren_shape_search *s, soren_shape fallback, int t
     if (s->count == 1)
         s->rule = why;
     else
-        s->rule = "being measured: each candidate maps two inputs, and the fastest per byte "
-                  "is kept";
+        s->rule = "being measured: each candidate maps two inputs of at least 0.1 ms of map, "
+                  "and the fastest per byte is kept";
 }
 
 int soren_shape_searching(const soren_shape_search *s)

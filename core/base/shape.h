@@ -34,8 +34,8 @@ enum { SOREN_SHAPES_MAX = 6 };
  * time per byte. */
 #define SOREN_SHAPE_MARGIN 0.03
 /* An input whose map took less than this is not timed: a launch's fixed
- * cost, not its shape, decides its time. */
-#define SOREN_SHAPE_LEAST_MS 0.5
+ * cost (a few microseconds), not its shape, decides its time. */
+#define SOREN_SHAPE_LEAST_MS 0.1
 
 typedef struct soren_shape_search {
     soren_shape candidates[SOREN_SHAPES_MAX]; /* [0] is the default */
