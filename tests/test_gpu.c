@@ -955,13 +955,13 @@ Test(gpu, host_spreads_a_large_run_by_itself)
 }
 
 /* A session measures the map's launch shapes on its inputs: through a
- * resident host, wordcount's first run over 13 inputs (the first one
+ * resident host, wordcount's first run over 14 inputs (the first one
  * monitored) maps two of them with each of its 6 candidate shapes (three
- * blocks, two per-block tables) and keeps the fastest, which its next run
- * takes; every output equals the CPU engine's. */
+ * blocks, two per-block tables) and keeps the fastest, which its last
+ * input and the next run take; every output equals the CPU engine's. */
 Test(gpu, host_session_measures_launch_shapes)
 {
-    enum { INPUTS = 13, CANDIDATES = 6 };
+    enum { INPUTS = 14, CANDIDATES = 6 };
     char *text = in_dir("text"), *want = in_dir("cpu.out"), *got = in_dir("host.out");
     char *sock = in_dir("run/host.sock"), *err = NULL, *inputs = NULL;
     dg_text(text, 32 << 20, 707);
