@@ -20,7 +20,7 @@ and the median map time of the runs after the search.
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from devices_figures import human, make_inputs, parse_size, repeat_to, sh  # noqa: E402
+from devices_figures import human, make_inputs, parse_size, sh  # noqa: E402
 
 JOBS = [
     # (label, job, input kind, extra arguments)
@@ -51,13 +51,9 @@ def measure(args):
     host = os.path.join(bundle, "soren-host")
     size = parse_size(args.size)
     paths = make_inputs(bundle, work, size, {"text", "gen", "log", "rgb"})
-    html = os.path.join(work, f"html-{human(size)}")
-    seed = os.path.join(work, "html-seed")
+    paths["html"] = os.path.join(work, f"html-{human(size)}")
     sh([os.path.join(bundle, "soren-gen"), "html", "--size", human(size), "--seed", "1",
-        "-o", seed])
-    repeat_to(seed, html, size, 1)
-    os.unlink(seed)
-    paths["html"] = html
+        "-o", paths["html"]])
     env = dict(os.environ)
     sock_dir = tempfile.mkdtemp(prefix="soren-shape-")
     os.chmod(sock_dir, 0o700)
