@@ -340,10 +340,12 @@ Test(manifest, fields_key_count_from)
 {
     soren_manifest *m = load_case("index-keys-count-from");
     cr_expect_eq(m->key.type, SOREN_TYPE_INDEX);
-    cr_expect_eq(m->key.count, 0, "count 0: the product of the parameters");
-    cr_assert_eq(m->key.count_from.count, 2);
+    cr_expect_eq(m->key.count, 0, "count 0: the product of the parameters and a constant");
+    cr_assert_eq(m->key.count_from.count, 3);
     cr_expect_str_eq(m->key.count_from.names[0], "rows");
-    cr_expect_str_eq(m->key.count_from.names[1], "cols");
+    cr_expect_null(m->key.count_from.names[1], "item 1 is a constant");
+    cr_expect_eq(m->key.count_from.constants[1], 3);
+    cr_expect_str_eq(m->key.count_from.names[2], "cols");
     cr_expect_eq(m->input.count_from.count, 0);
     soren_manifest_free(m);
 

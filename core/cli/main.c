@@ -79,11 +79,15 @@ static const char *order_name(soren_order o)
     return names[o];
 }
 
-/* "rows x cols": the parameters whose product a count_from says. */
+/* "rows x cols", "k x 4": the product a count_from says. */
 static void print_product(const soren_count_from *cf)
 {
-    for (size_t i = 0; i < cf->count; i++)
-        printf("%s%s", i ? " x " : "", cf->names[i]);
+    for (size_t i = 0; i < cf->count; i++) {
+        if (cf->names[i])
+            printf("%s%s", i ? " x " : "", cf->names[i]);
+        else
+            printf("%s%u", i ? " x " : "", (unsigned)cf->constants[i]);
+    }
 }
 
 static void print_info(const soren_manifest *m)

@@ -10,14 +10,19 @@ typedef enum product_status {
     PRODUCT_OVER     /* the product is over 2^64 - 1 */
 } product_status;
 
-/* The product of the parameters cf names (u32 or u64, as the manifest
- * checked), in *out: the count that a count_from says. */
+/* The product of cf's items, the parameters it names (u32 or u64, as the
+ * manifest checked) and its constants, in *out: the count that a
+ * count_from says. */
 static product_status param_product(const soren_manifest *m, const soren_count_from *cf,
                                     const soren_params *params, uint64_t *out, const char **name)
 {
     uint64_t values[SOREN_MAX_COUNT_FROM];
     *name = NULL;
     for (size_t i = 0; i < cf->count; i++) {
+        if (!cf->names[i]) {
+            values[i] = cf->constants[i];
+            continue;
+        }
         int k = soren_manifest_param_index(m, cf->names[i]);
         if (k < 0 || params->size[k] == 0) {
             *name = cf->names[i];

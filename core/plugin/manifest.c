@@ -624,8 +624,8 @@ static soren_status section(parser *p, const json_t *parent, const char *path, c
 }
 
 /* section.count_from (section at sec->path: $.input, or a key): 1 to
- * SOREN_MAX_COUNT_FROM parameter names whose values multiply to the count,
- * into out; checked against $.params once they are read (check_count_from).
+ * SOREN_MAX_COUNT_FROM parameter names and constants whose product is the
+ * count, into out; the names checked against $.params once they are read (check_count_from).
  * allowed: whether the section's format or type takes a count (else the
  * message says "allowed only when " + when); has_count: whether the section
  * gives count itself, which count_from would contradict. */
@@ -643,16 +643,29 @@ static soren_status parse_count_from(parser *p, const field *sec, bool allowed, 
         return fail(p, f.path, "not allowed together with \"count\": give one or the other");
     size_t n = json_is_array(f.value) ? json_array_size(f.value) : 0;
     if (n == 0 || n > SOREN_MAX_COUNT_FROM)
-        return fail(p, f.path, "expected an array of 1 to %d parameter names, got %s",
-                    SOREN_MAX_COUNT_FROM, describe_array(f.value, "names", buf));
+        return fail(p, f.path, "expected an array of 1 to %d parameter names and constant "
+                    "factors, got %s", SOREN_MAX_COUNT_FROM, describe_array(f.value, "items", buf));
+    bool named = false;
     for (size_t i = 0; i < n; i++) {
         field item = {json_array_get(f.value, i), ""};
-        const char *name = NULL;
         path_item(item.path, f.path, i);
-        TRY(field_string(p, &item, &name, NULL));
-        TRY(dup_string(p, name, &out->names[i]));
-        out->count = i + 1; /* set now: soren_manifest_free frees what was filled */
+        out->count = i + 1; /* counted now: soren_manifest_free frees what was filled */
+        if (json_is_number(item.value)) {
+            /* Constants stay within u32, as parameters do, so that a product
+             * overflows only where parameters make it. */
+            uint64_t v;
+            TRY(field_integer(p, &item, 1, (json_int_t)UINT32_MAX, &v));
+            out->constants[i] = (uint32_t)v;
+            continue;
+        }
+        if (!json_is_string(item.value))
+            return fail(p, item.path, "expected a parameter's name or a constant factor (an "
+                        "integer), got %s", describe(item.value, buf));
+        TRY(dup_string(p, json_string_value(item.value), &out->names[i]));
+        named = true;
     }
+    if (!named)
+        return fail(p, f.path, "names no parameter: a count that is a constant is \"count\"");
     return SOREN_OK;
 }
 
@@ -664,6 +677,8 @@ static soren_status check_count_from(parser *p, const soren_manifest *m, const c
     char buf[SHOW_SIZE];
     for (size_t i = 0; i < cf->count; i++) {
         const char *name = cf->names[i];
+        if (!name)
+            continue; /* a constant */
         char path[PATH_SIZE];
         path_item(path, list_path, i);
         int k = soren_manifest_param_index(m, name);

@@ -61,11 +61,15 @@ typedef struct soren_manifest_param {
     char *help;          /* NULL if none */
 } soren_manifest_param;
 
-/* count_from: the names of 1 to SOREN_MAX_COUNT_FROM parameters of type u32
- * or u64 whose values multiply to a count known only at run time (index
- * input's tasks, index keys); count 0 where the manifest gives none. */
+/* count_from: a count known only at run time (index input's tasks, index
+ * keys), the product of up to SOREN_MAX_COUNT_FROM items as the manifest
+ * lists them: parameters of type u32 or u64, and constant factors (at least
+ * one parameter: a constant count is "count").  Item i is the parameter
+ * names[i], or where that is NULL the constant constants[i]; count is 0
+ * where the manifest gives none. */
 typedef struct soren_count_from {
     char *names[SOREN_MAX_COUNT_FROM];
+    uint32_t constants[SOREN_MAX_COUNT_FROM];
     size_t count;
 } soren_count_from;
 
