@@ -450,6 +450,7 @@ Test(cli, list_info_check)
     expect_run(0, "kmeans           1.0.0    One k-means step over 3-D float32 points", "list");
     expect_run(0, "iterate:   run --iterate N feeds each run's output into parameter centroids",
                "info kmeans");
+    expect_run(0, "key:       index (0 to k x 4 - 1)\n", "info kmeans");
     expect_run(0, ": ok (kmeans 1.0.0", "check kmeans");
     /* A broken manifest in the path is listed, with its reason, and the
      * others still are. */

@@ -10,7 +10,9 @@
  * centroid.  Map finds the nearest centroid c by squared Euclidean distance,
  * ties to the lower index, and emits (c * (dims + 1) + j, coordinate j) for
  * each j and (c * (dims + 1) + dims, 1); the sum combine turns them into the
- * next centroids' sums and counts.
+ * next centroids' sums and counts.  The keys are index keys, fewer than k
+ * times 4 (the manifest's dims + 1), so that the engines fold them into
+ * arrays rather than hash them.
  *
  * Each distance is summed j = 0, 1, ... in double, each product rounded on
  * its own (soren/exact.h): nvcc would fuse a product and a sum into one FMA
@@ -76,4 +78,4 @@ SOREN_FN void kmeans_map(soren_emitter *e, const soren_record *r, const soren_pa
 }
 
 SOREN_PLUGIN(kmeans, SOREN_STAGE(.map = kmeans_map, .combine = SOREN_SUM_F64,
-                                 .key = SOREN_TYPE_U32))
+                                 .key = SOREN_TYPE_INDEX))
