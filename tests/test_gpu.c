@@ -87,6 +87,20 @@ static int run(const char *job, const char *args, const char *input, const char 
                    *input ? "'" : "", input, *input ? "'" : "");
 }
 
+/* Starts a resident host on sock, with options besides --detach. */
+static void host_start(const char *sock, const char *options)
+{
+    char *err = NULL;
+    cr_assert_eq(tu_runf(NULL, &err, "'%s' --socket '%s' serve --detach %s", tu_host(), sock,
+                         options), 0, "serve: %s", err);
+    free(err);
+}
+
+static void host_stop(const char *sock)
+{
+    tu_runf(NULL, NULL, "'%s' --socket '%s' stop", tu_host(), sock);
+}
+
 static void expect_same(const char *a, const char *b, const char *what)
 {
     size_t na = 0, nb = 0;
@@ -859,10 +873,7 @@ Test(gpu, devices_all_through_a_resident_host)
     dg_text(text, 16 << 20, 704);
     cr_assert_eq(run("wordcount", "--local --device cpu", text, want, &err), 0, "%s", err);
     free(err);
-    err = NULL;
-    cr_assert_eq(tu_runf(NULL, &err, "'%s' --socket '%s' serve --detach", tu_host(), sock), 0,
-                 "serve: %s", err);
-    free(err);
+    host_start(sock, "");
     for (int i = 0; i < 3; i++) {
         err = NULL;
         int rc = tu_runf(NULL, &err, "'%s' --socket '%s' run wordcount --devices all '%s' -o '%s'",
@@ -873,7 +884,7 @@ Test(gpu, devices_all_through_a_resident_host)
             break;
         expect_same(got, want, "wordcount --devices all through a resident host");
     }
-    tu_runf(NULL, NULL, "'%s' --socket '%s' stop", tu_host(), sock);
+    host_stop(sock);
     free(text);
     free(want);
     free(got);
@@ -905,10 +916,7 @@ Test(gpu, host_spreads_a_large_run_by_itself)
               "%s", json_string_value(json_object_get(devices, "rule")));
     json_decref(x);
     expect_same(got, want, "histogram in a process of its own");
-    err = NULL;
-    cr_assert_eq(tu_runf(NULL, &err, "'%s' --socket '%s' serve --detach", tu_host(), sock), 0,
-                 "serve: %s", err);
-    free(err);
+    host_start(sock, "");
     static const struct {
         int gpus;
         const char *rule;
@@ -947,7 +955,7 @@ Test(gpu, host_spreads_a_large_run_by_itself)
     free(said);
     free(lines);
     free(faulty);
-    tu_runf(NULL, NULL, "'%s' --socket '%s' stop", tu_host(), sock);
+    host_stop(sock);
     free(rgb);
     free(want);
     free(got);
@@ -974,10 +982,7 @@ Test(gpu, host_session_measures_launch_shapes)
     cr_assert_eq(tu_runf(NULL, &err, "'%s' run wordcount --local --device cpu %s-o '%s'",
                          tu_host(), inputs, want), 0, "%s", err);
     free(err);
-    err = NULL;
-    cr_assert_eq(tu_runf(NULL, &err, "'%s' --socket '%s' serve --detach", tu_host(), sock), 0,
-                 "serve: %s", err);
-    free(err);
+    host_start(sock, "");
     json_int_t kept[2] = {-1, -1};
     for (int i = 0; i < 2; i++) {
         err = NULL;
@@ -1003,7 +1008,7 @@ Test(gpu, host_session_measures_launch_shapes)
         expect_same(got, want, "wordcount through a resident host, shapes measured");
     }
     cr_expect_eq(kept[0], kept[1], "the second run did not keep the first run's shape");
-    tu_runf(NULL, NULL, "'%s' --socket '%s' stop", tu_host(), sock);
+    host_stop(sock);
     free(inputs);
     free(text);
     free(want);
@@ -1036,10 +1041,7 @@ Test(gpu, jobs_side_by_side_spread_over_the_gpus)
     dg_text(text, 256 << 20, 705);
     cr_assert_eq(run("wordcount", "--local --device cpu", text, want, &err), 0, "%s", err);
     free(err);
-    err = NULL;
-    cr_assert_eq(tu_runf(NULL, &err, "'%s' --socket '%s' serve --detach --jobs 2 --load "
-                         "wordcount", tu_host(), sock), 0, "serve: %s", err);
-    free(err);
+    host_start(sock, "--jobs 2 --load wordcount");
     const char *client = "'%s' --socket '%s' run wordcount --device gpu --verbose '%s' -o '%s' "
                          "2>'%s'";
     char *one = NULL, *two = NULL, *both = NULL;
@@ -1069,7 +1071,7 @@ Test(gpu, jobs_side_by_side_spread_over_the_gpus)
         expect_same(out[0], want, "the first client's wordcount");
         expect_same(out[1], want, "the second client's wordcount");
     }
-    tu_runf(NULL, NULL, "'%s' --socket '%s' stop", tu_host(), sock);
+    host_stop(sock);
     free(one);
     free(two);
     free(both);
