@@ -315,7 +315,6 @@ void shape_search_start(gpu_run *r, size_t input_count)
         soren_shape_search_start(search, fallback, 0, 0, "the default: a run of its own with "
                                  "too few inputs to time the candidates on (a session, as the "
                                  "resident host's, times them over its runs)");
-    r->map.shape = fallback;
 }
 
 /* The shape the next input's launches take: the search's candidate where
