@@ -126,16 +126,22 @@ static int cpu_variant_decided(const soren_stage_spec *spec, const soren_run_opt
 }
 
 /* Monitoring on the CPU, timed; with --sample 0, or where the manifest
- * decides, only the input's size is known (counting its lines would be a
- * pass over it that nobody needs). */
+ * decides, only the input's size is known, and so the number of its fixed
+ * records or tasks (counting its lines would be a pass over it that nobody
+ * needs). */
 static soren_status monitor_cpu(const soren_stage_spec *spec, const soren_input *inputs,
                                 size_t input_count, const soren_params *params,
                                 const soren_run_options *o, soren_explain *x, soren_error *err)
 {
     if (!(o->sample > 0) || cpu_variant_decided(spec, o)) {
         x->metrics.fraction = 0;
-        for (size_t i = 0; i < input_count; i++)
+        for (size_t i = 0; i < input_count; i++) {
             x->metrics.total_bytes += inputs[i].size;
+            if (spec->input_format == SOREN_INPUT_INDEX)
+                x->metrics.total_records += inputs[i].size;
+            else if (spec->input_format == SOREN_INPUT_FIXED && spec->record_size)
+                x->metrics.total_records += inputs[i].size / spec->record_size;
+        }
         return SOREN_OK;
     }
     soren_progress_phase(o->progress, "monitor", 0);
