@@ -297,6 +297,40 @@ static void bucketsum_case(uint64_t n, uint64_t buckets, uint32_t groups)
     run_threads(test_job("bucketsum"), args, "", want);
 }
 
+/* The CPU engine maps fixed records with the stage's run map, a few
+ * thousand at a time: runmarks counts each u32 record under 4 + v % 4 from
+ * its run map (under v % 4 from map), so every record must land there,
+ * whatever the threads and wherever chunks, runs and inputs end.  Three
+ * inputs, of a record, of one more than a run and of one more than a
+ * chunk (1 MiB). */
+Test(jobs, run_map_takes_every_fixed_record)
+{
+    static const uint64_t records[] = {1, 4097, (1u << 18) + 1};
+    uint64_t counts[4] = {0}, state = 81;
+    char files[3 * 4100] = "", path[4096], want[4096];
+    for (size_t k = 0; k < 3; k++) {
+        uint32_t *v = malloc(records[k] * sizeof *v);
+        cr_assert_not_null(v);
+        for (uint64_t i = 0; i < records[k]; i++) {
+            v[i] = (uint32_t)tu_rand(&state);
+            counts[v[i] % 4]++;
+        }
+        snprintf(path, sizeof path, "%s/part%zu", dir, k);
+        tu_write(path, (const char *)v, records[k] * sizeof *v);
+        free(v);
+        size_t used = strlen(files);
+        snprintf(files + used, sizeof files - used, "%s%s", k ? "' '" : "", path);
+    }
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    FILE *f = fopen(want, "w");
+    cr_assert_not_null(f);
+    for (int key = 0; key < 4; key++)
+        if (counts[key])
+            fprintf(f, "%d\t%llu\n", 4 + key, (unsigned long long)counts[key]);
+    fclose(f);
+    run_threads(test_job("runmarks"), "", files, want);
+}
+
 /* Index keys counted by parameters, in stage 1 (buckets) and stage 2
  * (groups): one key, keys with many values each, groups of buckets, more
  * buckets than tasks, and a count that a u64 parameter brings to the most

@@ -230,6 +230,30 @@ Test(output, a_fault_in_a_host_loop_names_the_task)
     free(err);
 }
 
+/* The same from a stage's run map, which maps records a run at a time:
+ * the message names the run (record 10000 is in the third run of 4096). */
+Test(output, a_fault_in_a_run_map_names_its_records)
+{
+    char *p = in_dir("in.bin");
+    uint32_t v[20000];
+    for (uint32_t i = 0; i < 20000; i++)
+        v[i] = i * 2654435761u;
+    tu_write(p, (const char *)v, sizeof v);
+    free(p);
+    char *err = NULL, args[8192];
+    snprintf(args, sizeof args, "run '%s/stage/test-plugins/runmarks.json' in.bin --device cpu "
+             "-o out.tsv --threads 1", tu_builddir());
+    int rc = host(&err, "SOREN_TEST_CRASH_AT=40000", args);
+    cr_expect_eq(rc, 139, "exit %d: %s", rc, err);
+    char want[8192];
+    snprintf(want, sizeof want, "soren-host: plugin %s/stage/test-plugins/runmarks.so crashed "
+             "(SIGSEGV) while running job runmarks, mapping one of the records of in.bin at "
+             "bytes 32768 to 49151\n", tu_builddir());
+    cr_expect(strstr(err, want) != NULL, "stderr: %s\nwanted: %s", err, want);
+    expect_no_output();
+    free(err);
+}
+
 Test(output, a_plugin_that_overflows_a_threads_stack_is_reported_too)
 {
     /* Four chunks of the CPU engine (1 MiB each), so a second thread maps. */

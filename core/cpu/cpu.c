@@ -760,6 +760,9 @@ struct engine {
     /* dense mode: the plugin's host loop over fixed records or tasks, or
      * NULL (soren_cpu_stage.map_dense) */
     void (*map_dense)(soren_cpu_dense_args *a);
+    /* the stage's run map over fixed records or tasks, or NULL
+     * (soren_stage.map_run; in dense mode the host loop calls it) */
+    soren_map_run_fn *map_run;
 
     const pass *pass; /* the pass the threads run */
     worker *workers;
@@ -1184,44 +1187,82 @@ static void group_by_partition(worker *w)
     w->pair_vals = pv;
 }
 
+/* Whether the stage's records lie a stride apart (fixed records, tasks),
+ * as host loops and run maps take them. */
+static int strided(const soren_stage_spec *spec)
+{
+    return spec->input_format == SOREN_INPUT_INDEX ||
+           (spec->input_format == SOREN_INPUT_FIXED && spec->record_size > 0);
+}
+
 /* The plugin's dense host loop for the stage (plugin ABI 1.9), where its
- * records lie a stride apart (fixed records, tasks); NULL otherwise. */
+ * records are strided; NULL otherwise. */
 static void (*dense_loop(const soren_stage_spec *spec))(soren_cpu_dense_args *)
 {
     const soren_cpu_stage *cpu = spec->code->cpu;
     int fits = cpu && cpu->abi_minor >= 9 &&
                cpu->size >= offsetof(soren_cpu_stage, map_dense) + sizeof cpu->map_dense;
-    int strided = spec->input_format == SOREN_INPUT_INDEX ||
-                  (spec->input_format == SOREN_INPUT_FIXED && spec->record_size > 0);
-    return fits && strided ? cpu->map_dense : NULL;
+    return fits && strided(spec) ? cpu->map_dense : NULL;
 }
+
+/* Records a run map takes at once: its work is then named by a run of a
+ * few thousand records (a fault, a slow record), and its setup, once a
+ * run, is spread over them. */
+enum { RUN_RECORDS = 4096 };
 
 /* Maps what the plugin's dense host loop can of its records into w's
  * arrays, leaving it at the first record not mapped: none where the loop
- * mapped them all; else one whose key was refused, which the caller maps
- * the usual way (so that the refusal says what it always says). */
+ * mapped them all; else one whose key was refused (or the first of the
+ * run where a run map emitted it), which the caller maps the usual way so
+ * that the refusal says what it always says.  A stage with a run map has
+ * the loop take RUN_RECORDS at a time. */
 static void map_by_loop(worker *w, soren_records *it, soren_record *r)
 {
     engine *g = w->g;
-    soren_records probe = *it;
-    soren_record first;
-    uint64_t count = soren_records_left(it);
-    if (count == 0 || !soren_records_next(&probe, &first))
-        return;
-    soren_cpu_dense_args a = {
-        .data = first.data,
-        .record_size = g->spec->input_format == SOREN_INPUT_FIXED ? g->spec->record_size : 0,
-        .count = count,
-        .first_offset = first.offset,
-        .first_index = first.index,
-        .params = g->params,
-        .values = w->dense_vals,
-        .seen = w->dense_seen,
-        .key_count = w->dense_count,
-        .current = r,
-    };
-    g->map_dense(&a);
-    soren_records_skip(it, a.done);
+    const uint64_t most = g->map_run ? RUN_RECORDS : UINT64_MAX;
+    for (uint64_t left; (left = soren_records_left(it)) > 0;) {
+        soren_records probe = *it;
+        soren_record first;
+        if (!soren_records_next(&probe, &first))
+            return;
+        soren_cpu_dense_args a = {
+            .data = first.data,
+            .record_size = g->spec->input_format == SOREN_INPUT_FIXED ? g->spec->record_size : 0,
+            .count = left < most ? left : most,
+            .first_offset = first.offset,
+            .first_index = first.index,
+            .params = g->params,
+            .values = w->dense_vals,
+            .seen = w->dense_seen,
+            .key_count = w->dense_count,
+            .current = r,
+        };
+        soren__current_map.records = g->map_run ? a.count : 0;
+        g->map_dense(&a);
+        soren__current_map.records = 0;
+        soren_records_skip(it, a.done);
+        if (a.done < a.count)
+            return;
+    }
+}
+
+/* Maps the records left through the stage's run map, RUN_RECORDS at a
+ * time, until they end or w fails. */
+static void map_by_runs(worker *w, soren_records *it, soren_record *r)
+{
+    engine *g = w->g;
+    const uint64_t size = g->spec->input_format == SOREN_INPUT_FIXED ? g->spec->record_size : 0;
+    for (uint64_t left; !w->failed && (left = soren_records_left(it)) > 0;) {
+        soren_records probe = *it;
+        if (!soren_records_next(&probe, r))
+            return;
+        const soren_record_run run = {r->data, size, left < RUN_RECORDS ? left : RUN_RECORDS,
+                                      r->offset, r->index};
+        soren__current_map.records = run.count;
+        g->map_run(&w->em, &run, g->params);
+        soren__current_map.records = 0;
+        soren_records_skip(it, run.count);
+    }
 }
 
 /* Maps chunk c on w's thread; nonzero when w failed. */
@@ -1251,14 +1292,13 @@ static int map_chunk(worker *w, uint64_t c)
     soren_record r;
     soren_records_init_input(&it, spec, in, begin, end);
     /* A fault in map names the input and r's offset (signals.h). */
-    soren__current_map = (soren__map_site){in, &r, spec->input_format, g->progress};
+    soren__current_map = (soren__map_site){in, &r, spec->input_format, g->progress, 0};
     if (g->map_dense)
         map_by_loop(w, &it, &r);
-    while (soren_records_next(&it, &r)) {
+    else if (g->map_run)
+        map_by_runs(w, &it, &r);
+    while (!w->failed && soren_records_next(&it, &r))
         map(&w->em, &r, g->params);
-        if (w->failed)
-            break;
-    }
     /* The pairs still waiting, folded while a fault in a user combine
      * still names the input. */
     if (g->mode == MODE_COMBINE && !g->dense)
@@ -1860,6 +1900,7 @@ soren_status soren_cpu_run(const soren_stage_spec *spec, const soren_input *inpu
     g->dense = !(opt && opt->hash_only) && soren_cpu_dense(spec, opt ? opt->threads : 0);
     g->key_count = spec->key_count;
     g->map_dense = g->dense && !g->fold ? dense_loop(spec) : NULL;
+    g->map_run = !g->fold && strided(spec) ? spec->code->map_run : NULL;
 
     uint64_t chunk = opt && opt->chunk_bytes ? opt->chunk_bytes : CHUNK_DEFAULT;
     if (spec->input_format == SOREN_INPUT_INDEX && !(opt && opt->chunk_bytes))

@@ -198,7 +198,7 @@ static int map_one(mworker *w, const soren_record *r, const soren_input *in)
 {
     monitor *mon = w->mon;
     /* A fault in map names the input and the record (signals.h). */
-    soren__current_map = (soren__map_site){in, r, mon->spec->input_format, mon->progress};
+    soren__current_map = (soren__map_site){in, r, mon->spec->input_format, mon->progress, 0};
     mon->spec->code->map(&w->em, r, mon->params);
     soren__current_map.in = NULL;
     w->records++;

@@ -110,9 +110,27 @@ static void put_u64(line *l, uint64_t v)
 }
 
 /* The record m's thread is mapping: "FILE at byte N", "task N" or
- * "pair N of FILE". */
+ * "pair N of FILE"; for a run map's records "one of tasks N to M" or "one
+ * of the records of FILE at bytes N to M". */
 static void put_site(line *l, const soren__map_site *m)
 {
+    if (m->records > 1) {
+        const soren_record *r = m->record;
+        if (m->format == SOREN_INPUT_INDEX) {
+            put(l, "one of tasks ");
+            put_u64(l, r->index);
+            put(l, " to ");
+            put_u64(l, r->index + m->records - 1);
+        } else {
+            put(l, "one of the records of ");
+            put(l, m->in->path ? m->in->path : "(input)");
+            put(l, " at bytes ");
+            put_u64(l, r->offset);
+            put(l, " to ");
+            put_u64(l, r->offset + m->records * r->size - 1);
+        }
+        return;
+    }
     if (m->format == SOREN_INPUT_INDEX) {
         put(l, "task ");
         put_u64(l, m->record->index);

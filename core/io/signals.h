@@ -53,6 +53,9 @@ typedef struct soren__map_site {
     const soren_record *record;
     soren_input_format format;
     const void *run; /* the run's progress object (or NULL): whose record it is */
+    /* 0 (one record), or the records from *record on that a run map is
+     * mapping at once (soren_stage.map_run) */
+    uint64_t records;
 } soren__map_site;
 
 /* The record the calling thread is mapping, in buf, as a fault's message

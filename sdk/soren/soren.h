@@ -43,7 +43,7 @@
  * a new minor version only appends to the tables or uses reserved fields
  * (docs/design.md lists the minor versions). */
 #define SOREN_ABI_MAJOR 1
-#define SOREN_ABI_MINOR 10
+#define SOREN_ABI_MINOR 11
 #define SOREN_PLUGIN_SYMBOL "soren_plugin_v1"
 
 /* Markers around the manifest copy embedded in every plugin (see
@@ -175,6 +175,27 @@ SOREN__INLINE void soren_emit(soren_emitter *e, const void *key, uint32_t key_si
 /* ---- The functions a plugin provides ----------------------------------- */
 
 typedef void soren_map_fn(soren_emitter *e, const soren_record *r, const soren_params *p);
+/* Consecutive records that lie a stride apart, for a run map: fixed
+ * records (record i at data + i * size) or index input's tasks (data NULL,
+ * size 0).  Record i's offset is offset + i * size (+ i for tasks) and its
+ * index index + i, as map would see them one by one. */
+typedef struct soren_record_run {
+    const uint8_t *data;
+    uint64_t size;
+    uint64_t count;
+    uint64_t offset;
+    uint64_t index;
+} soren_record_run;
+
+/* A run map (host code only, not SOREN_FN): emits exactly the pairs that
+ * map emits for each record of the run, in record order.  The CPU engine
+ * calls it instead of map for fixed records and tasks, in runs of a few
+ * thousand, so that a job can do once a run what map does once a record
+ * (kmeans divides its centroids' sums once) or order its loops for the
+ * cache (matmul reads B by rows); the GPU, and the CPU engine's sample of
+ * the input, call map. */
+typedef void soren_map_run_fn(soren_emitter *e, const soren_record_run *run,
+                              const soren_params *p);
 /* Fold value into acc (both value.type); must be associative and commutative. */
 typedef void soren_combine_fn(void *acc, const void *value);
 /* Receives one key and all its values (n of them, packed); emits the final
@@ -238,7 +259,8 @@ typedef struct soren_cpu_stage soren_cpu_stage;
  *   .combine  a built-in (SOREN_SUM_U32, ...) or SOREN_COMBINE_FN(fn, &identity)
  *   .reduce   optional
  *   .key      SOREN_TYPE_STRING unless given
- *   .value    the combine's type unless given */
+ *   .value    the combine's type unless given
+ *   .map_run  optional: the CPU engine's map of fixed records and tasks */
 typedef struct soren_stage {
     soren_map_fn *map;
     soren_combine combine;
@@ -247,7 +269,8 @@ typedef struct soren_stage {
     uint32_t value; /* soren_type */
     const soren_gpu_stage *gpu;
     const soren_cpu_stage *cpu; /* (1.9) */
-    void *reserved[3];
+    soren_map_run_fn *map_run;  /* (1.11) */
+    void *reserved[2];
 } soren_stage;
 
 typedef struct soren_plugin_table {

@@ -111,6 +111,15 @@ __host__ __attribute__((flatten)) void map_dense(soren_cpu_dense_args *a)
     const soren_params *const params = a->params;
     soren_record *const current = a->current;
     *current = soren_record{data, rs, first_offset, first_index};
+    if constexpr (Desc[I].map_run != nullptr) {
+        /* The run map takes the records at once; where it emitted a key the
+         * manifest refuses, none counts as mapped, so that the engine maps
+         * them again one by one and names the record. */
+        const soren_record_run run = {data, rs, count, first_offset, first_index};
+        Desc[I].map_run(e, &run, params);
+        a->done = d.refused ? 0 : count;
+        return;
+    }
     soren_record r;
     r.size = rs;
     uint64_t i = 0;
