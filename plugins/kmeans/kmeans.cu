@@ -22,6 +22,7 @@
  * them in, and every engine writes the same bytes. */
 #include <soren/exact.h>
 #include <soren/soren.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { KMEANS_K, KMEANS_CENTROIDS };
@@ -45,11 +46,14 @@ SOREN_FN uint64_t kmeans_count(const soren_params *p, uint64_t stride)
     return n < UINT32_MAX / stride ? n : UINT32_MAX / stride;
 }
 
-SOREN_FN void kmeans_map(soren_emitter *e, const soren_record *r, const soren_params *p)
+/* The nearest centroid to point r among the first k, or k where none has
+ * points.  Entry c is at centroids + c * (dims + 1), its count last: its
+ * coordinate sums, divided by the count here (the parameter's layout), or,
+ * where divided, the quotients already (kmeans_map_run's, the same bits). */
+SOREN_FN uint64_t kmeans_nearest(const soren_record *r, uint32_t dims, uint64_t k,
+                                 const double *centroids, bool divided)
 {
-    uint32_t dims = (uint32_t)(r->size / sizeof(float));
-    uint64_t stride = (uint64_t)dims + 1, k = kmeans_count(p, stride), best = k;
-    const double *centroids = (const double *)soren_param(p, KMEANS_CENTROIDS);
+    uint64_t stride = (uint64_t)dims + 1, best = k;
     double best_distance = 0;
     for (uint64_t c = 0; c < k; c++) {
         const double *m = centroids + c * stride;
@@ -58,7 +62,7 @@ SOREN_FN void kmeans_map(soren_emitter *e, const soren_record *r, const soren_pa
             continue;
         double distance = 0;
         for (uint32_t j = 0; j < dims; j++) {
-            double d = kmeans_coordinate(r, j) - m[j] / count;
+            double d = kmeans_coordinate(r, j) - (divided ? m[j] : m[j] / count);
             distance = distance + soren_mul(d, d);
         }
         if (best == k || distance < best_distance) {
@@ -66,9 +70,13 @@ SOREN_FN void kmeans_map(soren_emitter *e, const soren_record *r, const soren_pa
             best_distance = distance;
         }
     }
-    if (best == k)
-        return;
-    uint32_t key = (uint32_t)(best * stride);
+    return best;
+}
+
+/* Point r's pairs for its centroid c: each coordinate, then a count of 1. */
+SOREN_FN void kmeans_emit(soren_emitter *e, const soren_record *r, uint32_t dims, uint64_t c)
+{
+    uint32_t key = (uint32_t)(c * ((uint64_t)dims + 1));
     for (uint32_t j = 0; j < dims; j++, key++) {
         double x = kmeans_coordinate(r, j);
         soren_emit(e, &key, sizeof key, &x);
@@ -77,5 +85,56 @@ SOREN_FN void kmeans_map(soren_emitter *e, const soren_record *r, const soren_pa
     soren_emit(e, &key, sizeof key, &one);
 }
 
+SOREN_FN void kmeans_map(soren_emitter *e, const soren_record *r, const soren_params *p)
+{
+    uint32_t dims = (uint32_t)(r->size / sizeof(float));
+    uint64_t k = kmeans_count(p, (uint64_t)dims + 1);
+    const double *centroids = (const double *)soren_param(p, KMEANS_CENTROIDS);
+    uint64_t c = kmeans_nearest(r, dims, k, centroids, false);
+    if (c < k)
+        kmeans_emit(e, r, dims, c);
+}
+
+/* The run's points against the divided centroids (inlined: the manifest's
+ * 3 dims are then a constant). */
+static __forceinline__ void kmeans_run_points(soren_emitter *e, const soren_record_run *run,
+                                              uint32_t dims, uint64_t k, const double *divided)
+{
+    for (uint64_t i = 0; i < run->count; i++) {
+        const soren_record r = {run->data + i * run->size, run->size, run->offset + i * run->size,
+                                run->index + i};
+        uint64_t c = kmeans_nearest(&r, dims, k, divided, true);
+        if (c < k)
+            kmeans_emit(e, &r, dims, c);
+    }
+}
+
+/* The CPU engine's map of a run of points: every centroid's sums divided
+ * by its count once, not once a point (where memory for the quotients is
+ * short, kmeans_map for each point). */
+static void kmeans_map_run(soren_emitter *e, const soren_record_run *run, const soren_params *p)
+{
+    uint32_t dims = (uint32_t)(run->size / sizeof(float));
+    uint64_t stride = (uint64_t)dims + 1, k = kmeans_count(p, stride);
+    const double *centroids = (const double *)soren_param(p, KMEANS_CENTROIDS);
+    double *divided = (double *)malloc((k ? k : 1) * stride * sizeof *divided);
+    for (uint64_t c = 0; divided && c < k; c++) {
+        const double *m = centroids + c * stride;
+        for (uint32_t j = 0; j < dims; j++)
+            divided[c * stride + j] = m[dims] > 0 ? m[j] / m[dims] : 0;
+        divided[c * stride + dims] = m[dims];
+    }
+    if (divided && dims == 3)
+        kmeans_run_points(e, run, 3, k, divided);
+    else if (divided)
+        kmeans_run_points(e, run, dims, k, divided);
+    for (uint64_t i = 0; !divided && i < run->count; i++) {
+        const soren_record r = {run->data + i * run->size, run->size, run->offset + i * run->size,
+                                run->index + i};
+        kmeans_map(e, &r, p);
+    }
+    free(divided);
+}
+
 SOREN_PLUGIN(kmeans, SOREN_STAGE(.map = kmeans_map, .combine = SOREN_SUM_F64,
-                                 .key = SOREN_TYPE_INDEX))
+                                 .key = SOREN_TYPE_INDEX, .map_run = kmeans_map_run))
