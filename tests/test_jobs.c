@@ -678,17 +678,14 @@ static float *read_floats(const char *path, size_t count)
     return v;
 }
 
-/* C = A x B summed k = 0, 1, ... as matmul does.  The generated values
- * are multiples of 1/8, so every sum is exact anyway: the reference does
- * not depend on the order or on fused multiply-adds. */
-Test(jobs, matmul_equals_c_loop)
+/* C = A x B summed k = 0, 1, ... as matmul does, on soren-gen's matrices
+ * (multiples of 1/8, whose sums are exact in any order) and on floats of
+ * every mantissa, whose sums are the same bits only when every element adds
+ * its products in the same order: the CPU engine's run map, which sums a
+ * row's elements side by side, must keep map's order. */
+static void matmul_case(const char *a, const char *b, size_t rows, size_t inner, size_t cols)
 {
-    const size_t rows = 61, inner = 300, cols = 47;
-    char a[4096], b[4096], want[4096], args[128];
-    snprintf(args, sizeof args, "matrix --rows %zu --cols %zu --seed 51", rows, inner);
-    snprintf(a, sizeof a, "%s", gen("a.bin", args));
-    snprintf(args, sizeof args, "matrix --rows %zu --cols %zu --seed 52", inner, cols);
-    snprintf(b, sizeof b, "%s", gen("b.bin", args));
+    char want[4096];
     float *A = read_floats(a, rows * inner), *B = read_floats(b, inner * cols);
     snprintf(want, sizeof want, "%s/want.tsv", dir);
     FILE *f = fopen(want, "w");
@@ -709,6 +706,35 @@ Test(jobs, matmul_equals_c_loop)
     snprintf(params, sizeof params, "--param 'a=@%s' --param 'b=@%s' --param rows=%zu "
              "--param inner=%zu --param cols=%zu", a, b, rows, inner, cols);
     run_threads("matmul", params, "", want);
+}
+
+/* count floats in [-1, 1) with all 24 bits of mantissa drawn, into path. */
+static void write_random_floats(const char *path, size_t count, uint64_t seed)
+{
+    float *v = malloc(count * sizeof *v);
+    cr_assert_not_null(v);
+    for (size_t i = 0; i < count; i++)
+        v[i] = (float)((int32_t)(tu_rand(&seed) >> 40) - (1 << 23)) / (float)(1 << 23);
+    tu_write(path, (const char *)v, count * sizeof *v);
+    free(v);
+}
+
+Test(jobs, matmul_equals_c_loop)
+{
+    const size_t rows = 61, inner = 300, cols = 47;
+    char a[4096], b[4096], args[128];
+    snprintf(args, sizeof args, "matrix --rows %zu --cols %zu --seed 51", rows, inner);
+    snprintf(a, sizeof a, "%s", gen("a.bin", args));
+    snprintf(args, sizeof args, "matrix --rows %zu --cols %zu --seed 52", inner, cols);
+    snprintf(b, sizeof b, "%s", gen("b.bin", args));
+    matmul_case(a, b, rows, inner, cols);
+    /* wider than a tile of the run map (256 columns) */
+    const size_t wide = 300;
+    snprintf(a, sizeof a, "%s/ra.bin", dir);
+    snprintf(b, sizeof b, "%s/rb.bin", dir);
+    write_random_floats(a, rows * inner, 53);
+    write_random_floats(b, inner * wide, 54);
+    matmul_case(a, b, rows, inner, wide);
 }
 
 typedef struct scored {
