@@ -625,10 +625,11 @@ static soren_status section(parser *p, const json_t *parent, const char *path, c
 
 /* section.count_from (section at sec->path: $.input, or a key): 1 to
  * SOREN_MAX_COUNT_FROM parameter names and constants whose product is the
- * count, into out; the names checked against $.params once they are read (check_count_from).
- * allowed: whether the section's format or type takes a count (else the
- * message says "allowed only when " + when); has_count: whether the section
- * gives count itself, which count_from would contradict. */
+ * count, into out; the names are checked against $.params once they are
+ * read (check_count_from).  allowed: whether the section's format or type
+ * takes a count (else the message says "allowed only when " + when);
+ * has_count: whether the section gives count itself, which count_from
+ * would contradict. */
 static soren_status parse_count_from(parser *p, const field *sec, bool allowed, const char *when,
                                      bool has_count, soren_count_from *out)
 {
@@ -651,8 +652,8 @@ static soren_status parse_count_from(parser *p, const field *sec, bool allowed, 
         path_item(item.path, f.path, i);
         out->count = i + 1; /* counted now: soren_manifest_free frees what was filled */
         if (json_is_number(item.value)) {
-            /* Constants stay within u32, as parameters do, so that a product
-             * overflows only where parameters make it. */
+            /* Within u32, as a key count is: a larger constant would make
+             * every count of index keys too large. */
             uint64_t v;
             TRY(field_integer(p, &item, 1, (json_int_t)UINT32_MAX, &v));
             out->constants[i] = (uint32_t)v;
