@@ -1210,6 +1210,18 @@ static void (*dense_loop(const soren_stage_spec *spec))(soren_cpu_dense_args *)
  * run, is spread over them. */
 enum { RUN_RECORDS = 4096 };
 
+/* The next run of it's records, at most most of them: how many (0 where
+ * none are left), the first in *first, whose size is every record's (0
+ * for tasks).  it stays where it was. */
+static uint64_t next_run(const soren_records *it, soren_record *first, uint64_t most)
+{
+    uint64_t left = soren_records_left(it);
+    soren_records probe = *it;
+    if (left == 0 || !soren_records_next(&probe, first))
+        return 0;
+    return left < most ? left : most;
+}
+
 /* Maps what the plugin's dense host loop can of its records into w's
  * arrays, leaving it at the first record not mapped: none where the loop
  * mapped them all; else one whose key was refused (or the first of the
@@ -1219,16 +1231,13 @@ enum { RUN_RECORDS = 4096 };
 static void map_by_loop(worker *w, soren_records *it, soren_record *r)
 {
     engine *g = w->g;
-    const uint64_t most = g->map_run ? RUN_RECORDS : UINT64_MAX;
-    for (uint64_t left; (left = soren_records_left(it)) > 0;) {
-        soren_records probe = *it;
-        soren_record first;
-        if (!soren_records_next(&probe, &first))
-            return;
+    soren_record first;
+    for (uint64_t count; (count = next_run(it, &first, g->map_run ? RUN_RECORDS
+                                                                   : UINT64_MAX)) > 0;) {
         soren_cpu_dense_args a = {
             .data = first.data,
-            .record_size = g->spec->input_format == SOREN_INPUT_FIXED ? g->spec->record_size : 0,
-            .count = left < most ? left : most,
+            .record_size = first.size,
+            .count = count,
             .first_offset = first.offset,
             .first_index = first.index,
             .params = g->params,
@@ -1237,11 +1246,11 @@ static void map_by_loop(worker *w, soren_records *it, soren_record *r)
             .key_count = w->dense_count,
             .current = r,
         };
-        soren__current_map.records = g->map_run ? a.count : 0;
+        soren__current_map.records = g->map_run ? count : 0;
         g->map_dense(&a);
         soren__current_map.records = 0;
         soren_records_skip(it, a.done);
-        if (a.done < a.count)
+        if (a.done < count)
             return;
     }
 }
@@ -1251,17 +1260,12 @@ static void map_by_loop(worker *w, soren_records *it, soren_record *r)
 static void map_by_runs(worker *w, soren_records *it, soren_record *r)
 {
     engine *g = w->g;
-    const uint64_t size = g->spec->input_format == SOREN_INPUT_FIXED ? g->spec->record_size : 0;
-    for (uint64_t left; !w->failed && (left = soren_records_left(it)) > 0;) {
-        soren_records probe = *it;
-        if (!soren_records_next(&probe, r))
-            return;
-        const soren_record_run run = {r->data, size, left < RUN_RECORDS ? left : RUN_RECORDS,
-                                      r->offset, r->index};
-        soren__current_map.records = run.count;
+    for (uint64_t count; !w->failed && (count = next_run(it, r, RUN_RECORDS)) > 0;) {
+        const soren_record_run run = {r->data, r->size, count, r->offset, r->index};
+        soren__current_map.records = count;
         g->map_run(&w->em, &run, g->params);
         soren__current_map.records = 0;
-        soren_records_skip(it, run.count);
+        soren_records_skip(it, count);
     }
 }
 
