@@ -95,15 +95,16 @@ SOREN_FN void kmeans_map(soren_emitter *e, const soren_record *r, const soren_pa
         kmeans_emit(e, r, dims, c);
 }
 
-/* The run's points against the divided centroids (inlined: the manifest's
- * 3 dims are then a constant). */
+/* The run's points against the centroids, divided or not (inlined: the
+ * manifest's 3 dims are then a constant). */
 static __forceinline__ void kmeans_run_points(soren_emitter *e, const soren_record_run *run,
-                                              uint32_t dims, uint64_t k, const double *divided)
+                                              uint32_t dims, uint64_t k,
+                                              const double *centroids, bool divided)
 {
     for (uint64_t i = 0; i < run->count; i++) {
         const soren_record r = {run->data + i * run->size, run->size, run->offset + i * run->size,
                                 run->index + i};
-        uint64_t c = kmeans_nearest(&r, dims, k, divided, true);
+        uint64_t c = kmeans_nearest(&r, dims, k, centroids, divided);
         if (c < k)
             kmeans_emit(e, &r, dims, c);
     }
@@ -111,7 +112,7 @@ static __forceinline__ void kmeans_run_points(soren_emitter *e, const soren_reco
 
 /* The CPU engine's map of a run of points: every centroid's sums divided
  * by its count once, not once a point (where memory for the quotients is
- * short, kmeans_map for each point). */
+ * short, divided for each point as kmeans_map does). */
 static void kmeans_map_run(soren_emitter *e, const soren_record_run *run, const soren_params *p)
 {
     uint32_t dims = (uint32_t)(run->size / sizeof(float));
@@ -125,14 +126,11 @@ static void kmeans_map_run(soren_emitter *e, const soren_record_run *run, const 
         divided[c * stride + dims] = m[dims];
     }
     if (divided && dims == 3)
-        kmeans_run_points(e, run, 3, k, divided);
+        kmeans_run_points(e, run, 3, k, divided, true);
     else if (divided)
-        kmeans_run_points(e, run, dims, k, divided);
-    for (uint64_t i = 0; !divided && i < run->count; i++) {
-        const soren_record r = {run->data + i * run->size, run->size, run->offset + i * run->size,
-                                run->index + i};
-        kmeans_map(e, &r, p);
-    }
+        kmeans_run_points(e, run, dims, k, divided, true);
+    else
+        kmeans_run_points(e, run, dims, k, centroids, false);
     free(divided);
 }
 
