@@ -120,14 +120,19 @@ int soren__cli_run_in_host(const soren__cli_args *c, const soren_search_path *sp
     fds[3] = STDERR_FILENO;
     if (fds[0] < 0 || open_inputs(c, fds) != 0)
         goto done;
-    if (soren_output_open(&out, c->run.output, &err) != SOREN_OK)
-        goto done;
-    have_output = 1;
-    fds[2] = fileno(out.file);
+    /* The host first: where none answers the run is local, and an output
+     * opened here would show its temporary file, then remove it, before
+     * the local run makes it again. */
     char path[4096];
     int host = reach_host(c, path, sizeof path);
     if (host < 0)
         goto done;
+    if (soren_output_open(&out, c->run.output, &err) != SOREN_OK) {
+        close(host);
+        goto done;
+    }
+    have_output = 1;
+    fds[2] = fileno(out.file);
     const char **fields = calloc((size_t)argc + 1, sizeof *fields);
     if (!fields) {
         close(host);
