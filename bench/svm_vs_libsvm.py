@@ -3,6 +3,7 @@
 
     svm_vs_libsvm.py [--out DIR] [--presets adult,web,usps,face,mnist]
                      [--rows PRESET=N ...] [--device gpu|cpu|auto] [--data DIR] [--host]
+                     [--libsvm-models DIR]
 
 For each preset of `soren-gen svm` (Adult 32,561 x 123 sparse binary, Web 49,749
 x 300, USPS 7,291 x 256, Face 6,977 x 381, MNIST 60,000 x 784: the shapes of the
@@ -19,6 +20,13 @@ soren-svm runs its jobs in its own process (--local), or with --host in a
 resident host that the script starts on a socket of its own with svmstep and
 svmclassify loaded (soren-host serve --detach --load ...), as a user who keeps
 one running has it; the record says which (DIR/svm-<gpu>-<date>-host.json).
+
+--libsvm-models DIR takes LibSVM's models from DIR (TAG.libsvm.model, TAG the
+preset, or PRESET-ROWS for a subset) instead of training them here: svm-train is
+deterministic, so a model made on another host with the same settings is the
+model it would make here, and adult's and web's take it minutes.  Only
+classification is then compared for those sets; their training speedups are
+left out.
 
 Run from the build tree (SOREN_BENCH_ROOT) or from the GPU bundle (which carries
 svm-train and svm-predict where they were installed when it was made).
@@ -112,6 +120,12 @@ class Runner:
                "c": float(c), "gamma": float(gamma)}
         theirs_model = os.path.join(d, f"{tag}.libsvm.model")
         ours_model = os.path.join(d, f"{tag}.soren.model")
+        made = (os.path.join(self.args.libsvm_models, f"{tag}.libsvm.model")
+                if self.args.libsvm_models else None)
+        if made:
+            if not os.path.exists(made):
+                raise RuntimeError(f"--libsvm-models: no {made}")
+            shutil.copyfile(made, theirs_model)
         # LibSVM's cache of 1000 MB: the paper gave it 650 MB, more than its GPU had
         cmds = {
             "libsvm_train": [self.train, "-c", c, "-g", gamma, "-e", "0.001", "-m", "1000",
@@ -122,6 +136,11 @@ class Runner:
             "soren_predict": [self.svm, "predict", "--device", self.args.device, "-v"] +
                              self.where + [test, ours_model, os.path.join(d, "p.soren")],
         }
+        if made:
+            del cmds["libsvm_train"]
+            row["libsvm_model_made_beforehand"] = made
+            row["libsvm_nsv"] = total_sv(theirs_model)
+            row["libsvm_iterations"] = None
         row["commands"] = {k: shlex.join(v) for k, v in cmds.items()}
         for key, cmd in cmds.items():
             out, seconds = self.timed(cmd)
@@ -146,9 +165,10 @@ class Runner:
         row["nsv_gap_percent"] = round(100 * abs(row["soren_nsv"] - row["libsvm_nsv"]) /
                                        max(row["libsvm_nsv"], 1), 3)
         row["accuracy_gap_points"] = round(abs(row["soren_accuracy"] - row["libsvm_accuracy"]), 3)
-        row["train_speedup"] = round(row["libsvm_train_s"] / row["soren_train_s"], 3)
+        if not made:
+            row["train_speedup"] = round(row["libsvm_train_s"] / row["soren_train_s"], 3)
         row["predict_speedup"] = round(row["libsvm_predict_s"] / row["soren_predict_s"], 3)
-        if row.get("soren_train_loop_s"):
+        if row.get("soren_train_loop_s") and not made:
             row["train_loop_speedup"] = round(row["libsvm_train_s"] / row["soren_train_loop_s"], 3)
         if row.get("soren_predict_run_s"):
             row["predict_run_speedup"] = round(row["libsvm_predict_s"] / row["soren_predict_run_s"],
@@ -196,8 +216,9 @@ def markdown(doc):
             f"| {r['preset']} | {r['rows']} | {r['test_rows']} | {r['c']:g} | {r['gamma']:g} | "
             f"{r['libsvm_nsv']} | {r['soren_nsv']} | {r['nsv_gap_percent']:.2f}% | "
             f"{r['libsvm_accuracy']:.2f}% | {r['soren_accuracy']:.2f}% | "
-            f"{r['accuracy_gap_points']:.2f} | {r['libsvm_train_s']:.2f} | "
-            f"{r['soren_train_s']:.2f} | {r['train_speedup']:.2f}x | {r['libsvm_predict_s']:.2f} | "
+            f"{r['accuracy_gap_points']:.2f} | {seconds(r.get('libsvm_train_s'))} | "
+            f"{r['soren_train_s']:.2f} | {ratio(r.get('train_speedup'))} | "
+            f"{r['libsvm_predict_s']:.2f} | "
             f"{r['soren_predict_s']:.2f} | {r['predict_speedup']:.2f}x |")
     lines += ["", "Soren's training loop and classification run alone (soren-svm -v: no process "
               "start-up, no file reading), against LibSVM's whole programs:", "",
@@ -207,13 +228,26 @@ def markdown(doc):
         if "error" in r or "soren_train_loop_s" not in r:
             continue
         lines.append(
-            f"| {r['preset']} | {r['libsvm_iterations']} | {r['soren_iterations']} | "
+            f"| {r['preset']} | {r['libsvm_iterations'] or 'n/a'} | {r['soren_iterations']} | "
             f"{r['soren_step_us']:.1f} | {r['soren_train_loop_s']:.3f} | "
-            f"{r['train_loop_speedup']:.1f}x | {r.get('soren_predict_run_s', 0):.3f} | "
+            f"{ratio(r.get('train_loop_speedup'), 1)} | {r.get('soren_predict_run_s', 0):.3f} | "
             f"{r.get('predict_run_speedup', 0):.1f}x |")
     lines += ["", "The checks: the number of support vectors within 1% of LibSVM's, the test "
               "accuracy within 0.5 points."]
+    made = [r["preset"] for r in doc["results"] if r.get("libsvm_model_made_beforehand")]
+    if made:
+        lines += ["", f"LibSVM's models of {', '.join(made)} were made beforehand with the same "
+                  "svm-train and settings (--libsvm-models): n/a marks what its training would "
+                  "have been timed for."]
     return "\n".join(lines) + "\n"
+
+
+def seconds(v):
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def ratio(v, places=2):
+    return "n/a" if v is None else f"{v:.{places}f}x"
 
 
 def commit(root):
@@ -238,6 +272,8 @@ def main(argv):
     ap.add_argument("--timeout", type=int, default=3600)
     ap.add_argument("--host", action="store_true",
                     help="run soren-svm's jobs in a resident host the script starts")
+    ap.add_argument("--libsvm-models", metavar="DIR",
+                    help="LibSVM's models made beforehand (TAG.libsvm.model): classification only")
     args = ap.parse_args(argv)
     rows = dict(DEFAULT_ROWS)
     for r in args.rows:
