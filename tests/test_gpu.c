@@ -12,6 +12,7 @@
 #include "datagen.h"
 #include "gpu/device.h"
 #include "jschema.h"
+#include "svmclassify_ref.h"
 #include "testutil.h"
 
 static char *dir;
@@ -121,7 +122,7 @@ static void compare_variants_with(const char *job, const char *args, const char 
                                   const char *input, const char *label)
 {
     char *want = in_dir("cpu.out"), *got = in_dir("gpu.out"), *err = NULL;
-    char cpu_args[512];
+    char cpu_args[2048];
     snprintf(cpu_args, sizeof cpu_args, "%s --device cpu", args);
     int rc = run(job, cpu_args, input, want, &err);
     cr_assert_eq(rc, 0, "%s %s on the CPU: exit %d: %s", job, label, rc, err);
@@ -129,7 +130,7 @@ static void compare_variants_with(const char *job, const char *args, const char 
     for (size_t v = 0; v < VARIANT_COUNT; v++) {
         if (!runs_on(job, all_variants[v]))
             continue;
-        char gpu_args[512], what[256];
+        char gpu_args[2048], what[256];
         snprintf(gpu_args, sizeof gpu_args, "%s %s --device gpu --engine %s", args, extra,
                  all_variants[v]);
         snprintf(what, sizeof what, "%s %s %s%s--engine %s", job, label, extra, *extra ? " " : "",
@@ -474,6 +475,23 @@ static json_t *explain_of(const char *err)
               broken);
     json_decref(schema);
     return x;
+}
+
+/* svmclassify on every variant: the decision sums of a plain loop, the
+ * CPU engine's, byte for byte (1001 support vectors: the last group of
+ * eight has one). */
+Test(gpu, svmclassify_sums_on_every_variant)
+{
+    char params[16384], *want = in_dir("svc-want.tsv"), *got = in_dir("svc-cpu.tsv"), *err = NULL;
+    svmclassify_case(dir, 1001, 300, 33, 62, params, sizeof params, want);
+    char args[16500];
+    snprintf(args, sizeof args, "%s --device cpu", params);
+    cr_assert_eq(run("svmclassify", args, "", got, &err), 0, "on the CPU: %s", err);
+    free(err);
+    expect_same(got, want, "svmclassify on the CPU engine against the plain loop");
+    compare_variants("svmclassify", params, "", "1001 support vectors, 300 test points");
+    free(want);
+    free(got);
 }
 
 /* Index keys counted by parameters (bucketsum: n tasks, stage 1's keys

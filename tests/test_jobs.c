@@ -17,6 +17,7 @@
 #include "datagen.h"
 #include "engine/ranks.h"
 #include "kmeans_ref.h"
+#include "svmclassify_ref.h"
 #include "testutil.h"
 
 static char *dir;
@@ -789,6 +790,19 @@ Test(jobs, simscore_equals_c_loop)
     snprintf(params, sizeof params, "--param 'features=@%s' --param docs=%zu --param dims=%zu",
              features, docs, dims);
     run_threads("simscore", params, "", want);
+}
+
+/* ---- svmclassify --------------------------------------------------------- */
+
+/* svmclassify's decision sums against a plain loop over every support
+ * vector and test point: 203 support vectors leave the last group of eight
+ * short, and 19 features leave no row 16-byte aligned. */
+Test(jobs, svmclassify_equals_c_loop)
+{
+    char params[16384], want[4096];
+    snprintf(want, sizeof want, "%s/want.tsv", dir);
+    svmclassify_case(dir, 203, 37, 19, 61, params, sizeof params, want);
+    run_threads("svmclassify", params, "", want);
 }
 
 /* ---- kmeans -------------------------------------------------------------- */
