@@ -9,11 +9,6 @@
 
 #include "testutil.h"
 
-static float random_feature(uint64_t *state)
-{
-    return (float)((int32_t)(tu_rand(state) >> 40) - (1 << 23)) / (float)(1 << 23);
-}
-
 void svmclassify_case(const char *dir, size_t svs, size_t tests, size_t d, uint64_t seed,
                       char *params, size_t params_size, const char *want)
 {
@@ -26,12 +21,12 @@ void svmclassify_case(const char *dir, size_t svs, size_t tests, size_t d, uint6
     double total = 0;
     for (size_t i = 0; i < svs; i++) {
         for (size_t k = 0; k < d; k++)
-            columns[k * stride + i] = sv[i * d + k] = random_feature(&seed);
+            columns[k * stride + i] = sv[i * d + k] = tu_rand_float(&seed);
         coef[i] = (double)(tu_rand(&seed) >> 11) / 9007199254740992.0 * 20 - 10;
         total += fabs(coef[i]);
     }
     for (size_t j = 0; j < tests * d; j++)
-        z[j] = random_feature(&seed);
+        z[j] = tu_rand_float(&seed);
     /* soren-svm's scale: the largest power of two that keeps a sum within 2^62 */
     const double scale = ldexp(1.0, 62 - (int)ceil(log2(total > 1 ? total : 1)) - 1);
 

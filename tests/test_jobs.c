@@ -715,7 +715,7 @@ static void write_random_floats(const char *path, size_t count, uint64_t seed)
     float *v = malloc(count * sizeof *v);
     cr_assert_not_null(v);
     for (size_t i = 0; i < count; i++)
-        v[i] = (float)((int32_t)(tu_rand(&seed) >> 40) - (1 << 23)) / (float)(1 << 23);
+        v[i] = tu_rand_float(&seed);
     tu_write(path, (const char *)v, count * sizeof *v);
     free(v);
 }

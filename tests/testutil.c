@@ -148,6 +148,11 @@ uint64_t tu_rand_below(uint64_t *state, uint64_t n)
     return n ? tu_rand(state) % n : 0;
 }
 
+float tu_rand_float(uint64_t *state)
+{
+    return (float)((int32_t)(tu_rand(state) >> 40) - (1 << 23)) / (float)(1 << 23);
+}
+
 size_t tu_test_bytes(long default_mb)
 {
     const char *mb = getenv("SOREN_TEST_MB");

@@ -50,5 +50,7 @@ size_t tu_test_bytes(long default_mb);
 uint64_t tu_rand(uint64_t *state);
 /* Uniform in [0, n). */
 uint64_t tu_rand_below(uint64_t *state, uint64_t n);
+/* A float in [-1, 1) with all 24 bits of its mantissa drawn. */
+float tu_rand_float(uint64_t *state);
 
 #endif /* SOREN_TESTUTIL_H */

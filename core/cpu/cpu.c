@@ -1210,9 +1210,9 @@ static void (*dense_loop(const soren_stage_spec *spec))(soren_cpu_dense_args *)
  * run, is spread over them. */
 enum { RUN_RECORDS = 4096 };
 
-/* The next run of it's records, at most most of them: how many (0 where
- * none are left), the first in *first, whose size is every record's (0
- * for tasks).  it stays where it was. */
+/* The next run of the records left in it, at most `most` of them: how
+ * many (0 where none are left), the first in *first, whose size is every
+ * record's (0 for tasks).  it stays where it was. */
 static uint64_t next_run(const soren_records *it, soren_record *first, uint64_t most)
 {
     uint64_t left = soren_records_left(it);
