@@ -333,3 +333,85 @@ Test(svm, numbers_read_as_strtod_reads_them)
     for (int i = 0; i < FIXED + DRAWN; i++)
         free(text[i]);
 }
+
+/* A file of over a megabyte is read in parts, a thread each where the
+ * process may use more than one CPU.  Bound to one CPU (taskset), the same
+ * files are read in one part: training (its steps depend on every row) and
+ * classification print the same bytes either way. */
+Test(svm, a_large_file_reads_as_in_one_part)
+{
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || tu_runf(NULL, NULL, "taskset -c 0 true") != 0)
+        cr_skip_test("one CPU, or no taskset: the parts and the one part are the same read");
+    char train[4096], test[4096];
+    snprintf(train, sizeof train, "%s", gen("train", "--preset usps --rows 1000 --seed 5"));
+    snprintf(test, sizeof test, "%s", gen("test", "--preset usps --test --rows 1000 --seed 5"));
+    const char *bound[2] = {"taskset -c 0 ", ""};
+    char *said[2][2] = {{NULL, NULL}, {NULL, NULL}}, *model[2], *labels[2];
+    for (int b = 0; b < 2; b++) {
+        char *err = NULL;
+        /* 30 steps: the model is written, the exit is 1 (not converged) */
+        int rc = tu_runf(&said[b][0], &err, "cd '%s' && %s'%s/soren-svm' train --device cpu "
+                         "--max-steps 30 -c 10 -g 0.004 '%s' m%d", dir, bound[b],
+                         tu_builddir(), train, b);
+        cr_assert_eq(rc, 1, "train %s: exit %d: %s", bound[b], rc, err);
+        free(err);
+        rc = tu_runf(&said[b][1], &err, "cd '%s' && %s'%s/soren-svm' predict --device cpu "
+                     "'%s' m%d out%d", dir, bound[b], tu_builddir(), test, b, b);
+        cr_assert_eq(rc, 0, "predict %s: exit %d: %s", bound[b], rc, err);
+        free(err);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/m%d", dir, b);
+        model[b] = tu_read(path, NULL);
+        snprintf(path, sizeof path, "%s/out%d", dir, b);
+        labels[b] = tu_read(path, NULL);
+        cr_assert(model[b] && labels[b]);
+    }
+    cr_expect_str_eq(said[1][0], said[0][0]);
+    cr_expect_str_eq(model[1], model[0], "the models differ");
+    cr_expect_str_eq(said[1][1], said[0][1]);
+    cr_expect_str_eq(labels[1], labels[0], "the predicted labels differ");
+    cr_expect(strstr(said[0][1], "/1000) (classification)") != NULL,
+              "predict read 1000 test points: %s", said[0][1]);
+    for (int b = 0; b < 2; b++) {
+        free(said[b][0]);
+        free(said[b][1]);
+        free(model[b]);
+        free(labels[b]);
+    }
+}
+
+/* In a file read in parts, a bad line is named by its line in the whole
+ * file, and where several are bad, the first; the last line, without a
+ * newline, is read. */
+Test(svm, bad_lines_are_named_by_their_line_in_the_file)
+{
+    enum { LINES = 40000 };
+    char path[4096];
+    snprintf(path, sizeof path, "%s/t", dir);
+    const int bad_sets[3][2] = {{0, 0}, {29000, 0}, {12345, 37000}};
+    for (int s = 0; s < 3; s++) {
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        for (int i = 1; i <= LINES; i++) {
+            if (i == bad_sets[s][0] || i == bad_sets[s][1])
+                fprintf(f, "%s 1:0.5 3:x\n", i % 2 ? "+1" : "-1");
+            else
+                fprintf(f, "%s 1:0.%d 2:0.25 3:%d%s", i % 2 ? "+1" : "-1", i % 97, i % 7,
+                        i < LINES ? "\n" : "");
+        }
+        fclose(f);
+        char *err = NULL;
+        int rc = tu_runf(NULL, &err, "cd '%s' && '%s/soren-svm' train -v --device cpu "
+                         "--max-steps 1 t m", dir, tu_builddir());
+        if (bad_sets[s][0] == 0) {
+            cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
+            cr_expect(strstr(err, "soren-svm: 40000 points of 3 features") != NULL, "%s", err);
+        } else {
+            char want[64];
+            snprintf(want, sizeof want, "soren-svm: t:%d: expected a number after 3:", bad_sets[s][0]);
+            cr_expect_eq(rc, 1, "exit %d: %s", rc, err);
+            cr_expect(strstr(err, want) != NULL, "\"%s\" not in: %s", want, err);
+        }
+        free(err);
+    }
+}

@@ -26,6 +26,8 @@
 
 #include <soren/host.h>
 
+#include "libsvm_text.h"
+
 #define EXIT_USAGE 2
 
 static const char usage_text[] =
@@ -112,215 +114,18 @@ static float *columns_of_rows(const float *rows, size_t n, size_t width, size_t 
     return columns;
 }
 
-/* ---- LibSVM's text format ---------------------------------------------- */
-
-/* 10^0 to 10^22: every one a double exactly. */
-static const double powers_of_ten[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/* A number as strtod reads it, *end after it (at s where there is none),
- * errno as strtod sets it.  LibSVM's files are mostly short decimals
- * (0.34375, -1): digits that make an integer m of at most 2^53 and a power
- * of ten p of at most 10^22, both doubles exactly, so that m * p or m / p,
- * one correctly rounded operation, is strtod's correctly rounded value.
- * Anything else goes to strtod, which is most of a file's reading time
- * where every number goes to it. */
-static double read_number(const char *s, char **end)
-{
-    const char *p = s;
-    const int negative = *p == '-';
-    if (*p == '-' || *p == '+')
-        p++;
-    uint64_t m = 0;
-    int exponent = 0, digits = 0, exact = 1;
-    for (; *p >= '0' && *p <= '9'; p++, digits++)
-        if ((m = m * 10 + (uint64_t)(*p - '0')) > (1ull << 53))
-            exact = 0;
-    if (*p == '.')
-        for (p++; *p >= '0' && *p <= '9'; p++, digits++, exponent--)
-            if ((m = m * 10 + (uint64_t)(*p - '0')) > (1ull << 53))
-                exact = 0;
-    if (*p == 'e' || *p == 'E') {
-        const char *q = p + 1;
-        const int minus = *q == '-';
-        if (*q == '-' || *q == '+')
-            q++;
-        int e = 0;
-        for (; *q >= '0' && *q <= '9' && e < 1000; q++)
-            e = e * 10 + (*q - '0');
-        if (q > p + 1 && q[-1] >= '0' && q[-1] <= '9') {
-            exponent += minus ? -e : e;
-            p = q;
-        }
-    }
-    /* inf, nan, hex, a digit string cut short, 20 digits: strtod's */
-    if (!digits || !exact || exponent < -22 || exponent > 22 || (*p >= '0' && *p <= '9') ||
-        *p == '.' || (unsigned)((*p | 0x20) - 'a') < 26u)
-        return strtod(s, end);
-    *end = (char *)p;
-    const double v = exponent < 0 ? (double)m / powers_of_ten[-exponent]
-                                  : (double)m * powers_of_ten[exponent];
-    return negative ? -v : v;
-}
-
-/* Rows of LibSVM's format as the file lists them: a label (or a support
- * vector's coefficient) and INDEX:VALUE entries with increasing indices
- * from 1, read once; d is the largest index. */
-typedef struct sparse_rows {
-    size_t n, entries, d;
-    size_t row_cap, entry_cap;
-    double *label;    /* n */
-    size_t *first;    /* n + 1: each row's first entry, then the end */
-    uint32_t *index;  /* entries */
-    float *value;     /* entries */
-} sparse_rows;
-
-static void sparse_rows_free(sparse_rows *r)
-{
-    free(r->label);
-    free(r->first);
-    free(r->index);
-    free(r->value);
-    memset(r, 0, sizeof *r);
-}
-
-/* Makes room for one more row and for entries more entries; 0, or -1 out
- * of memory. */
-static int sparse_rows_reserve(sparse_rows *r, size_t entries)
-{
-    if (r->n + 2 > r->row_cap) {
-        size_t cap = r->row_cap ? 2 * r->row_cap : 1024;
-        double *label = realloc(r->label, cap * sizeof *label);
-        if (label)
-            r->label = label;
-        size_t *first = realloc(r->first, cap * sizeof *first);
-        if (first)
-            r->first = first;
-        if (!label || !first)
-            return -1;
-        r->row_cap = cap;
-    }
-    if (r->entries + entries > r->entry_cap) {
-        size_t cap = r->entry_cap ? 2 * r->entry_cap : 1 << 16;
-        while (cap < r->entries + entries)
-            cap *= 2;
-        uint32_t *index = realloc(r->index, cap * sizeof *index);
-        if (index)
-            r->index = index;
-        float *value = realloc(r->value, cap * sizeof *value);
-        if (value)
-            r->value = value;
-        if (!index || !value)
-            return -1;
-        r->entry_cap = cap;
-    }
-    return 0;
-}
-
-/* Adds one line, of length size; 0, or -1 with a message in why. */
-static int sparse_rows_add(sparse_rows *r, const char *line, size_t size, char *why,
-                           size_t why_size)
-{
-    /* a line of size bytes holds at most size / 4 + 1 entries ("1:1 ") */
-    if (sparse_rows_reserve(r, size / 4 + 1) != 0)
-        goto no_memory;
-    char *end = NULL;
-    errno = 0;
-    const double label = read_number(line, &end);
-    if (end == line || errno) {
-        snprintf(why, why_size, "expected a label at the start of the line");
-        return -1;
-    }
-    size_t e = r->entries;
-    long last = 0;
-    for (const char *s = end;;) {
-        while (*s == ' ' || *s == '\t')
-            s++;
-        if (*s == '\0' || *s == '\n' || *s == '\r')
-            break;
-        long index = 0;
-        if (*s >= '0' && *s <= '9') {
-            for (end = (char *)s; *end >= '0' && *end <= '9' && index <= UINT32_MAX; end++)
-                index = index * 10 + (*end - '0');
-        } else {
-            index = strtol(s, &end, 10);
-        }
-        if (end == s || *end != ':' || index <= last || index > UINT32_MAX) {
-            const int shown = (int)strcspn(s, "\r\n");
-            snprintf(why, why_size, "expected INDEX:VALUE with indices from 1 and increasing, "
-                     "at \"%.*s\"", shown < 20 ? shown : 20, s);
-            return -1;
-        }
-        s = end + 1;
-        errno = 0;
-        const double value = read_number(s, &end);
-        if (end == s || errno) {
-            snprintf(why, why_size, "expected a number after %ld:", index);
-            return -1;
-        }
-        s = end;
-        r->index[e] = (uint32_t)index;
-        r->value[e] = (float)value;
-        e++;
-        last = index;
-    }
-    r->label[r->n] = label;
-    r->first[r->n] = r->entries;
-    r->first[++r->n] = r->entries = e;
-    if ((size_t)last > r->d)
-        r->d = (size_t)last;
-    return 0;
-no_memory:
-    snprintf(why, why_size, "out of memory after %zu rows", r->n);
-    return -1;
-}
-
-/* Reads the rest of f (path, its lines from lineno + 1) into r. */
-static int sparse_rows_read(FILE *f, const char *path, size_t lineno, sparse_rows *r)
-{
-    char *line = NULL, why[160];
-    size_t cap = 0;
-    ssize_t size;
-    int rc = 0;
-    while (rc == 0 && (size = getline(&line, &cap, f)) > 0) {
-        lineno++;
-        if ((rc = sparse_rows_add(r, line, (size_t)size, why, sizeof why)) != 0)
-            fprintf(stderr, "soren-svm: %s:%zu: %s\n", path, lineno, why);
-    }
-    free(line);
-    if (rc == 0 && ferror(f)) {
-        fprintf(stderr, "soren-svm: reading %s: %s\n", path, strerror(errno));
-        rc = -1;
-    }
-    if (rc != 0)
-        sparse_rows_free(r);
-    return rc;
-}
-
-/* Row i of r into d dense floats. */
-static void sparse_row_fill(const sparse_rows *r, size_t i, float *row, size_t d)
-{
-    memset(row, 0, d * sizeof *row);
-    for (size_t e = r->first[i]; e < r->first[i + 1]; e++)
-        if (r->index[e] <= d)
-            row[r->index[e] - 1] = r->value[e];
-}
-
 /* Reads a LibSVM file into dense points of at least d features (its own
  * largest index where larger).  labels gives the two labels in their order
  * (from a model) or, when label_count is 0, they are taken in the order the
  * file first names them (+1 before -1, as LibSVM does). */
 static int points_read(const char *path, points *p, size_t min_d)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "soren-svm: cannot read %s: %s\n", path, strerror(errno));
+    libsvm_file file;
+    if (libsvm_file_open(path, &file) != 0)
         return -1;
-    }
-    sparse_rows rows = {0};
-    int rc = sparse_rows_read(f, path, 0, &rows);
-    fclose(f);
+    sparse_rows rows;
+    int rc = sparse_rows_parse(file.bytes, file.size, path, 0, &rows);
+    libsvm_file_close(&file);
     if (rc != 0)
         return -1;
     const size_t n = rows.n, d = rows.d > min_d ? rows.d : min_d;
@@ -339,8 +144,8 @@ static int points_read(const char *path, points *p, size_t min_d)
                 d);
         goto fail;
     }
+    sparse_rows_dense(&rows, p->x, p->width);
     for (size_t i = 0; i < n; i++) {
-        sparse_row_fill(&rows, i, p->x + i * p->width, p->width);
         const double label = rows.label[i];
         int which = p->label_count;
         for (int l = 0; l < p->label_count; l++)
@@ -473,16 +278,23 @@ static int model_write(const char *path, const model *m, const points *p, const 
 
 static int model_read(const char *path, model *m)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "soren-svm: cannot read %s: %s\n", path, strerror(errno));
+    libsvm_file file;
+    if (libsvm_file_open(path, &file) != 0)
         return -1;
-    }
-    char *line = NULL, key[64];
-    size_t cap = 0, lineno = 0;
-    int rbf = 0, two = 0, sv_section = 0, have_labels = 0;
     memset(m, 0, sizeof *m);
-    while (!sv_section && getline(&line, &cap, f) > 0) {
+    /* The header, a line at a time up to "SV" (short lines: the rest of a
+     * longer one is not read). */
+    const char *s = file.bytes, *end = file.bytes + file.size;
+    size_t lineno = 0;
+    int rbf = 0, two = 0, sv_section = 0, have_labels = 0;
+    while (!sv_section && s < end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        const char *next = nl ? nl + 1 : end;
+        char line[256], key[64];
+        const size_t len = (size_t)(next - s) < sizeof line ? (size_t)(next - s) : sizeof line - 1;
+        memcpy(line, s, len);
+        line[len] = '\0';
+        s = next;
         lineno++;
         if (sscanf(line, "%63s", key) != 1)
             continue;
@@ -507,8 +319,8 @@ static int model_read(const char *path, model *m)
         goto fail;
     }
     /* The support vectors: their coefficients and points. */
-    sparse_rows rows = {0};
-    if (sparse_rows_read(f, path, lineno, &rows) != 0)
+    sparse_rows rows;
+    if (sparse_rows_parse(s, (size_t)(end - s), path, lineno, &rows) != 0)
         goto fail;
     if (rows.n != m->svs) {
         fprintf(stderr, "soren-svm: %s: total_sv says %zu support vectors, it lists %zu\n", path,
@@ -524,17 +336,13 @@ static int model_read(const char *path, model *m)
         sparse_rows_free(&rows);
         goto fail;
     }
-    for (size_t i = 0; i < m->svs; i++) {
-        m->coef[i] = rows.label[i];
-        sparse_row_fill(&rows, i, m->sv + i * m->d, m->d);
-    }
+    memcpy(m->coef, rows.label, m->svs * sizeof *m->coef);
+    sparse_rows_dense(&rows, m->sv, m->d);
     sparse_rows_free(&rows);
-    free(line);
-    fclose(f);
+    libsvm_file_close(&file);
     return 0;
 fail:
-    free(line);
-    fclose(f);
+    libsvm_file_close(&file);
     model_free(m);
     return -1;
 }
