@@ -158,7 +158,10 @@ class Runner:
             if key == "soren_train" and m:
                 row["soren_train_loop_s"] = float(m.group(2))
                 row["soren_step_us"] = round(1e6 * float(m.group(2)) / max(int(m.group(1)), 1), 2)
-            m = re.search(r"support vectors of \d+ features: ([0-9.]+) s", out)
+            m = re.search(r"read in ([0-9.]+) s", out)
+            if key.startswith("soren") and m:
+                row[key + "_read_s"] = float(m.group(1))
+            m = re.search(r"classified in ([0-9.]+) s", out)
             if key == "soren_predict" and m:
                 row["soren_predict_run_s"] = float(m.group(1))
             log(f"  {name}: {key}: {seconds:.2f} s")
@@ -223,7 +226,7 @@ def markdown(doc):
     lines += ["", "Soren's training loop and classification run alone (soren-svm -v: no process "
               "start-up, no file reading), against LibSVM's whole programs:", "",
               "| dataset | steps LibSVM | steps Soren | Soren a step, us | train loop s | speedup | "
-              "classification run s | speedup |", "|---" * 8 + "|"]
+              "classification run s | speedup | files read s, train / predict |", "|---" * 9 + "|"]
     for r in doc["results"]:
         if "error" in r or "soren_train_loop_s" not in r:
             continue
@@ -231,7 +234,8 @@ def markdown(doc):
             f"| {r['preset']} | {r['libsvm_iterations'] or 'n/a'} | {r['soren_iterations']} | "
             f"{r['soren_step_us']:.1f} | {r['soren_train_loop_s']:.3f} | "
             f"{ratio(r.get('train_loop_speedup'), 1)} | {r.get('soren_predict_run_s', 0):.3f} | "
-            f"{r.get('predict_run_speedup', 0):.1f}x |")
+            f"{r.get('predict_run_speedup', 0):.1f}x | {seconds(r.get('soren_train_read_s'), 3)} / "
+            f"{seconds(r.get('soren_predict_read_s'), 3)} |")
     lines += ["", "The checks: the number of support vectors within 1% of LibSVM's, the test "
               "accuracy within 0.5 points."]
     made = [r["preset"] for r in doc["results"] if r.get("libsvm_model_made_beforehand")]
@@ -242,8 +246,8 @@ def markdown(doc):
     return "\n".join(lines) + "\n"
 
 
-def seconds(v):
-    return "n/a" if v is None else f"{v:.2f}"
+def seconds(v, places=2):
+    return "n/a" if v is None else f"{v:.{places}f}"
 
 
 def ratio(v, places=2):

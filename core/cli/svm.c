@@ -56,7 +56,8 @@ static const char usage_text[] =
     "      --local       run the jobs in this process even where a host answers\n"
     "      --socket PATH the resident host's socket (default $SOREN_HOST, else\n"
     "                    $XDG_RUNTIME_DIR/soren/host.sock)\n"
-    "  -v, --verbose     say how training went on standard error\n"
+    "  -v, --verbose     say where the jobs run and how long reading the files,\n"
+    "                    training and classifying took, on standard error\n"
     "  -h, --help        show this help\n"
     "\n"
     "Exit status: 0 success, 1 an error, 2 a usage error.\n";
@@ -437,8 +438,10 @@ static int train(const svm_cli *o)
     if (o->arg_count != 2)
         return usage_error("train takes TRAIN and MODEL");
     points p = {0};
+    const double start = now_s();
     if (points_read(o->args[0], &p, 0) != 0)
         return 1;
+    const double reading = now_s() - start;
     if (p.n > 0xfffffe) {
         fprintf(stderr, "soren-svm: %s has %zu points; svmstep takes at most 16777214\n",
                 o->args[0], p.n);
@@ -524,9 +527,9 @@ static int train(const svm_cli *o)
            converged ? "" : " (not converged: ", converged ? "" : stopped, converged ? "" : ")",
            objective, m.rho, svs, bounded, svs);
     if (o->verbose)
-        fprintf(stderr, "soren-svm: %zu points of %zu features, C %g, gamma %g: %llu steps in "
-                "%.3f s (%.1f us a step; %llu of the runs looped on the GPU), b_high %.6g, "
-                "b_low %.6g\n", p.n, p.d, c, gamma, steps, seconds,
+        fprintf(stderr, "soren-svm: %zu points of %zu features read in %.3f s, C %g, gamma %g: "
+                "%llu steps in %.3f s (%.1f us a step; %llu of the runs looped on the GPU), "
+                "b_high %.6g, b_low %.6g\n", p.n, p.d, reading, c, gamma, steps, seconds,
                 steps ? seconds * 1e6 / (double)steps : 0.0,
                 (unsigned long long)how.device_runs, b_high, b_low);
     status = converged ? 0 : 1;
@@ -544,6 +547,7 @@ static int predict(const svm_cli *o)
     if (o->arg_count < 2 || o->arg_count > 3)
         return usage_error("predict takes TEST, MODEL and optionally OUTPUT");
     model m;
+    const double start = now_s();
     if (model_read(o->args[1], &m) != 0)
         return 1;
     points t = {.labels = {m.labels[0], m.labels[1]}, .label_count = 2};
@@ -551,6 +555,7 @@ static int predict(const svm_cli *o)
         model_free(&m);
         return 1;
     }
+    const double reading = now_s() - start;
     /* The support vectors as columns of the test points' features, in
      * groups of eight (svmclassify.cu). */
     const uint32_t width = (uint32_t)t.width, tests = (uint32_t)t.n, svs = (uint32_t)m.svs;
@@ -616,8 +621,8 @@ static int predict(const svm_cli *o)
     printf("Accuracy = %g%% (%zu/%zu) (classification)\n", 100.0 * (double)right / (double)t.n,
            right, t.n);
     if (o->verbose)
-        fprintf(stderr, "soren-svm: %zu test points, %zu support vectors of %zu features: %.3f "
-                "s\n", t.n, m.svs, t.d, seconds);
+        fprintf(stderr, "soren-svm: %zu test points, %zu support vectors of %zu features: read "
+                "in %.3f s, classified in %.3f s\n", t.n, m.svs, t.d, reading, seconds);
     status = 0;
 done:
     soren_job_free(job);
