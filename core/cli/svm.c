@@ -206,8 +206,8 @@ typedef struct float_texts {
     char text[FLOAT_TEXTS][16]; /* "-1.23456789e-38" at the longest; "" is empty */
 } float_texts;
 
-/* Prints a float the shortest way that reads back to the same float. */
-static void put_float(FILE *f, float v, float_texts *seen)
+/* The shortest text of a float that reads back to the same float. */
+static const char *float_text(float v, float_texts *seen)
 {
     uint32_t bits;
     memcpy(&bits, &v, sizeof bits);
@@ -221,7 +221,21 @@ static void put_float(FILE *f, float v, float_texts *seen)
         }
         seen->bits[slot] = bits;
     }
-    fputs(text, f);
+    return text;
+}
+
+/* Appends " INDEX:" to line at *at. */
+static void put_index(char *line, size_t *at, size_t index)
+{
+    char digits[24];
+    int n = 0;
+    do
+        digits[n++] = (char)('0' + index % 10);
+    while ((index /= 10) != 0);
+    line[(*at)++] = ' ';
+    while (n > 0)
+        line[(*at)++] = digits[--n];
+    line[(*at)++] = ':';
 }
 
 /* Writes the model to path through path.tmp, renamed at the end, so that
@@ -246,9 +260,14 @@ static int model_write(const char *path, const model *m, const points *p, const 
             "rho %.17g\nlabel %.17g %.17g\nnr_sv %zu %zu\nSV\n", m->gamma,
             per_label[0] + per_label[1], m->rho, p->labels[0], p->labels[1], per_label[0],
             per_label[1]);
+    /* A support vector's line, built whole: "%.17g" of its coefficient
+     * (at most 24 bytes), then " INDEX:VALUE" (at most 1 + 20 + 1 + 15). */
     float_texts *seen = calloc(1, sizeof *seen);
-    if (!seen) {
+    char *line = malloc(32 + 40 * p->d);
+    if (!seen || !line) {
         fprintf(stderr, "soren-svm: writing %s: out of memory\n", path);
+        free(seen);
+        free(line);
         fclose(f);
         remove(tmp);
         return -1;
@@ -258,16 +277,21 @@ static int model_write(const char *path, const model *m, const points *p, const 
         for (size_t i = 0; i < p->n; i++) {
             if (!(alpha[i] > 0) || (p->y[i] > 0) != (side == 0))
                 continue;
-            fprintf(f, "%.17g", alpha[i] * p->y[i]);
+            size_t at = (size_t)snprintf(line, 32, "%.17g", alpha[i] * p->y[i]);
             for (size_t k = 0; k < p->d; k++) {
                 float v = p->x[i * p->width + k];
                 if (v != 0) {
-                    fprintf(f, " %zu:", k + 1);
-                    put_float(f, v, seen);
+                    put_index(line, &at, k + 1);
+                    const char *text = float_text(v, seen);
+                    const size_t len = strlen(text);
+                    memcpy(line + at, text, len);
+                    at += len;
                 }
             }
-            fputc('\n', f);
+            line[at++] = '\n';
+            fwrite(line, 1, at, f);
         }
+    free(line);
     free(seen);
     if (fclose(f) != 0 || rename(tmp, path) != 0) {
         fprintf(stderr, "soren-svm: writing %s: %s\n", path, strerror(errno));
