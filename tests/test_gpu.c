@@ -235,6 +235,50 @@ static char *gen(const char *name, const char *args)
     return path;
 }
 
+/* A stage's pairs stay on the GPU for the next stage, which maps them there,
+ * and --verbose says so: pageviewcount's (URL, IP) string keys, bucketsum's
+ * index keys (typed: 4 bytes each), each on every variant that runs it; the
+ * outputs are the CPU engine's.  A dense stage of few keys brings its
+ * result back in one wait, and the next stage reads it from the host. */
+Test(gpu, stage_pairs_stay_on_the_gpu)
+{
+    char *log = gen("log", "weblog --size 16M --urls 2000 --ips 5000 --seed 43");
+    char *bucketsum = test_job("bucketsum"), *want = in_dir("cpu.out"), *got = in_dir("gpu.out");
+    /* only: the one variant where the case runs (NULL: all) */
+    struct { const char *job, *args, *input, *only; int left; } cases[] = {
+        {"pageviewcount", "", log, NULL, 1},
+        {bucketsum, "--param n=1000000 --param buckets=30000 --param groups=70", "", NULL, 1},
+        {bucketsum, "--param n=100000 --param buckets=100 --param groups=7", "", "dense", 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char args[512], *err = NULL;
+        snprintf(args, sizeof args, "%s --device cpu", cases[c].args);
+        cr_assert_eq(run(cases[c].job, args, cases[c].input, want, &err), 0, "%s", err);
+        free(err);
+        for (size_t v = 0; v < VARIANT_COUNT; v++) {
+            if (!runs_on(cases[c].job, all_variants[v]) ||
+                (cases[c].only && strcmp(cases[c].only, all_variants[v]) != 0))
+                continue;
+            snprintf(args, sizeof args, "%s --device gpu --engine %s --verbose", cases[c].args,
+                     all_variants[v]);
+            err = NULL;
+            int rc = run(cases[c].job, args, cases[c].input, got, &err);
+            cr_expect_eq(rc, 0, "%s %s: %s", cases[c].job, args, err);
+            const int left = strstr(err, " pairs, left on the GPU by the stage before\n") != NULL;
+            cr_expect(strstr(err, ": stage 2 of 2: ") && left == cases[c].left,
+                      "%s %s: stage 1's pairs %s on the GPU:\n%s", cases[c].job, args,
+                      cases[c].left ? "not left" : "left", err);
+            free(err);
+            if (rc == 0)
+                expect_same(got, want, args);
+        }
+    }
+    free(log);
+    free(bucketsum);
+    free(want);
+    free(got);
+}
+
 /* The papers' applications on soren-gen's data: pageviewcount's two stages
  * (the second reads the first's pairs), pageviewrank on its output,
  * invertedindex, the index-input jobs matmul and simscore, and kmeans, one

@@ -91,9 +91,11 @@ soren_status soren__run_gpu(const soren_stage_spec *spec, const soren_input *inp
         }
         if (!*session)
             rc = soren_gpu_session_new(spec, &gpu, session, err);
-        if (rc == SOREN_OK)
+        if (rc == SOREN_OK) {
+            soren_gpu_session_leave_result(*session, gpu.leave_result);
             rc = soren_gpu_session_run(*session, inputs, input_count, params,
                                        o->param_versions, o->progress, claim, res, x, err);
+        }
     }
     if (rc == SOREN_OK && x->key_parts > 1 && o->verbose)
         soren_progress_say(o->progress, "soren-host: gpu engine: the table folded the key space "
@@ -235,6 +237,27 @@ soren_status soren__run_stage(const soren_stage_spec *spec, size_t index, soren_
     return soren__run_cpu(spec, inputs, input_count, params, o, res, x, rule, rule_size, err);
 }
 
+/* Stage i's pairs as stage i + 1's input, in pairs: where the GPU left
+ * them on the device (*left, the session to drop them from once read), or
+ * packed in host memory from res, which is spent either way. */
+static soren_status next_input(soren_gpu_session *session, size_t i, soren_result *res,
+                               soren_input *pairs, soren_gpu_session **left, soren_error *err)
+{
+    char name[64];
+    snprintf(name, sizeof name, "(the pairs of stage %zu)", i + 1);
+    *left = NULL;
+    if (session && soren_gpu_session_pairs_input(session, pairs)) {
+        soren_result_destroy(res);
+        if (!(pairs->path = strdup(name)))
+            return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+        *left = session;
+        return SOREN_OK;
+    }
+    soren_status rc = soren_input_pairs(pairs, name, res, err);
+    soren_result_destroy(res);
+    return rc;
+}
+
 soren_status soren__run_stages(const soren_run_plan *plan, soren_device where,
                                const soren_input *inputs, size_t input_count,
                                const soren_params *params, const soren_run_options *o,
@@ -243,26 +266,39 @@ soren_status soren__run_stages(const soren_run_plan *plan, soren_device where,
 {
     const soren_stage_spec *specs = plan->specs;
     size_t stages = plan->stages;
-    soren_status rc = soren__run_stage(&specs[0], 0, where, inputs, input_count, params, o, res,
-                                       &xs[0], rules[0], sizeof rules[0], err);
-    xs[0].pairs = res->count;
+    /* On the GPU a stage leaves its pairs on the device for the next, which
+     * maps them there: they need not go to the host and back.  That takes
+     * a session per stage, kept until the next stage has read them: the
+     * caller's, or the run's own. */
+    soren_gpu_session *own[SOREN_RANK_SESSIONS] = {0};
+    soren_run_options so = *o;
+    const int chained = where == SOREN_DEVICE_GPU && stages > 1 && o->device != SOREN_DEVICE_BOTH;
+    if (chained && !so.gpu_sessions)
+        so.gpu_sessions = own;
+    so.gpu.leave_result = chained;
+    soren_status rc = soren__run_stage(&specs[0], 0, where, inputs, input_count, params, &so,
+                                       res, &xs[0], rules[0], sizeof rules[0], err);
     for (size_t i = 1; rc == SOREN_OK && i < stages; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "(the pairs of stage %zu)", i);
         soren_input pairs;
-        rc = soren_input_pairs(&pairs, name, res, err);
-        soren_result_destroy(res);
+        soren_gpu_session *left = NULL;
+        rc = next_input(chained ? so.gpu_sessions[i - 1] : NULL, i, res, &pairs, &left, err);
+        xs[i - 1].pairs = pairs.count;
         if (rc != SOREN_OK)
-            return rc;
+            break;
         if (o->verbose)
-            soren_progress_say(o->progress, "soren-host: %s: stage %zu of %zu: %llu pairs\n",
-                               plan->job, i + 1, stages,
-                               (unsigned long long)pairs.count);
-        rc = soren__run_stage(&specs[i], i, where, &pairs, 1, params, o, res, &xs[i], rules[i],
-                              sizeof rules[i], err);
-        xs[i].pairs = res->count;
+            soren_progress_say(o->progress, "soren-host: %s: stage %zu of %zu: %llu pairs%s\n",
+                               plan->job, i + 1, stages, (unsigned long long)pairs.count,
+                               left ? ", left on the GPU by the stage before" : "");
+        so.gpu.leave_result = chained && i + 1 < stages;
+        rc = soren__run_stage(&specs[i], i, where, &pairs, 1, params, &so, res, &xs[i],
+                              rules[i], sizeof rules[i], err);
         soren_input_close(&pairs);
+        if (left)
+            soren_gpu_session_drop_pairs(left);
     }
+    xs[stages - 1].pairs = res->count;
+    for (size_t i = 0; i < SOREN_RANK_SESSIONS; i++)
+        soren_gpu_session_free(own[i]);
     return rc;
 }
 

@@ -75,6 +75,10 @@ typedef struct soren_gpu_options {
      * other, with the hash variant (soren_gpu_folds_pairs says which stages
      * can). */
     int fold_pairs;
+    /* The next stage maps this stage's pairs on the same GPU: a session's
+     * run leaves a result of pairs on the device, packed as that stage's
+     * input (soren_gpu_session_pairs_input), instead of copying it back. */
+    int leave_result;
 } soren_gpu_options;
 
 /* The copy threads that stage a large input on its way to the GPU: one a
@@ -121,6 +125,17 @@ soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_input *inpu
  * (soren_pairs: the layout of a soren_result, device pointers); its sizes
  * and types, the stage's, are the caller's to set. */
 void soren_gpu_session_pairs(const soren_gpu_session *s, soren_pairs *out);
+/* Whether the session's runs leave their result on the device
+ * (soren_gpu_options.leave_result) from its next run on. */
+void soren_gpu_session_leave_result(soren_gpu_session *s, int leave);
+/* 1, and in the pairs input that the last run left on the device (valid
+ * until the session runs again, drops them or is freed: data and
+ * device_starts are the session's, in owns nothing); 0 where it left none
+ * (its result came back to the host: few keys, none, or a key space
+ * folded in parts). */
+int soren_gpu_session_pairs_input(const soren_gpu_session *s, soren_input *in);
+/* Frees the pairs the last run left on the device, once read. */
+void soren_gpu_session_drop_pairs(soren_gpu_session *s);
 void soren_gpu_session_free(soren_gpu_session *s);
 
 /* How a loop of runs on the device ended. */

@@ -403,7 +403,7 @@ soren_status session_loop(gpu_run *r, const soren_input *inputs, size_t input_co
         return empty_slots(r);
     }
     /* the last run's pairs, from its table */
-    st = result_after_map(r, out);
+    st = result_after_map(r, false, out);
     release_list(r);
     return st;
 }

@@ -438,6 +438,28 @@ void launch_largest_group(int grid, cudaStream_t stream, const uint64_t *group_s
     largest_group_kernel<<<grid, GRID_THREADS, 0, stream>>>(group_start, groups, largest);
 }
 
+/* The pairs as a later stage's input (a pairs input, as soren_input_pairs
+ * lays it out on the host): pair j's key at starts[j], its value right
+ * after.  starts holds each key's offset among the keys alone (scanned, or
+ * multiples of key_size), and n + 1 of them: each becomes its pair's
+ * start, the last the end. */
+__global__ void pack_pairs_kernel(const uint32_t *perm, uint64_t n, const uint32_t *refs,
+                                  const uint8_t *keys, uint32_t key_size, uint64_t *starts,
+                                  const uint8_t *values, uint32_t value_size, uint8_t *out)
+{
+    for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
+         j += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t ref = refs[perm[j]];
+        const uint32_t size = key_size_of(keys, ref);
+        const uint64_t at = (key_size ? j * key_size : starts[j]) + j * value_size;
+        memcpy(out + at, key_bytes_of(keys, ref), size);
+        memcpy(out + at + size, values + (uint64_t)perm[j] * value_size, value_size);
+        starts[j] = at;
+        if (j == n - 1) /* the one thread that reads and writes starts[n] */
+            starts[n] = (key_size ? n * key_size : starts[n]) + n * value_size;
+    }
+}
+
 void launch_run_targets(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n,
                         const uint64_t *run_scan, const uint64_t *run_head,
                         const uint32_t *refs, uint64_t *target, uint32_t *run_refs)
@@ -459,6 +481,15 @@ void launch_pack(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n
 {
     pack_kernel<<<grid, GRID_THREADS, 0, stream>>>(perm, n, refs, keys, key_size, offsets, values,
                                                    value_size, out_keys, out_values);
+}
+
+void launch_pack_pairs(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n,
+                       const uint32_t *refs, const uint8_t *keys, uint32_t key_size,
+                       uint64_t *starts, const uint8_t *values, uint32_t value_size,
+                       uint8_t *out)
+{
+    pack_pairs_kernel<<<grid, GRID_THREADS, 0, stream>>>(perm, n, refs, keys, key_size, starts,
+                                                         values, value_size, out);
 }
 
 void launch_small_result(cudaStream_t stream, const small_result_args &a)

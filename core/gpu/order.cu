@@ -355,7 +355,7 @@ static soren_status order_list(gpu_run *r, bool key_sorted)
 }
 
 /* The last run's packed result, spent. */
-static void free_packed(gpu_run *r)
+void free_packed(gpu_run *r)
 {
     void **packed[] = {(void **)&r->packed.keys, (void **)&r->packed.values,
                        (void **)&r->packed.offsets};
@@ -364,12 +364,14 @@ static void free_packed(gpu_run *r)
         *packed[i] = NULL;
     }
     r->packed.n = r->packed.key_bytes = 0;
+    r->packed.as_pairs = false;
 }
 
 /* Packs the ordered list on the device as a soren_result lays it out (keys
- * back to back at their offsets, values in order), into packed_*, which a
- * session keeps until its next run. */
-static soren_status pack_result(gpu_run *r)
+ * back to back at their offsets, values in order), or as_pairs as the next
+ * stage's pairs input (see gpu_packed), into packed_*, which a session
+ * keeps until its next run. */
+static soren_status pack_result(gpu_run *r, bool as_pairs)
 {
     free_packed(r);
     uint64_t n = r->list.n;
@@ -397,10 +399,18 @@ static soren_status pack_result(gpu_run *r)
         CUDA_TRY(r, cudaMemcpyAsync(r->packed.offsets + n, &r->packed.key_bytes, 8,
                                     cudaMemcpyHostToDevice, r->stream));
     }
-    ALLOC(r, r->packed.keys, r->packed.key_bytes, "the result's keys");
-    ALLOC(r, r->packed.values, n * vs, "the result's values");
-    launch_pack(GRID(r), r->list.perm, n, r->list.refs, r->reg.keys, key_size, r->packed.offsets,
-                r->list.values, vs, r->packed.keys, r->packed.values);
+    if (as_pairs) {
+        ALLOC(r, r->packed.keys, r->packed.key_bytes + n * vs, "the pairs for the next stage");
+        launch_pack_pairs(GRID(r), r->list.perm, n, r->list.refs, r->reg.keys, key_size,
+                          r->packed.offsets, r->list.values, vs, r->packed.keys);
+        r->packed.key_bytes += n * vs;
+        r->packed.as_pairs = true;
+    } else {
+        ALLOC(r, r->packed.keys, r->packed.key_bytes, "the result's keys");
+        ALLOC(r, r->packed.values, n * vs, "the result's values");
+        launch_pack(GRID(r), r->list.perm, n, r->list.refs, r->reg.keys, key_size,
+                    r->packed.offsets, r->list.values, vs, r->packed.keys, r->packed.values);
+    }
     CUDA_TRY(r, cudaGetLastError());
     return SOREN_OK;
 }
@@ -504,8 +514,9 @@ void release_list(gpu_run *r)
 
 /* Merges the table or the pairs, reduces, orders, packs and copies the
  * result into out (marks 4 to 8): each step as large as the list, whose
- * size the host reads. */
-soren_status result_after_map(gpu_run *r, soren_result *out)
+ * size the host reads.  With leave, a result of pairs is left on the device
+ * as the next stage's input (packed.as_pairs) and out stays empty. */
+soren_status result_after_map(gpu_run *r, bool leave, soren_result *out)
 {
     const soren_stage_spec *s = r->spec;
     soren_status st = mark(r, 4, "merge", "merge");
@@ -530,10 +541,16 @@ soren_status result_after_map(gpu_run *r, soren_result *out)
     }
     if (st == SOREN_OK && (st = mark(r, 6, "ordering", "order")) == SOREN_OK)
         st = order_list(r, key_sorted);
+    leave = leave && r->list.n > 0;
     if (st == SOREN_OK && (st = mark(r, 7, "copying the result back", "download")) == SOREN_OK)
-        st = pack_result(r);
-    if (st == SOREN_OK)
+        st = pack_result(r, leave);
+    if (st == SOREN_OK && leave) { /* mark 8 ends the marks, as the copy's does */
+        soren_result_destroy(out);
+        if ((st = mark(r, 8, "leaving the pairs for the next stage", NULL)) == SOREN_OK)
+            st = wait_mark(r, 8);
+    } else if (st == SOREN_OK) {
         st = copy_result(r, out); /* ends with mark 8: every mark is done */
+    }
     return st;
 }
 

@@ -171,11 +171,15 @@ struct gpu_list {
 };
 
 /* The last run's result packed on the device: keys back to back at
- * offsets, values in order; kept until the next run (order.cu). */
+ * offsets, values in order; kept until the next run (order.cu).  Where the
+ * run left its result for the next stage (opt->leave_result), the pairs
+ * are packed as that stage's input instead: each key followed by its
+ * value in keys, offsets their starts (n + 1), values NULL. */
 struct gpu_packed {
     uint8_t *keys, *values;
     uint64_t *offsets;
     uint64_t n, key_bytes;
+    bool as_pairs;
 };
 
 /* Everything the runs of a stage allocated on the device; gpu_run_destroy
@@ -384,7 +388,8 @@ soren_status map_input(gpu_run *r, uint64_t size, uint64_t records);
 
 /* ---- The result (order.cu) ----------------------------------------------- */
 
-soren_status result_after_map(gpu_run *r, soren_result *out);
+soren_status result_after_map(gpu_run *r, bool leave, soren_result *out);
+void free_packed(gpu_run *r);
 bool one_wait(const gpu_run *r);
 soren_status result_in_one_wait(gpu_run *r, soren_result *out, bool *again);
 void release_list(gpu_run *r);

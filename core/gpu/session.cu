@@ -290,7 +290,7 @@ static soren_status pass_result(gpu_run *r, size_t input_count, bool piped, sore
     if (quick)
         st = result_in_one_wait(r, part, &again);
     if (st == SOREN_OK && !r->reg.narrowed && (!quick || again))
-        st = result_after_map(r, part);
+        st = result_after_map(r, r->opt->leave_result && whole_key_space(r), part);
     if (st != SOREN_OK || r->reg.narrowed)
         return st;
     soren_phase_times *ms = &r->x->ms;
@@ -603,6 +603,31 @@ extern "C" void soren_gpu_session_pairs(const soren_gpu_session *s, soren_pairs 
     out->values = s->run.packed.values;
 }
 
+extern "C" void soren_gpu_session_leave_result(soren_gpu_session *s, int leave)
+{
+    s->opt.leave_result = leave;
+}
+
+extern "C" int soren_gpu_session_pairs_input(const soren_gpu_session *s, soren_input *in)
+{
+    const gpu_packed *p = &s->run.packed;
+    if (s->failed || !p->as_pairs)
+        return 0;
+    memset(in, 0, sizeof *in);
+    in->data = p->keys;
+    in->size = p->key_bytes;
+    in->count = p->n;
+    in->device_starts = p->offsets;
+    in->on_device = 1;
+    return 1;
+}
+
+extern "C" void soren_gpu_session_drop_pairs(soren_gpu_session *s)
+{
+    if (s->run.packed.as_pairs)
+        free_packed(&s->run);
+}
+
 extern "C" void soren_gpu_session_free(soren_gpu_session *s)
 {
     if (!s)
@@ -621,9 +646,11 @@ extern "C" soren_status soren_gpu_run(const soren_stage_spec *spec, const soren_
     if (why)
         return soren_error_set(err, SOREN_EDEVICE, "%s: cannot run on the GPU: %s",
                                spec->job_name, why);
-    /* One run: what it frees goes back to the device at once. */
+    /* One run: what it frees goes back to the device at once, its result
+     * with it, so the result comes back to the host. */
     soren_gpu_session s;
     session_init(&s, spec, opt, false);
+    s.opt.leave_result = 0;
     s.run.err = err;
     s.run.x = x;
     soren_status st = session_run(&s.run, inputs, input_count, params, NULL, out);

@@ -326,11 +326,15 @@ void feed_stop(input_feed *f)
 }
 
 /* Copies an input to the device on the run's stream, and a pairs input's
- * record starts (index input has nothing to copy). */
+ * record starts (index input has nothing to copy; pairs that an earlier
+ * stage left on the device, only their starts, within the device). */
 soren_status upload_input(gpu_run *r, const soren_input *in)
 {
     r->in.cur_input = in->on_device ? in->data : r->in.input;
     r->in.cur_base = in->base;
+    if (r->spec->input_format == SOREN_INPUT_PAIRS && in->device_starts)
+        CUDA_TRY(r, cudaMemcpyAsync(r->in.line_starts, in->device_starts, (in->count + 1) * 8,
+                                    cudaMemcpyDeviceToDevice, r->stream));
     if (r->spec->input_format == SOREN_INPUT_INDEX || in->on_device)
         return SOREN_OK;
     if (r->spec->input_format == SOREN_INPUT_PAIRS)

@@ -49,6 +49,10 @@ typedef struct soren_input {
     /* data is device memory (the library's soren_job_input_device): only
      * the GPU engine reads it, in place */
     int on_device;
+    /* pairs in device memory (a stage's pairs that the GPU engine left for
+     * the next, soren_gpu_session_pairs_input): their starts, device memory
+     * too, not owned; starts is then NULL */
+    const uint64_t *device_starts;
     /* the position of data[0] (task 0, pair 0) in the whole input */
     uint64_t base;
     /* the position of data[0] in the input it was opened as (a slice's
