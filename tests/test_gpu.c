@@ -468,6 +468,40 @@ static void shapes(const char *job, const char *args)
 }
 
 Test(gpu, wordcount_adversarial) { shapes("wordcount", ""); }
+
+/* The order of string keys as the CPU engine gives it (bytes, then the
+ * shorter first), where zero bytes, shared prefixes and the last of 8 bytes
+ * decide: keys of up to 64 bytes, which the order puts in place 8 bytes a
+ * pass, and with one key of 65 bytes, which it compares whole. */
+Test(gpu, string_keys_in_the_cpu_engines_order)
+{
+    static const char *const words[] = {
+        "a", "a\0", "a\0\0b", "ab", "a\x01", "b", "\x7f", "\x80", "\xff\xff", "\0",
+        "12345678", "1234567", "123456789", "12345678\0", "1234567\xff", "\0\0\0\0\0\0\0\0z",
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdee"};
+    static const size_t sizes[] = {1, 2, 4, 2, 2, 1, 1, 1, 2, 1, 8, 7, 9, 9, 8, 9, 64, 64};
+    char *input = in_dir("keys.txt");
+    for (int longer = 0; longer < 2; longer++) {
+        FILE *f = fopen(input, "wb");
+        cr_assert_not_null(f);
+        /* every word a few times, in a scrambled order, and a seeded spread
+         * of others so that the list is past one block's worth */
+        uint64_t seed = 77;
+        for (int i = 0; i < 20000; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            const size_t w = (size_t)(seed >> 33) % (sizeof sizes / sizeof sizes[0]);
+            fwrite(words[w], 1, sizes[w], f);
+            fprintf(f, " w%llu%c", (unsigned long long)(seed >> 45), i % 9 ? ' ' : '\n');
+        }
+        if (longer) /* 65 bytes: the order compares keys whole */
+            fputs("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef!\n", f);
+        fclose(f);
+        compare_variants("wordcount", "", input, longer ? "keys up to 65 bytes"
+                                                        : "keys up to 64 bytes");
+    }
+    free(input);
+}
 Test(gpu, grep_adversarial) { shapes("grep", "--param 'pattern=e|[0-9]$'"); }
 
 Test(gpu, histogram_adversarial)

@@ -214,6 +214,23 @@ __global__ void key_sizes_kernel(const uint32_t *perm, uint64_t n, const uint32_
         sizes[j] = key_size_of(keys, refs[perm[j]]);
 }
 
+/* Bytes [8 w, 8 w + 8) of each key as a big-endian word, zero past the
+ * key's end: words that sort as the bytes do (memcmp). */
+__global__ void key_word_kernel(const uint32_t *perm, uint64_t n, const uint32_t *refs,
+                                const uint8_t *keys, uint32_t w, uint64_t *bits)
+{
+    for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
+         j += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t ref = refs[perm[j]];
+        const uint8_t *k = key_bytes_of(keys, ref);
+        const uint32_t size = key_size_of(keys, ref);
+        uint64_t word = 0;
+        for (uint32_t b = 8 * w; b < 8 * w + 8; b++)
+            word = word << 8 | (b < size ? k[b] : 0u);
+        bits[j] = word;
+    }
+}
+
 /* The final packed layout of a soren_result: keys back to back at their
  * offsets, values in order.  Keys of one size (typed keys: key_size) are at
  * multiples of it, which the kernel writes; other keys at offsets scanned
@@ -466,6 +483,12 @@ void launch_run_targets(int grid, cudaStream_t stream, const uint32_t *perm, uin
 {
     run_targets_kernel<<<grid, GRID_THREADS, 0, stream>>>(perm, n, run_scan, run_head, refs,
                                                           target, run_refs);
+}
+
+void launch_key_word(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n,
+                     const uint32_t *refs, const uint8_t *keys, uint32_t w, uint64_t *bits)
+{
+    key_word_kernel<<<grid, GRID_THREADS, 0, stream>>>(perm, n, refs, keys, w, bits);
 }
 
 void launch_key_sizes(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n,

@@ -185,6 +185,8 @@ void launch_largest_group(int grid, cudaStream_t stream, const uint64_t *group_s
 void launch_run_targets(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n,
                         const uint64_t *run_scan, const uint64_t *run_head,
                         const uint32_t *refs, uint64_t *target, uint32_t *run_refs);
+void launch_key_word(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n,
+                     const uint32_t *refs, const uint8_t *keys, uint32_t w, uint64_t *bits);
 void launch_key_sizes(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n,
                       const uint32_t *refs, const uint8_t *keys, uint64_t *sizes);
 void launch_pack(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n,

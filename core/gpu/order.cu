@@ -8,6 +8,7 @@
 
 #include <cub/device/device_merge_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
@@ -315,6 +316,51 @@ static soren_status reduce_list(gpu_run *r)
     return take_pairs(r);
 }
 
+/* A list of string keys of at most ORDER_RADIX_BYTES bytes is put in order
+ * by radix passes, one for each 8 bytes of the longest, where a merge sort
+ * compares keys a pair at a time (13 million keys of up to 52 bytes took
+ * it 154 ms on an H100).  The passes grow with the longest key (a key may
+ * have 65,536 bytes): a list with a longer one is merge-sorted. */
+enum { ORDER_RADIX_BYTES = 64 };
+
+/* The longest key of the list, in *longest. */
+static soren_status longest_key(gpu_run *r, uint64_t *longest)
+{
+    launch_key_sizes(GRID(r), r->list.perm, r->list.n, r->list.refs, r->reg.keys, r->list.bits);
+    CUDA_TRY(r, cudaGetLastError());
+    CUB_RUN(r, cub::DeviceReduce::Max, r->list.bits, r->counters + SELECTED, (int64_t)r->list.n);
+    CUDA_TRY(r, cudaMemcpyAsync(longest, r->counters + SELECTED, 8, cudaMemcpyDeviceToHost,
+                                r->stream));
+    WAIT_STREAM(r);
+    return SOREN_OK;
+}
+
+/* Stable sort of perm by key, string keys as the CPU engine orders them
+ * (bytes, then the shorter first): least significant first, by size, then
+ * by each 8 bytes zero-padded from the last to the first, each pass stable
+ * (where one key is the other and zeros, the size decides; elsewhere the
+ * bytes do). */
+static soren_status order_by_key(gpu_run *r)
+{
+    uint64_t longest = 0;
+    soren_status st = SOREN_OK;
+    if (r->spec->key_type != SOREN_TYPE_STRING ||
+        (st = longest_key(r, &longest)) != SOREN_OK || longest > ORDER_RADIX_BYTES)
+        return st == SOREN_OK ? sort_by_key(r) : st;
+    launch_key_sizes(GRID(r), r->list.perm, r->list.n, r->list.refs, r->reg.keys, r->list.bits);
+    CUDA_TRY(r, cudaGetLastError());
+    if ((st = radix_perm(r, 7)) != SOREN_OK) /* sizes of at most 64 */
+        return st;
+    for (uint32_t w = (uint32_t)((longest + 7) / 8); w-- > 0;) {
+        launch_key_word(GRID(r), r->list.perm, r->list.n, r->list.refs, r->reg.keys, w,
+                        r->list.bits);
+        CUDA_TRY(r, cudaGetLastError());
+        if ((st = radix_perm(r, 64)) != SOREN_OK)
+            return st;
+    }
+    return SOREN_OK;
+}
+
 /* Puts the list in the stage's order (the CPU engine's, see result.h). */
 static soren_status order_list(gpu_run *r, bool key_sorted)
 {
@@ -337,14 +383,14 @@ static soren_status order_list(gpu_run *r, bool key_sorted)
         if (!unique_keys)
             st = sort_by_value(r, false);
         if (st == SOREN_OK && !key_sorted)
-            st = sort_by_key(r);
+            st = order_by_key(r);
         break;
     case SOREN_ORDER_VALUE_DESC:
     case SOREN_ORDER_VALUE_ASC:
         if (!unique_keys)
             st = sort_by_value(r, false);
         if (st == SOREN_OK && !key_sorted)
-            st = sort_by_key(r);
+            st = order_by_key(r);
         if (st == SOREN_OK)
             st = sort_by_value(r, r->spec->order == SOREN_ORDER_VALUE_DESC);
         break;
