@@ -3,11 +3,12 @@
  * indices from 1 and increasing), as soren-svm reads training sets, test
  * sets and a model's support vectors.
  *
- * A file is read whole, then its lines are cut into pieces at line ends and
- * each piece is parsed by a thread of its own: a test set of a few
- * megabytes is most of what a classification costs beside the run.  The
- * rows come back in the file's order, and a bad line is reported as the
- * first bad line of the file, whichever thread met it.
+ * A file is mapped (read whole where it is not a regular file), cut at line
+ * ends into parts, one for each CPU the process may use, and each part is
+ * parsed by a thread of its own: a test set of a few megabytes is most of
+ * what a classification costs beside the run.  The rows come back in the
+ * file's order, and a bad line is reported as the first bad line of the
+ * file, whichever thread met it.
  */
 #ifndef SOREN_CLI_LIBSVM_TEXT_H
 #define SOREN_CLI_LIBSVM_TEXT_H
