@@ -382,8 +382,9 @@ int sparse_rows_parse(const char *text, size_t size, const char *path, size_t fi
         return -1;
     }
     for (size_t i = 0; i < count; i++)
-        memcpy(r->label + r->parts[i].row0, r->parts[i].label,
-               r->parts[i].n * sizeof *r->label);
+        if (r->parts[i].n) /* an empty part has no array */
+            memcpy(r->label + r->parts[i].row0, r->parts[i].label,
+                   r->parts[i].n * sizeof *r->label);
     return 0;
 }
 
