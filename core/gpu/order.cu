@@ -323,7 +323,8 @@ static soren_status reduce_list(gpu_run *r)
  * have 65,536 bytes): a list with a longer one is merge-sorted. */
 enum { ORDER_RADIX_BYTES = 64 };
 
-/* The longest key of the list, in *longest. */
+/* The longest key of the list, in *longest; each key's size is left in
+ * r->list.bits, in the list's order. */
 static soren_status longest_key(gpu_run *r, uint64_t *longest)
 {
     launch_key_sizes(GRID(r), r->list.perm, r->list.n, r->list.refs, r->reg.keys, r->list.bits);
@@ -347,9 +348,7 @@ static soren_status order_by_key(gpu_run *r)
     if (r->spec->key_type != SOREN_TYPE_STRING ||
         (st = longest_key(r, &longest)) != SOREN_OK || longest > ORDER_RADIX_BYTES)
         return st == SOREN_OK ? sort_by_key(r) : st;
-    launch_key_sizes(GRID(r), r->list.perm, r->list.n, r->list.refs, r->reg.keys, r->list.bits);
-    CUDA_TRY(r, cudaGetLastError());
-    if ((st = radix_perm(r, 7)) != SOREN_OK) /* sizes of at most 64 */
+    if ((st = radix_perm(r, 7)) != SOREN_OK) /* by the sizes longest_key left: at most 64 */
         return st;
     for (uint32_t w = (uint32_t)((longest + 7) / 8); w-- > 0;) {
         launch_key_word(GRID(r), r->list.perm, r->list.n, r->list.refs, r->reg.keys, w,
