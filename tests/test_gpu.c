@@ -17,7 +17,7 @@
 
 static char *dir;
 /* The variants that can run a job: dense only where the keys are index keys
- * (histogram, and bucketsum, whose parameters count them), block only where
+ * (histogram, and bucketsum and svmclassify, whose parameters count them), block only where
  * there is a combine, hash where there is a combine or a reduce (the test
  * jobs of tests/plugins, found by path: docfreq and kvmedian reduce without
  * a combine, kvscale after one). */
@@ -36,7 +36,7 @@ static int runs_on(const char *job, const char *variant)
     static const char *const map_only[] = {"stringmatch", "invertedindex", "matmul", "simscore",
                                            "pageviewrank", NULL};
     static const char *const reduce_only[] = {"docfreq", "kvmedian", NULL};
-    static const char *const index_keys[] = {"histogram", "bucketsum", NULL};
+    static const char *const index_keys[] = {"histogram", "bucketsum", "svmclassify", NULL};
     if (strcmp(variant, "dense") == 0)
         return named(job, index_keys);
     if (strcmp(variant, "block") == 0)
@@ -557,7 +557,9 @@ static json_t *explain_of(const char *err)
 
 /* svmclassify on every variant: the decision sums of a plain loop, the
  * CPU engine's, byte for byte (1001 support vectors: the last group of
- * eight has one). */
+ * eight has one); and with --block-slots 0, where dense's sums go to the
+ * global array, a test point's groups in consecutive lanes folded by the
+ * warp. */
 Test(gpu, svmclassify_sums_on_every_variant)
 {
     char params[16384], *want = in_dir("svc-want.tsv"), *got = in_dir("svc-cpu.tsv"), *err = NULL;
@@ -568,8 +570,53 @@ Test(gpu, svmclassify_sums_on_every_variant)
     free(err);
     expect_same(got, want, "svmclassify on the CPU engine against the plain loop");
     compare_variants("svmclassify", params, "", "1001 support vectors, 300 test points");
+    compare_variants_with("svmclassify", params, "--block-slots 0", "",
+                          "1001 support vectors, 300 test points");
     free(want);
     free(got);
+}
+
+/* The dense variant's global array (many keys, or --block-slots 0), where
+ * the lanes of a warp that emit one key at once fold their values before
+ * the atomic: counts of pixels in runs of one colour as long as a lane's
+ * group of pixels, a warp's or longer, and of generated pixels; sums by a
+ * modulus that repeats keys among a warp's lanes apart from each other (1:
+ * one key for all).  Each on every variant, against the CPU engine
+ * (svmclassify's sums, below, fold too). */
+Test(gpu, warp_emits_to_one_key_fold_in_the_global_array)
+{
+    char *pixels = in_dir("pixels");
+    static const size_t runs[] = {1, 4, 32, 1000};
+    const size_t count = 1u << 20;
+    uint8_t *rgb = malloc(3 * count);
+    cr_assert_not_null(rgb);
+    for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+        for (size_t j = 0; j < count; j++) {
+            const size_t colour = (j / runs[r]) % 5;
+            rgb[3 * j] = (uint8_t)(40 * colour + 1);
+            rgb[3 * j + 1] = (uint8_t)(255 - 7 * colour);
+            rgb[3 * j + 2] = (uint8_t)(colour * colour);
+        }
+        tu_write(pixels, rgb, 3 * count);
+        char label[96];
+        snprintf(label, sizeof label, "five colours in runs of %zu pixels", runs[r]);
+        compare_variants_with("histogram", "", "--block-slots 0", pixels, label);
+    }
+    free(rgb);
+    dg_rgb(pixels, count, 311);
+    compare_variants_with("histogram", "", "--block-slots 0", pixels, "generated pixels");
+    free(pixels);
+
+    char *bucketsum = test_job("bucketsum");
+    static const unsigned moduli[] = {1, 3, 29};
+    for (size_t m = 0; m < sizeof moduli / sizeof moduli[0]; m++) {
+        char params[256], label[64];
+        snprintf(params, sizeof params, "--param n=1000000 --param buckets=30000 "
+                 "--param modulus=%u --param groups=30000", moduli[m]);
+        snprintf(label, sizeof label, "30000 buckets, modulus %u", moduli[m]);
+        compare_variants(bucketsum, params, "", label);
+    }
+    free(bucketsum);
 }
 
 /* Index keys counted by parameters (bucketsum: n tasks, stage 1's keys

@@ -88,7 +88,7 @@ static const char usage_text[] =
     "                       2048, or 1024 where a GPU session measures it faster):\n"
     "                       block's holds every key it can, hash's caches the\n"
     "                       frequent keys of up to 12 bytes; 0: none, every pair\n"
-    "                       goes to the global table\n"
+    "                       goes to the global table (dense: to the global array)\n"
     "      --timeout DURATION\n"
     "                       stop a run that takes longer, e.g. 90s, 5m or 2h (no\n"
     "                       unit: seconds): it fails naming the phase and the\n"

@@ -60,7 +60,8 @@ typedef struct soren_gpu_options {
      * power of two, at most SOREN_GPU_BLOCK_SLOTS): block's, which holds
      * every key it can, and hash's, a cache of the frequent keys; 0:
      * SOREN_GPU_BLOCK_SLOTS; SOREN_GPU_NO_BLOCK_TABLE: none, every pair to
-     * the global table. */
+     * the global table (dense: to the global array, where a small one
+     * would have an array in each block). */
     uint64_t block_slots;
     /* --device-memory: where growing the hash table and the key space would
      * take them past half of it, the run folds the key space a part at a

@@ -279,9 +279,12 @@ soren_status allocate_regions(gpu_run *r)
         ALLOC(r, r->reg.keys, r->reg.keys_capacity, "the key space");
         launch_dense_keys(GRID(r), r->reg.keys, k);
         CUDA_TRY(r, cudaGetLastError());
-        /* the values, then a presence byte per key (soren/engine/map.cuh) */
+        /* the values, then a presence byte per key (soren/engine/map.cuh);
+         * none with --block-slots 0, every pair to the global array */
         uint64_t shared = ((k * vs + 7) & ~7ull) + ((k + 7) & ~7ull);
-        r->reg.dense_shared = shared <= (48u << 10) ? (uint32_t)shared : 0;
+        r->reg.dense_shared = shared <= (48u << 10) && o->block_slots != SOREN_GPU_NO_BLOCK_TABLE
+                                  ? (uint32_t)shared
+                                  : 0;
         return SOREN_OK;
     }
     case SOREN_VARIANT_HASH:

@@ -345,13 +345,68 @@ __device__ inline bool block_insert(const emit_ctx *c, const uint8_t *k, uint32_
     return true;
 }
 
+/* The combine a fold applies: what the stage's combine merges partial
+ * results with, so a partial count adds instead of counting as one. */
+template <uint32_t Op>
+constexpr uint32_t fold_op = Op == SOREN_COMBINE_COUNT ? (uint32_t)SOREN_COMBINE_SUM : Op;
+
+/* Whether the values a warp emits to one key at once may be folded into
+ * one before the atomic: integer sums, counts, minima and maxima, whose
+ * result is the same in any order.  (A float sum's rounding and a float
+ * minimum's choice between -0 and +0 depend on the order; a user's combine
+ * is the user's.) */
+template <uint32_t Op, uint32_t VType>
+constexpr bool warp_foldable =
+    (VType == SOREN_TYPE_U32 || VType == SOREN_TYPE_U64 || VType == SOREN_TYPE_I64) &&
+    (Op == SOREN_COMBINE_SUM || Op == SOREN_COMBINE_COUNT || Op == SOREN_COMBINE_MIN ||
+     Op == SOREN_COMBINE_MAX);
+
+/* The lanes of a warp that emit key together fold their values into the
+ * first of them, in a tree over their ranks; returns whether this lane is
+ * that first one, which then holds the fold (a count: how many emitted).
+ * Atomics on one address of global memory serialise: 32,561 tasks each
+ * offering themselves to the same two keys of a dense array (an SVM step
+ * choosing its pair) took 47 us of an H100's time, a warp's fold each 1.4.
+ * A launch of fewer than FOLD_RECORDS_MIN records does not fold: its
+ * atomics wait behind the map's own work, and the match of every emit cost
+ * an SVM step of 7,291 tasks 4% (bench/results/h100/svm.md). */
+enum : uint64_t { FOLD_RECORDS_MIN = 16384 };
+
+template <uint32_t Op, typename T>
+__device__ inline bool warp_fold(uint32_t key, T *value)
+{
+    const unsigned lane = threadIdx.x & 31;
+    const unsigned same = __match_any_sync(__activemask(), key);
+    if (same == 1u << lane)
+        return true;
+    const unsigned rank = __popc(same & ((1u << lane) - 1)), size = __popc(same);
+    if constexpr (Op == SOREN_COMBINE_COUNT) {
+        *value = (T)size;
+    } else {
+        for (unsigned step = 1; step < size; step *= 2) {
+            /* every lane of the group shuffles; rank r takes r + step's fold */
+            const bool takes = rank % (2 * step) == 0 && rank + step < size;
+            const T other =
+                __shfl_sync(same, *value, takes ? __fns(same, 0, rank + step + 1) : lane);
+            if (takes)
+                *value = Op == SOREN_COMBINE_MIN   ? (other < *value ? other : *value)
+                         : Op == SOREN_COMBINE_MAX ? (other > *value ? other : *value)
+                                                   : (T)(*value + other);
+        }
+    }
+    return rank == 0;
+}
+
 /* The dense variant: the key is its slot, in the block's array (InBlock)
  * or the global one.  Presence is a plain byte store: every writer stores
  * the same 1, so no atomic is needed.  (Storing only where the combine
  * found the identity, a key's first emit, would spare the stores but make
  * the atomic return its value, which serialises a warp's emits to one key:
  * four times slower on a picture's uniform areas.)  Values are typed, so
- * their address is the key times a constant size. */
+ * their address is the key times a constant size.  In the global array a
+ * warp's emits to one key are folded first where the combine allows and
+ * the launch has many records (warp_fold); the block's array in shared
+ * memory takes its atomics as they come. */
 template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn, bool InBlock>
 __device__ inline void dense_insert(const emit_ctx *c, uint32_t key, const void *v)
 {
@@ -361,7 +416,20 @@ __device__ inline void dense_insert(const emit_ctx *c, uint32_t key, const void 
         combine_into<Op, VType, UserFn>((T *)c->block_values + key, v);
         c->present[key] = 1;
     } else {
-        combine_into<Op, VType, UserFn>((T *)a->slot_values + key, v);
+        T *slot = (T *)a->slot_values + key;
+        if constexpr (warp_foldable<Op, VType>) {
+            if (a->record_count >= FOLD_RECORDS_MIN) {
+                T value = *(const T *)v;
+                if (!warp_fold<Op>(key, &value))
+                    return;
+                /* a count's fold is how many emitted: a partial count, which adds */
+                combine_into<fold_op<Op>, VType, UserFn>(slot, &value);
+            } else {
+                combine_into<Op, VType, UserFn>(slot, v);
+            }
+        } else {
+            combine_into<Op, VType, UserFn>(slot, v);
+        }
         if (__ldcg(&a->slots[key]) == 0)
             a->slots[key] = dense_ref(key);
     }
@@ -432,11 +500,6 @@ template <const auto &Desc, uint32_t I> struct stage_traits {
     static constexpr soren_combine_fn *user_combine = Desc[I].combine.fn;
     static constexpr soren_reduce_fn *reduce = Desc[I].reduce;
 };
-
-/* The combine a fold applies: what the stage's combine merges partial
- * results with, so a partial count adds instead of counting as one. */
-template <uint32_t Op>
-constexpr uint32_t fold_op = Op == SOREN_COMBINE_COUNT ? (uint32_t)SOREN_COMBINE_SUM : Op;
 
 /* Emits a pair of stage I, combining with Op (the stage's own, or fold_op
  * of it where the records are partial results). */
