@@ -76,6 +76,8 @@ struct emit_ctx {
     uint32_t block_mask;             /* the table's entries - 1 (a power of two) */
     bool dense_in_block;             /* dense: the array is block_values (a constant of each
                                         dense kernel, so its emits test nothing for it) */
+    bool dense_fold;                 /* dense, the global array: a warp's emits to one key
+                                        fold first (warp_fold; a constant likewise) */
 };
 
 /* Bytes [off, off + 4) of a key of n bytes as a little-endian word, zero
@@ -367,9 +369,10 @@ constexpr bool warp_foldable =
  * Atomics on one address of global memory serialise: 32,561 tasks each
  * offering themselves to the same two keys of a dense array (an SVM step
  * choosing its pair) took 47 us of an H100's time, a warp's fold each 1.4.
- * A launch of fewer than FOLD_RECORDS_MIN records does not fold: its
- * atomics wait behind the map's own work, and the match of every emit cost
- * an SVM step of 7,291 tasks 4% (bench/results/h100/svm.md). */
+ * A launch of fewer than FOLD_RECORDS_MIN records takes the kernel that
+ * does not fold (dense_kernel_for): its atomics wait behind the map's own
+ * work, and an SVM step of 7,291 tasks gained nothing from folding (it
+ * was 4% slower: bench/results/h100/svm.md). */
 enum : uint64_t { FOLD_RECORDS_MIN = 16384 };
 
 template <uint32_t Op, typename T>
@@ -404,9 +407,9 @@ __device__ inline bool warp_fold(uint32_t key, T *value)
  * the atomic return its value, which serialises a warp's emits to one key:
  * four times slower on a picture's uniform areas.)  Values are typed, so
  * their address is the key times a constant size.  In the global array a
- * warp's emits to one key are folded first where the combine allows and
- * the launch has many records (warp_fold); the block's array in shared
- * memory takes its atomics as they come. */
+ * warp's emits to one key are folded first where the kernel does
+ * (emit_ctx.dense_fold: warp_fold); the block's array in shared memory
+ * takes its atomics as they come. */
 template <uint32_t Op, uint32_t VType, soren_combine_fn *UserFn, bool InBlock>
 __device__ inline void dense_insert(const emit_ctx *c, uint32_t key, const void *v)
 {
@@ -418,7 +421,7 @@ __device__ inline void dense_insert(const emit_ctx *c, uint32_t key, const void 
     } else {
         T *slot = (T *)a->slot_values + key;
         if constexpr (warp_foldable<Op, VType>) {
-            if (a->record_count >= FOLD_RECORDS_MIN) {
+            if (c->dense_fold) {
                 T value = *(const T *)v;
                 if (!warp_fold<Op>(key, &value))
                     return;
@@ -823,7 +826,7 @@ __global__ void map_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_
     constexpr uint32_t op = Fold ? fold_op<S::op> : S::op;
     extern __shared__ __align__(16) unsigned long long shared[];
 
-    emit_ctx c = {&a, V, nullptr, nullptr, nullptr, nullptr, 0, false};
+    emit_ctx c = {&a, V, nullptr, nullptr, nullptr, nullptr, 0, false, false};
     const bool shared_table = V == SOREN_GPU_HASH && a.shared_bytes;
     if (shared_table)
         shared_setup<V, T>(&c, a, launch_identity<op, S::value_type>(a), shared);
@@ -1007,14 +1010,14 @@ __device__ inline void dense_small_records(const soren_gpu_map_args &a, emit_ctx
  * known at compile time, so that each emit carries the key's check, the
  * combine and the presence store and little else (histogram's map issues
  * an instruction for every few bytes it reads). */
-template <const auto &Desc, uint32_t I, bool InBlock, uint32_t Small>
+template <const auto &Desc, uint32_t I, bool InBlock, uint32_t Small, bool Fold = false>
 __global__ void dense_kernel(const __grid_constant__ soren_gpu_map_args a, uint32_t)
 {
     typedef stage_traits<Desc, I> S;
     typedef typename value_of<S::value_type>::type T;
     extern __shared__ __align__(16) unsigned long long shared[];
 
-    emit_ctx c = {&a, SOREN_GPU_DENSE, nullptr, nullptr, nullptr, nullptr, 0, InBlock};
+    emit_ctx c = {&a, SOREN_GPU_DENSE, nullptr, nullptr, nullptr, nullptr, 0, InBlock, Fold};
     if constexpr (InBlock)
         shared_setup<SOREN_GPU_DENSE, T>(&c, a, launch_identity<S::op, S::value_type>(a), shared);
     if constexpr (Small != 0)
@@ -1030,12 +1033,17 @@ __global__ void dense_kernel(const __grid_constant__ soren_gpu_map_args a, uint3
 /* The dense kernel for a launch's array and records: small fixed records
  * read in groups where the array lies in the block, where an emit costs
  * least and the loads weigh most (in the global array's kernel too, the
- * map's copies would add as much again to a plugin's code). */
+ * map's copies would add as much again to a plugin's code); the global
+ * array's emits folded by the warp in a launch of FOLD_RECORDS_MIN records
+ * or more. */
 template <const auto &Desc, uint32_t I>
 __host__ inline void (*dense_kernel_for(const soren_gpu_map_args &a))(soren_gpu_map_args, uint32_t)
 {
+    typedef stage_traits<Desc, I> S;
     if (!a.shared_bytes)
-        return dense_kernel<Desc, I, false, 0>;
+        return a.record_count >= FOLD_RECORDS_MIN
+                   ? dense_kernel<Desc, I, false, 0, warp_foldable<S::op, S::value_type>>
+                   : dense_kernel<Desc, I, false, 0>;
     if (a.input_format == SOREN_GPU_FIXED) {
         switch (a.record_size) {
         case 1: return dense_kernel<Desc, I, true, 1>;
