@@ -17,10 +17,10 @@
 
 static char *dir;
 /* The variants that can run a job: dense only where the keys are index keys
- * (histogram, and bucketsum and svmclassify, whose parameters count them), block only where
- * there is a combine, hash where there is a combine or a reduce (the test
- * jobs of tests/plugins, found by path: docfreq and kvmedian reduce without
- * a combine, kvscale after one). */
+ * (histogram, and bucketsum and svmclassify, whose parameters count them),
+ * block only where there is a combine, hash where there is a combine or a
+ * reduce (the test jobs of tests/plugins, found by path: docfreq and
+ * kvmedian reduce without a combine, kvscale after one). */
 static const char *const all_variants[] = {"hash", "block", "dense", "direct", "sort"};
 
 static int named(const char *job, const char *const *names)
@@ -582,7 +582,7 @@ Test(gpu, svmclassify_sums_on_every_variant)
  * group of pixels, a warp's or longer, and of generated pixels; sums by a
  * modulus that repeats keys among a warp's lanes apart from each other (1:
  * one key for all).  Each on every variant, against the CPU engine
- * (svmclassify's sums, below, fold too). */
+ * (svmclassify's sums, above, fold too). */
 Test(gpu, warp_emits_to_one_key_fold_in_the_global_array)
 {
     char *pixels = in_dir("pixels");
