@@ -258,6 +258,16 @@ Test(manifest, fields_minmax_and_maxtemp)
     soren_manifest_free(m);
 }
 
+Test(manifest, fields_iterate_and_scratch)
+{
+    soren_manifest *m = load_case("iterate");
+    cr_assert_eq(m->param_count, 3);
+    cr_expect_eq(m->params[1].type, SOREN_PARAM_STRING);
+    cr_expect_eq(m->params[2].type, SOREN_PARAM_SCRATCH);
+    cr_expect_str_eq(m->params[2].default_value, "0");
+    soren_manifest_free(m);
+}
+
 Test(manifest, limits)
 {
     soren_manifest *m = load_case("limits");

@@ -1,5 +1,7 @@
 #include "stage.h"
 
+_Static_assert(SOREN_MAX_PARAMS <= 32, "scratch_params has a bit for each parameter");
+
 void soren_stage_spec_init(soren_stage_spec *spec, const soren_manifest *m,
                            const soren_stage *code)
 {
@@ -27,4 +29,7 @@ void soren_stage_spec_init_at(soren_stage_spec *spec, const soren_manifest *m,
         .order = last ? m->output.order : SOREN_ORDER_KEY,
         .limit = last ? m->output.limit : 0,
     };
+    for (size_t i = 0; i < m->param_count; i++)
+        if (m->params[i].type == SOREN_PARAM_SCRATCH)
+            spec->scratch_params |= 1u << i;
 }

@@ -37,6 +37,10 @@ typedef struct soren_stage_spec {
 
     soren_order order;
     uint64_t limit; /* 0: all pairs */
+
+    /* bit i: parameter i is scratch memory (SOREN_PARAM_SCRATCH), which an
+     * engine gives the map zeroed instead of copying the host's bytes */
+    uint32_t scratch_params;
 } soren_stage_spec;
 
 /* Fills spec from a manifest and the stage the plugin compiled (already

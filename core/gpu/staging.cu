@@ -20,7 +20,8 @@ namespace soren__gpu {
 
 /* Copies the parameters up, into the blocks of the run before where they
  * fit (a session's runs change parameters, rarely their sizes); one whose
- * version is the one the block holds is there already. */
+ * version is the one the block holds is there already.  A scratch
+ * parameter's block is zeroed instead: the host's bytes are zeros too. */
 soren_status upload_params(gpu_run *r, const soren_params *host, const uint64_t *versions)
 {
     uint64_t staged = 0;
@@ -42,13 +43,17 @@ soren_status upload_params(gpu_run *r, const soren_params *host, const uint64_t 
             ALLOC(r, r->in.param_blocks[i], host->size[i], "a job parameter");
             r->in.param_capacity[i] = host->size[i];
         }
-        const void *from = host->data[i];
-        if (host->size[i] <= PARAM_STAGING_BYTES - staged) {
-            from = memcpy(r->param_staging + staged, host->data[i], host->size[i]);
-            staged += host->size[i];
+        if (r->spec->scratch_params >> i & 1) {
+            CUDA_TRY(r, cudaMemsetAsync(r->in.param_blocks[i], 0, host->size[i], r->stream));
+        } else {
+            const void *from = host->data[i];
+            if (host->size[i] <= PARAM_STAGING_BYTES - staged) {
+                from = memcpy(r->param_staging + staged, host->data[i], host->size[i]);
+                staged += host->size[i];
+            }
+            CUDA_TRY(r, cudaMemcpyAsync(r->in.param_blocks[i], from, host->size[i],
+                                        cudaMemcpyHostToDevice, r->stream));
         }
-        CUDA_TRY(r, cudaMemcpyAsync(r->in.param_blocks[i], from, host->size[i],
-                                    cudaMemcpyHostToDevice, r->stream));
         r->in.params.data[i] = r->in.param_blocks[i];
         r->in.param_version[i] = version;
     }

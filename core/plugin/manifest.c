@@ -110,7 +110,7 @@ static const enum_entry output_orders[] = {
 static const enum_entry param_types[] = {
     {"string", SOREN_PARAM_STRING}, {"u32", SOREN_PARAM_U32}, {"u64", SOREN_PARAM_U64},
     {"i64", SOREN_PARAM_I64},       {"f32", SOREN_PARAM_F32}, {"f64", SOREN_PARAM_F64},
-    {"regex", SOREN_PARAM_REGEX},
+    {"regex", SOREN_PARAM_REGEX},   {"scratch", SOREN_PARAM_SCRATCH},
 };
 
 static const char *const top_keys[] = {

@@ -50,7 +50,8 @@ typedef enum soren_param_type {
     SOREN_PARAM_I64,
     SOREN_PARAM_F32,
     SOREN_PARAM_F64,
-    SOREN_PARAM_REGEX /* compiled on the host into a soren_dfa */
+    SOREN_PARAM_REGEX,  /* compiled on the host into a soren_dfa */
+    SOREN_PARAM_SCRATCH /* memory the map may write, given as its size in bytes */
 } soren_param_type;
 
 typedef struct soren_manifest_param {

@@ -19,6 +19,7 @@ static const char *param_type_name(soren_param_type t)
     case SOREN_PARAM_F32: return "f32";
     case SOREN_PARAM_F64: return "f64";
     case SOREN_PARAM_REGEX: return "regex";
+    case SOREN_PARAM_SCRATCH: return "scratch size";
     }
     return "?";
 }
@@ -59,6 +60,25 @@ static size_t number_width(soren_param_type t)
     }
 }
 
+/* Scratch memory of the size given: zeroed, and untouched until the map
+ * writes it (a large calloc maps fresh pages, so an engine that gives the
+ * map its own copy, as the GPU's does, costs the host nothing).  Size 0 is
+ * no memory: the parameter is absent. */
+static soren_status scratch_block(const char *job, const soren_manifest_param *mp,
+                                  uint64_t bytes, void **out, uint64_t *size, soren_error *err)
+{
+    *out = NULL;
+    *size = 0;
+    if (bytes == 0)
+        return SOREN_OK;
+    if (bytes > SIZE_MAX || !(*out = calloc(1, (size_t)bytes)))
+        return soren_error_set(err, SOREN_ENOMEM, "%s: parameter %s: cannot allocate %" PRIu64
+                               " bytes of scratch memory; give a smaller size", job, mp->name,
+                               bytes);
+    *size = bytes;
+    return SOREN_OK;
+}
+
 /* Converts text to the parameter's native representation in a new block. */
 static soren_status convert(const char *job, const soren_manifest_param *mp, const char *text,
                             size_t text_size, void **out, uint64_t *size, soren_error *err)
@@ -89,6 +109,7 @@ static soren_status convert(const char *job, const soren_manifest_param *mp, con
 
     soren_number_type t = mp->type == SOREN_PARAM_U32   ? SOREN_NUMBER_U32
                         : mp->type == SOREN_PARAM_U64   ? SOREN_NUMBER_U64
+                        : mp->type == SOREN_PARAM_SCRATCH ? SOREN_NUMBER_U64
                         : mp->type == SOREN_PARAM_I64   ? SOREN_NUMBER_I64
                         : mp->type == SOREN_PARAM_F32   ? SOREN_NUMBER_F32
                                                         : SOREN_NUMBER_F64;
@@ -99,6 +120,8 @@ static soren_status convert(const char *job, const soren_manifest_param *mp, con
         return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s: \"%.*s\" is not a valid "
                                "%s: %s", job, mp->name, (int)(text_size > 64 ? 64 : text_size),
                                text, param_type_name(mp->type), why);
+    if (mp->type == SOREN_PARAM_SCRATCH)
+        return scratch_block(job, mp, v.u64, out, size, err);
     void *block = malloc(width);
     if (!block)
         return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", job);
@@ -135,6 +158,9 @@ static soren_status take_bytes(const char *job, const soren_manifest_param *mp,
     if (mp->type == SOREN_PARAM_REGEX)
         return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s is a pattern: give it as "
                                "text (soren_job_param)", job, mp->name);
+    if (mp->type == SOREN_PARAM_SCRATCH)
+        return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s is scratch memory: give "
+                               "its size in bytes as text (soren_job_param)", job, mp->name);
     if (width && v->size != width)
         return soren_error_set(err, SOREN_EUSAGE, "%s: parameter %s is a %s: it takes %zu "
                                "bytes, got %zu", job, mp->name, param_type_name(mp->type), width,

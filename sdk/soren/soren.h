@@ -127,6 +127,18 @@ SOREN__INLINE uint64_t soren_param_size(const soren_params *p, uint32_t i)
     return i < p->count ? p->size[i] : 0;
 }
 
+/* A scratch parameter (manifest type "scratch"): memory the map may write,
+ * of the size in bytes the caller gave (NULL where it gave 0).  It starts
+ * zeroed.  What a run writes may still be there for a later run of the same
+ * session, or may not (another device, another process, a fresh session), so
+ * keep in it only what the map can recompute and can tell from what it did
+ * not write: a cache whose entries carry a tag.  A task reads and writes only
+ * bytes that no other task of the run writes. */
+SOREN__INLINE void *soren_scratch(const soren_params *p, uint32_t i)
+{
+    return i < p->count ? (void *)p->data[i] : (void *)0;
+}
+
 /* Where emitted pairs go.  Engines own it; a plugin only passes it to
  * soren_emit.  Host engines deliver each pair through `emit`; device engines
  * keep their cursor in `state`. */
