@@ -309,6 +309,39 @@ Test(api, parameters_between_runs)
     soren_close(p);
 }
 
+static soren_job *svmstep_job;
+static soren_status svmstep_rows_bytes(soren_error *err)
+{
+    uint64_t size = 4096;
+    return soren_job_param_bytes(svmstep_job, "rows", &size, sizeof size, err);
+}
+static soren_status svmstep_rows_text(soren_error *err)
+{
+    return soren_job_param(svmstep_job, "rows", "4k", err);
+}
+static soren_status svmstep_rows_too_many(soren_error *err)
+{
+    return soren_job_param(svmstep_job, "rows", "18446744073709551616", err);
+}
+
+/* A scratch parameter is given by its size in bytes, as text. */
+Test(api, scratch_parameters_take_a_size)
+{
+    soren_plugin *p = open_plugin("svmstep");
+    svmstep_job = new_job(p, NULL);
+    EXPECT_FAIL(svmstep_rows_bytes, SOREN_EUSAGE,
+                "parameter rows is scratch memory: give its size in bytes as text");
+    EXPECT_FAIL(svmstep_rows_text, SOREN_EUSAGE,
+                "parameter rows: \"4k\" is not a valid scratch size");
+    EXPECT_FAIL(svmstep_rows_too_many, SOREN_EUSAGE, "is not a valid scratch size");
+    soren_error err;
+    soren_error_clear(&err);
+    cr_expect_eq(soren_job_param(svmstep_job, "rows", "4096", &err), SOREN_OK, "%s", err.text);
+    cr_expect_eq(soren_job_param(svmstep_job, "rows", "0", &err), SOREN_OK, "%s", err.text);
+    soren_job_free(svmstep_job);
+    soren_close(p);
+}
+
 static soren_job *matmul_job;
 static soren_status matmul_rows_width(soren_error *err)
 {

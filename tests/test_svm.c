@@ -182,6 +182,38 @@ Test(svm, every_gpu_variant_equals_the_cpu_engine)
     }
 }
 
+/* Kernel rows kept between steps change no bit of the model: none kept
+ * (-m 0), room for 43 of 1,500 rows (-m 1: rows that share a slot take it
+ * from each other, and a task's entry holds another row's value, so a
+ * check of the wrong row gives another model), and room for all; on the
+ * CPU engine, and on a GPU where there is one. */
+Test(svm, kept_kernel_rows_give_the_same_model)
+{
+    char train[4096], cmd[16384];
+    snprintf(train, sizeof train, "%s", gen("train", "--preset usps --rows 1500 --seed 3"));
+    snprintf(cmd, sizeof cmd, "'%s' devices >/dev/null 2>&1", tu_host());
+    const int gpu = tu_run(cmd, NULL, NULL) == 0;
+    const char *devices[] = {"cpu", "gpu"};
+    for (int g = 0; g <= gpu; g++) {
+        const char *how[][2] = {{"-m 0", "room for 0 kernel rows"},
+                                {"-m 1", "room for 43 kernel rows"},
+                                {"", "room for 1500 kernel rows"}};
+        for (size_t h = 0; h < sizeof how / sizeof how[0]; h++) {
+            snprintf(cmd, sizeof cmd, "cd '%s' && '%s/soren-svm' train --local -v --device %s "
+                     "%s -c 10 -g 0.00390625 '%s' %s-%zu.model && cmp cpu-0.model %s-%zu.model",
+                     dir, tu_builddir(), devices[g], how[h][0], train, devices[g], h,
+                     devices[g], h);
+            char *out = NULL, *err = NULL;
+            int rc = tu_run(cmd, &out, &err);
+            cr_expect_eq(rc, 0, "--device %s %s: exit %d: %s", devices[g], how[h][0], rc, err);
+            cr_expect(err && strstr(err, how[h][1]), "--device %s %s -v: \"%s\" not in: %s",
+                      devices[g], how[h][0], how[h][1], err);
+            free(out);
+            free(err);
+        }
+    }
+}
+
 /* Where a resident host answers, soren-svm trains and classifies in it
  * (the training's steps one soren_job_iterate there): the model and the
  * labels of --local, byte for byte. */
@@ -227,6 +259,7 @@ Test(svm, usage_and_input_errors)
         {"train", NULL, NULL, 2, "train takes TRAIN and MODEL"},
         {"fly", NULL, NULL, 2, "unknown command"},
         {"train -c 0 a b", NULL, NULL, 2, "-c takes a cost above 0"},
+        {"train -m -1 a b", NULL, NULL, 2, "-m takes the MiB kept for kernel rows"},
         {"train --engine fastest %s m", "t", "+1 1:1\n-1 1:2\n", 1, "\"fastest\""},
         {"train %s m", "t", "+1 1:1\n-1 2:2\n+2 1:1\n", 1, "a third label"},
         {"train %s m", "t", "+1 1:1\n+1 2:2\n", 1, "one label only"},

@@ -48,6 +48,9 @@ static const char usage_text[] =
     "  -g GAMMA          train: the kernel's gamma (default 1 / the number of\n"
     "                    features)\n"
     "  -e EPS            train: stop once b_low <= b_high + EPS (default 0.001)\n"
+    "  -m MB             train: memory for kernel rows kept between steps, in MiB\n"
+    "                    (default 1024; 0 keeps none); the model is the same for\n"
+    "                    every size\n"
     "      --max-steps N train: give up after N steps (default 10000000)\n"
     "      --device auto|cpu|gpu\n"
     "                    where the jobs run (default auto)\n"
@@ -377,6 +380,7 @@ fail:
 typedef struct svm_cli {
     double c, gamma, eps;
     unsigned long long max_steps;
+    unsigned long long cache_mb; /* svmstep's rows: kernel rows kept between steps */
     soren_device device;
     const char *engine; /* the jobs' GPU variant, or "auto" */
     int local;          /* in this process even where a resident host answers */
@@ -450,6 +454,15 @@ static void state_set_real(uint8_t *state, uint64_t e, double v)
     memcpy(state + 8 * e, &v, sizeof v);
 }
 
+/* The bytes of svmstep's rows: as many kernel rows of 16 n bytes as
+ * cache_mb MiB holds, and no more than the n rows there are. */
+static unsigned long long cache_bytes(unsigned long long cache_mb, uint32_t n)
+{
+    const unsigned long long row = 16ull * n;
+    unsigned long long rows = row ? (cache_mb << 20) / row : 0;
+    return (rows < n ? rows : n) * row;
+}
+
 /* The point a packed choice names (n where none was made). */
 static uint32_t chosen(uint64_t packed, uint32_t n)
 {
@@ -488,6 +501,8 @@ static int train(const svm_cli *o)
     soren_plugin *plugin = NULL;
     soren_job *job = NULL;
     int status = 1;
+    char rows[24];
+    snprintf(rows, sizeof rows, "%llu", cache_bytes(o->cache_mb, n));
     if (!state || !alpha) {
         fprintf(stderr, "soren-svm: out of memory\n");
         goto done;
@@ -502,7 +517,8 @@ static int train(const svm_cli *o)
         !SET(job, "y", p.y, p.n * sizeof *p.y) || !SET(job, "n", &n, 4) ||
         !SET(job, "d", &width, 4) || !SET(job, "slots", &slots, 4) || !SET(job, "c", &c, 8) ||
         !SET(job, "gamma", &gamma, 8) || !SET(job, "eps", &eps, 8) ||
-        !SET(job, "state", state, state_size)) {
+        !SET(job, "state", state, state_size) ||
+        soren_job_param(job, "rows", rows, &err) != SOREN_OK) {
         status = fail(&err);
         goto done;
     }
@@ -553,9 +569,10 @@ static int train(const svm_cli *o)
     if (o->verbose)
         fprintf(stderr, "soren-svm: %zu points of %zu features read in %.3f s, C %g, gamma %g: "
                 "%llu steps in %.3f s (%.1f us a step; %llu of the runs looped on the GPU), "
-                "b_high %.6g, b_low %.6g\n", p.n, p.d, reading, c, gamma, steps, seconds,
-                steps ? seconds * 1e6 / (double)steps : 0.0,
-                (unsigned long long)how.device_runs, b_high, b_low);
+                "b_high %.6g, b_low %.6g; room for %llu kernel rows\n", p.n, p.d, reading, c,
+                gamma, steps, seconds, steps ? seconds * 1e6 / (double)steps : 0.0,
+                (unsigned long long)how.device_runs, b_high, b_low,
+                cache_bytes(o->cache_mb, n) / (16ull * n));
     status = converged ? 0 : 1;
 done:
     soren_job_free(job);
@@ -672,7 +689,7 @@ static int positive(const char *text, double *out)
 
 int main(int argc, char **argv)
 {
-    svm_cli o = {.c = 1, .gamma = 0, .eps = 1e-3, .max_steps = 10000000ull,
+    svm_cli o = {.c = 1, .gamma = 0, .eps = 1e-3, .max_steps = 10000000ull, .cache_mb = 1024,
                  .device = SOREN_DEVICE_AUTO, .engine = "auto"};
     char **args = calloc((size_t)argc, sizeof *args);
     const char *command = NULL;
@@ -695,6 +712,15 @@ int main(int argc, char **argv)
                 status = usage_error(a[1] == 'c'   ? "-c takes a cost above 0, e.g. -c 10"
                                      : a[1] == 'g' ? "-g takes a gamma above 0, e.g. -g 0.5"
                                                    : "-e takes a tolerance above 0, e.g. -e 0.001");
+                goto done;
+            }
+            i++;
+        } else if (strcmp(a, "-m") == 0) {
+            char *end = NULL;
+            o.cache_mb = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
+            if (!v || !end || *end || o.cache_mb > (1ull << 30)) {
+                status = usage_error("-m takes the MiB kept for kernel rows, from 0 up, "
+                                     "e.g. -m 1024");
                 goto done;
             }
             i++;

@@ -32,7 +32,8 @@
  *      winning.
  *
  * K(a, b) = exp(-gamma |a - b|^2) in float64 with soren/exact.h (the same
- * bits on every engine); combine max.  A packed choice is the top 40 bits
+ * bits on every engine), kept for later steps in the scratch parameter rows
+ * where it has room (svm_row); combine max.  A packed choice is the top 40 bits
  * of the order-preserving bits of what it is chosen by, then the point's
  * index subtracted from 2^24 - 1, so that ties go to the lower index; the
  * next run reads the chosen points' f exactly from the state.  Task 0
@@ -42,7 +43,7 @@
 #include <soren/soren.h>
 #include <string.h>
 
-enum { SVM_X, SVM_Y, SVM_N, SVM_D, SVM_SLOTS, SVM_C, SVM_GAMMA, SVM_EPS, SVM_STATE };
+enum { SVM_X, SVM_Y, SVM_N, SVM_D, SVM_SLOTS, SVM_C, SVM_GAMMA, SVM_EPS, SVM_STATE, SVM_ROWS };
 
 /* The state's elements: the choices, the phase, then three arrays of n. */
 enum { SVM_HIGH, SVM_LOW_BOUND, SVM_LOW, SVM_PHASE, SVM_F };
@@ -130,6 +131,34 @@ SOREN_FN double svm_kernel(const float *x, uint64_t d, uint64_t a, uint64_t b, d
     for (int j = 0; j < SVM_LANES; j++)
         distance = distance + part[j];
     return soren_exp(soren_mul(-gamma, distance));
+}
+
+/* Kernel rows kept between steps (the scratch parameter rows): LibSVM's
+ * cache, direct-mapped.  Row a sits in slot a mod slots, where task i keeps
+ * K(x_a, x_i) with a's number beside it (plus one: zeroed memory holds no
+ * row).  A task reads and writes only its own entry of a slot, and checks
+ * the number, so an entry another row took since, or one never written on
+ * this device, is computed again: the value is K's bits either way. */
+typedef struct __align__(16) svm_cached {
+    double k;
+    uint64_t row; /* a + 1; 0: empty */
+} svm_cached;
+
+SOREN_FN double svm_row(const soren_params *p, const float *x, uint64_t n, uint64_t d,
+                        uint64_t a, uint64_t i, double gamma)
+{
+    svm_cached *rows = (svm_cached *)soren_scratch(p, SVM_ROWS);
+    const uint64_t slots = soren_param_size(p, SVM_ROWS) / (sizeof *rows * n);
+    if (slots == 0 || ((uintptr_t)rows & (sizeof *rows - 1)) != 0)
+        return svm_kernel(x, d, a, i, gamma);
+    svm_cached *entry = rows + (a % slots) * n + i;
+    svm_cached seen = *entry;
+    if (seen.row == a + 1)
+        return seen.k;
+    seen.k = svm_kernel(x, d, a, i, gamma);
+    seen.row = a + 1;
+    *entry = seen;
+    return seen.k;
 }
 
 /* f's bits, ordered as f is (IEEE total order): negative numbers reversed. */
@@ -228,7 +257,7 @@ SOREN_FN void svm_phase_move(svm_out *e, const soren_params *p, uint64_t i, uint
         if (d_high != 0)
             f = f + soren_mul(d_high, svm_real(p, row + i));
         if (d_low != 0)
-            f = f + soren_mul(d_low, svm_kernel(x, d, low, i, gamma));
+            f = f + soren_mul(d_low, svm_row(p, x, n, d, low, i, gamma));
     }
     uint64_t bits;
     memcpy(&bits, &f, sizeof bits);
@@ -264,7 +293,7 @@ SOREN_FN void svm_phase_choose(svm_out *e, const soren_params *p, uint64_t i, ui
         return; /* converged */
     const float *x = (const float *)soren_param(p, SVM_X);
     const double gamma = svm_f64(p, SVM_GAMMA), c = svm_f64(p, SVM_C);
-    const double k = svm_kernel(x, d, high, i, gamma);
+    const double k = svm_row(p, x, n, d, high, i, gamma);
     uint64_t bits;
     memcpy(&bits, &k, sizeof bits);
     svm_put(e, SVM_F + 2 * n + i, bits);
