@@ -234,22 +234,28 @@ __global__ void key_word_kernel(const uint32_t *perm, uint64_t n, const uint32_t
 /* The final packed layout of a soren_result: keys back to back at their
  * offsets, values in order.  Keys of one size (typed keys: key_size) are at
  * multiples of it, which the kernel writes; other keys at offsets scanned
- * from their sizes. */
+ * from their sizes.  Without out_values, the pairs as a later stage's input
+ * instead (a pairs input, as soren_input_pairs lays it out on the host):
+ * pair j's key at its key offset plus j values, its value right after, and
+ * the n + 1 offsets rewritten as the pairs' starts, the last the end. */
 __global__ void pack_kernel(const uint32_t *perm, uint64_t n, const uint32_t *refs,
                             const uint8_t *keys, uint32_t key_size, uint64_t *offsets,
                             const uint8_t *values, uint32_t value_size, uint8_t *out_keys,
                             uint8_t *out_values)
 {
+    const uint32_t pair_values = out_values ? 0 : value_size; /* value bytes before a key */
     for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
          j += (uint64_t)gridDim.x * blockDim.x) {
-        uint32_t ref = refs[perm[j]];
-        if (key_size) {
-            offsets[j] = j * key_size;
-            if (j == n - 1)
-                offsets[n] = n * key_size;
-        }
-        memcpy(out_keys + offsets[j], key_bytes_of(keys, ref), key_size_of(keys, ref));
-        memcpy(out_values + j * value_size, values + (uint64_t)perm[j] * value_size, value_size);
+        const uint32_t ref = refs[perm[j]];
+        const uint32_t size = key_size_of(keys, ref);
+        const uint64_t at = (key_size ? j * key_size : offsets[j]) + j * pair_values;
+        const uint8_t *value = values + (uint64_t)perm[j] * value_size;
+        memcpy(out_keys + at, key_bytes_of(keys, ref), size);
+        memcpy(out_values ? out_values + j * value_size : out_keys + at + size, value,
+               value_size);
+        offsets[j] = at;
+        if (j == n - 1) /* the one thread that reads and writes offsets[n] */
+            offsets[n] = (key_size ? n * key_size : offsets[n]) + n * pair_values;
     }
 }
 
@@ -455,28 +461,6 @@ void launch_largest_group(int grid, cudaStream_t stream, const uint64_t *group_s
     largest_group_kernel<<<grid, GRID_THREADS, 0, stream>>>(group_start, groups, largest);
 }
 
-/* The pairs as a later stage's input (a pairs input, as soren_input_pairs
- * lays it out on the host): pair j's key at starts[j], its value right
- * after.  starts holds each key's offset among the keys alone (scanned, or
- * multiples of key_size), and n + 1 of them: each becomes its pair's
- * start, the last the end. */
-__global__ void pack_pairs_kernel(const uint32_t *perm, uint64_t n, const uint32_t *refs,
-                                  const uint8_t *keys, uint32_t key_size, uint64_t *starts,
-                                  const uint8_t *values, uint32_t value_size, uint8_t *out)
-{
-    for (uint64_t j = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; j < n;
-         j += (uint64_t)gridDim.x * blockDim.x) {
-        const uint32_t ref = refs[perm[j]];
-        const uint32_t size = key_size_of(keys, ref);
-        const uint64_t at = (key_size ? j * key_size : starts[j]) + j * value_size;
-        memcpy(out + at, key_bytes_of(keys, ref), size);
-        memcpy(out + at + size, values + (uint64_t)perm[j] * value_size, value_size);
-        starts[j] = at;
-        if (j == n - 1) /* the one thread that reads and writes starts[n] */
-            starts[n] = (key_size ? n * key_size : starts[n]) + n * value_size;
-    }
-}
-
 void launch_run_targets(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n,
                         const uint64_t *run_scan, const uint64_t *run_head,
                         const uint32_t *refs, uint64_t *target, uint32_t *run_refs)
@@ -504,15 +488,6 @@ void launch_pack(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n
 {
     pack_kernel<<<grid, GRID_THREADS, 0, stream>>>(perm, n, refs, keys, key_size, offsets, values,
                                                    value_size, out_keys, out_values);
-}
-
-void launch_pack_pairs(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n,
-                       const uint32_t *refs, const uint8_t *keys, uint32_t key_size,
-                       uint64_t *starts, const uint8_t *values, uint32_t value_size,
-                       uint8_t *out)
-{
-    pack_pairs_kernel<<<grid, GRID_THREADS, 0, stream>>>(perm, n, refs, keys, key_size, starts,
-                                                         values, value_size, out);
 }
 
 void launch_small_result(cudaStream_t stream, const small_result_args &a)

@@ -193,10 +193,6 @@ void launch_pack(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n
                  const uint32_t *refs, const uint8_t *keys, uint32_t key_size,
                  uint64_t *offsets, const uint8_t *values, uint32_t value_size,
                  uint8_t *out_keys, uint8_t *out_values);
-void launch_pack_pairs(int grid, cudaStream_t stream, const uint32_t *perm, uint64_t n,
-                       const uint32_t *refs, const uint8_t *keys, uint32_t key_size,
-                       uint64_t *starts, const uint8_t *values, uint32_t value_size,
-                       uint8_t *out);
 void launch_small_result(cudaStream_t stream, const small_result_args &a);
 void launch_count_used(int grid, cudaStream_t stream, const unsigned long long *slots,
                        uint64_t n, unsigned long long *used);

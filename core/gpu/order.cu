@@ -446,8 +446,8 @@ static soren_status pack_result(gpu_run *r, bool as_pairs)
     }
     if (as_pairs) {
         ALLOC(r, r->packed.keys, r->packed.key_bytes + n * vs, "the pairs for the next stage");
-        launch_pack_pairs(GRID(r), r->list.perm, n, r->list.refs, r->reg.keys, key_size,
-                          r->packed.offsets, r->list.values, vs, r->packed.keys);
+        launch_pack(GRID(r), r->list.perm, n, r->list.refs, r->reg.keys, key_size,
+                    r->packed.offsets, r->list.values, vs, r->packed.keys, NULL);
         r->packed.key_bytes += n * vs;
         r->packed.as_pairs = true;
     } else {
