@@ -43,7 +43,8 @@ struct feed_args {
     unsigned long long *slots;
     uint8_t *slot_values;
     uint64_t slot_count;
-    const uint8_t *keys, *identity;
+    const uint8_t *keys; /* NULL: slot i holds key i (dense's array) */
+    const uint8_t *identity;
     unsigned long long *counters;
     uint32_t key_size, value_size;
     uint8_t *param;
@@ -52,10 +53,14 @@ struct feed_args {
     cudaGraphConditionalHandle going;
 };
 
-__device__ static uint64_t element_of(const uint8_t *key, uint32_t key_size)
+/* The element slot i's pair names: its key, a u32, index or u64 key, read
+ * little-endian; dense's slot i is key i, with no key to read. */
+__device__ static uint64_t element_of(const feed_args &a, uint64_t i)
 {
+    if (!a.keys)
+        return i;
     uint64_t e = 0;
-    memcpy(&e, key, key_size); /* u32, index or u64 keys, little-endian */
+    memcpy(&e, key_bytes_of(a.keys, (uint32_t)a.slots[i]), a.key_size);
     return e;
 }
 
@@ -76,7 +81,7 @@ __device__ static void compare_slots(const feed_args &a, uint64_t first, uint64_
     for (uint64_t i = first; i < a.slot_count; i += step) {
         if (!holds_key(a.slots[i]))
             continue;
-        const uint64_t e = element_of(key_bytes_of(a.keys, (uint32_t)a.slots[i]), a.key_size);
+        const uint64_t e = element_of(a, i);
         if (e >= elements)
             *outside = true;
         else if (bytes_differ(a.param + e * a.value_size, a.slot_values + i * a.value_size,
@@ -122,7 +127,7 @@ __device__ static void apply_slots(const feed_args &a, uint64_t first, uint64_t 
             continue;
         uint8_t *value = a.slot_values + i * a.value_size;
         if (write) {
-            const uint64_t e = element_of(key_bytes_of(a.keys, (uint32_t)a.slots[i]), a.key_size);
+            const uint64_t e = element_of(a, i);
             memcpy(a.param + e * a.value_size, value, a.value_size);
         }
         if (empty) {
@@ -368,7 +373,7 @@ soren_status session_loop(gpu_run *r, const soren_input *inputs, size_t input_co
     feed_args fa = {r->reg.slots,
                     r->reg.slot_values,
                     r->reg.slot_count,
-                    r->reg.keys,
+                    r->variant == SOREN_VARIANT_DENSE ? NULL : r->reg.keys,
                     r->reg.identity,
                     r->counters,
                     (uint32_t)soren_type_size((soren_type)s->key_type),
