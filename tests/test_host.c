@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -20,6 +21,7 @@
 #include "gpu/device.h"
 #include "host/ledger.h"
 #include "host/protocol.h"
+#include "host/remote.h"
 #include "testutil.h"
 #include <soren/host.h>
 
@@ -856,6 +858,49 @@ Test(host, requests_no_client_sends)
     char *out = expect(0, NULL, "run lines in.txt");
     cr_expect_str_eq(out, "a\t1\nb\t3\ncrash?\t1\n");
     free(out);
+}
+
+/* A parameter's bytes in a memory file: the host maps one sealed against
+ * change (as soren_job_run's request makes them) and copies one that is
+ * not, whose maker could shrink it under a mapping. */
+static int bytes_file(const char *text, int seal)
+{
+    int fd = memfd_create("a parameter", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    if (seal)
+        cr_assert_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
+                                                F_SEAL_SEAL), 0);
+    return fd;
+}
+
+Test(host, parameter_bytes_mapped_only_when_sealed)
+{
+    char *fields[] = {"/x.json", "0", "auto", "0", "0", "0", "0", "3", "b", "b", "tten", "0",
+                      "token"};
+    const size_t count = sizeof fields / sizeof fields[0];
+    int fds[] = {-1, -1, bytes_file("sealed bytes", 1), bytes_file("open bytes", 0)};
+    soren_error err;
+    soren_error_clear(&err);
+    cr_assert_eq(soren_remote_request_check(fields, count, 4, &err), SOREN_OK, "%s", err.text);
+    soren_remote_request r;
+    cr_assert_eq(soren_remote_request_read(&r, "x", 3, fields, count, fds, &err), SOREN_OK,
+                 "%s", err.text);
+    cr_expect_not_null(r.bytes[0].mapped, "the sealed file is mapped");
+    cr_expect_null(r.bytes[0].copy);
+    cr_expect_null(r.bytes[1].mapped, "the unsealed file is not mapped");
+    cr_expect_not_null(r.bytes[1].copy);
+    cr_expect_eq(r.values[0].size, 12);
+    cr_expect_eq(memcmp(r.values[0].bytes, "sealed bytes", 12), 0);
+    cr_expect_eq(r.values[1].size, 10);
+    cr_expect_eq(memcmp(r.values[1].bytes, "open bytes", 10), 0);
+    cr_expect_str_eq(r.values[2].text, "ten");
+    /* the maker cannot change what the host mapped */
+    cr_expect_neq(ftruncate(fds[2], 0), 0);
+    cr_expect_neq(write(fds[2], "x", 1), 1);
+    soren_remote_request_destroy(&r);
+    close(fds[2]);
+    close(fds[3]);
 }
 
 /* ---- The device memory ledger -------------------------------------------- */

@@ -153,12 +153,19 @@ soren_status soren_outcome_file_read(int fd, soren_run_outcome *out, soren_error
 
 /* ---- The request --------------------------------------------------------- */
 
-/* A memory file holding size bytes of data, or -1 with err set. */
+/* Seals that make a memory file's bytes final: the host maps a parameter
+ * so sealed instead of copying it (read_bytes), since no one can then
+ * shrink the file under its mapping or change what it read. */
+#define FINAL_SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
+
+/* A memory file holding size bytes of data, sealed, or -1 with err set. */
 static int memory_file(const char *name, const void *data, size_t size, soren_error *err)
 {
-    int fd = memfd_create(name, MFD_CLOEXEC);
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
     uint64_t at = 0;
     int e = fd < 0 ? errno : write_at(fd, data, size, &at);
+    if (!e && fcntl(fd, F_ADD_SEALS, FINAL_SEALS) != 0)
+        e = errno;
     if (e) {
         if (fd >= 0)
             close(fd);
@@ -369,22 +376,32 @@ soren_status soren_remote_request_check(char *const *f, size_t n, size_t nfds, s
     return SOREN_OK;
 }
 
-/* A parameter's bytes, read whole from the memory file the program made. */
-static soren_status read_bytes(int fd, void **out, size_t *size, soren_error *err)
+/* A parameter's bytes from the memory file the program made: mapped where
+ * the program sealed it (memory_file), else read whole into a copy. */
+static soren_status read_bytes(int fd, soren_remote_bytes *out, soren_error *err)
 {
     struct stat st;
-    *out = NULL;
-    *size = 0;
+    memset(out, 0, sizeof *out);
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > SOREN_PARAM_FILE_MAX)
         return soren_error_set(err, SOREN_EUSAGE, "a parameter's bytes did not come as a "
                                "memory file of at most %llu bytes",
                                (unsigned long long)SOREN_PARAM_FILE_MAX);
-    *size = (size_t)st.st_size;
-    *out = malloc(*size ? *size : 1);
-    if (!*out)
+    const size_t size = (size_t)st.st_size;
+    const int seals = fcntl(fd, F_GET_SEALS);
+    if (size && seals >= 0 && (seals & FINAL_SEALS) == FINAL_SEALS) {
+        void *p = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+        if (p != MAP_FAILED) {
+            out->mapped = p;
+            out->size = size;
+            return SOREN_OK;
+        }
+    }
+    out->copy = malloc(size ? size : 1);
+    if (!out->copy)
         return soren_error_set(err, SOREN_ENOMEM, "out of memory");
+    out->size = size;
     uint64_t at = 0;
-    int e = read_at(fd, *out, *size, &at);
+    int e = read_at(fd, out->copy, size, &at);
     if (e)
         return soren_error_errno(err, SOREN_EIO, e, "cannot read a parameter's bytes");
     return SOREN_OK;
@@ -421,10 +438,12 @@ soren_status soren_remote_request_read(soren_remote_request *r, const char *job,
         if (*g == 't') {
             r->values[i].text = g + 1;
         } else if (*g == 'b') {
-            soren_status rc = read_bytes(fds[next_fd++], &r->owned[i], &r->values[i].size, err);
+            soren_remote_bytes *b = &r->bytes[i];
+            soren_status rc = read_bytes(fds[next_fd++], b, err);
             if (rc != SOREN_OK)
                 return rc;
-            r->values[i].bytes = r->owned[i];
+            r->values[i].bytes = b->mapped ? b->mapped : b->copy;
+            r->values[i].size = b->size;
         }
     }
     r->inputs = calloc(inputs ? inputs : 1, sizeof *r->inputs);
@@ -439,8 +458,11 @@ soren_status soren_remote_request_read(soren_remote_request *r, const char *job,
 
 void soren_remote_request_destroy(soren_remote_request *r)
 {
-    for (size_t i = 0; i < SOREN_MAX_PARAMS; i++)
-        free(r->owned[i]);
+    for (size_t i = 0; i < SOREN_MAX_PARAMS; i++) {
+        if (r->bytes[i].mapped)
+            munmap(r->bytes[i].mapped, r->bytes[i].size);
+        free(r->bytes[i].copy);
+    }
     free(r->inputs);
     memset(r, 0, sizeof *r);
 }

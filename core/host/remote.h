@@ -67,6 +67,13 @@ enum { SOREN_REMOTE_FD_CWD, SOREN_REMOTE_FD_RESULT, SOREN_REMOTE_FD_REST };
 
 /* A request as the host read it; it points into the message's fields and
  * descriptors, which stay the caller's and must outlive it. */
+/* A parameter's bytes as the host holds them: the program's sealed memory
+ * file mapped, or a copy read from an unsealed one. */
+typedef struct soren_remote_bytes {
+    void *mapped, *copy;
+    size_t size;
+} soren_remote_bytes;
+
 typedef struct soren_remote_request {
     const char *manifest_path;
     const char *token;
@@ -74,7 +81,7 @@ typedef struct soren_remote_request {
      * the rest as soren_run_options_init leaves it */
     soren_run_options options;
     soren_param_value values[SOREN_MAX_PARAMS]; /* one per manifest parameter */
-    void *owned[SOREN_MAX_PARAMS];              /* the bytes read for values */
+    soren_remote_bytes bytes[SOREN_MAX_PARAMS]; /* the bytes behind values */
     size_t value_count;
     soren_job_input *inputs;                    /* input_count, by descriptor */
     size_t input_count;
