@@ -356,7 +356,8 @@ static soren_status matmul_input(soren_error *err)
 /* An index job: its tasks from its parameters (count_from), numbers given
  * as bytes, the result equal to soren-host's; run again with one matrix
  * changed in place and the other as it was (a GPU session uploads only
- * what changed), the result follows the change. */
+ * what changed), the result follows the change, also where the job reads
+ * the caller's matrices in place and each change is set again. */
 Test(api, index_job_with_number_bytes)
 {
     const uint32_t n = 16;
@@ -383,13 +384,20 @@ Test(api, index_job_with_number_bytes)
         cr_assert_eq(soren_job_param_bytes(matmul_job, dims[i], &n, sizeof n, &err), SOREN_OK,
                      "%s", err.text);
     char *first = NULL;
-    for (int round = 0; round < 2; round++) {
-        if (round == 1)
+    for (int round = 0; round < 4; round++) {
+        if (round > 0)
             for (int i = 0; i < 256; i++)
                 b[i] = b[i] * 2 + 1; /* the same size, other values */
         tu_write(pb, b, sizeof b);
-        cr_assert_eq(soren_job_param_bytes(matmul_job, "b", b, sizeof b, &err), SOREN_OK, "%s",
-                     err.text);
+        /* rounds 2 and 3 read the caller's b in place, set again after
+         * each change; round 2 a in place too (the job frees neither) */
+        if (round == 2)
+            cr_assert_eq(soren_job_param_bytes_in_place(matmul_job, "a", a, sizeof a, &err),
+                         SOREN_OK, "%s", err.text);
+        cr_assert_eq(round < 2 ? soren_job_param_bytes(matmul_job, "b", b, sizeof b, &err)
+                               : soren_job_param_bytes_in_place(matmul_job, "b", b, sizeof b,
+                                                                &err),
+                     SOREN_OK, "%s", err.text);
         run(matmul_job);
         char *got = result_text(matmul_job), args[8400];
         snprintf(args, sizeof args, "matmul --param a=@'%s' --param b=@'%s' --param rows=16 "
@@ -403,7 +411,7 @@ Test(api, index_job_with_number_bytes)
             first = got;
         else
             cr_expect_str_neq(got, first, "the changed matrix changed the product");
-        if (round == 1)
+        if (round > 0)
             free(got);
         free(want);
     }
@@ -452,6 +460,10 @@ Test(api, null_arguments_are_refused)
     REFUSED("soren_job_param: text is NULL", soren_job_param(job, "x", NULL, E));
     REFUSED("soren_job_param_bytes: job is NULL", soren_job_param_bytes(NULL, "x", "1", 1, E));
     REFUSED("soren_job_param_bytes: name is NULL", soren_job_param_bytes(job, NULL, "1", 1, E));
+    REFUSED("soren_job_param_bytes_in_place: job is NULL",
+            soren_job_param_bytes_in_place(NULL, "x", "1", 1, E));
+    REFUSED("soren_job_param_bytes_in_place: name is NULL",
+            soren_job_param_bytes_in_place(job, NULL, "1", 1, E));
     REFUSED("soren_job_input_file: job is NULL", soren_job_input_file(NULL, "in.txt", E));
     REFUSED("no input path given", soren_job_input_file(job, NULL, E));
     REFUSED("soren_job_input_memory: job is NULL", soren_job_input_memory(NULL, "a", 1, E));

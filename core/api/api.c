@@ -26,7 +26,8 @@ struct soren_job {
     char *engine;                              /* options.engine's copy */
     char *host;                                /* options.host's copy */
     uint64_t serial;                           /* this process's job number */
-    soren_param_value values[SOREN_MAX_PARAMS]; /* text and bytes owned here */
+    soren_param_value values[SOREN_MAX_PARAMS]; /* text and bytes owned here... */
+    unsigned char in_place[SOREN_MAX_PARAMS];   /* ...but bytes the caller keeps */
     /* each value's version, new whenever it is set, so that a GPU session
      * uploads again only what changed (soren_run_options.param_versions) */
     uint64_t versions[SOREN_MAX_PARAMS];
@@ -144,11 +145,14 @@ soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_jo
 }
 
 /* Forgets parameter j's value (back to its default). */
-static void value_clear(soren_param_value *v)
+static void value_clear(soren_job *job, size_t j)
 {
+    soren_param_value *v = &job->values[j];
     free((void *)v->text);
-    free((void *)v->bytes);
+    if (!job->in_place[j])
+        free((void *)v->bytes);
     memset(v, 0, sizeof *v);
+    job->in_place[j] = 0;
 }
 
 static void outcome_clear(soren_job *job)
@@ -165,7 +169,7 @@ void soren_job_free(soren_job *job)
         return;
     outcome_clear(job);
     for (size_t j = 0; j < SOREN_MAX_PARAMS; j++)
-        value_clear(&job->values[j]);
+        value_clear(job, j);
     soren_job_clear_inputs(job);
     free(job->inputs);
     for (size_t i = 0; i < SOREN_RANK_SESSIONS; i++)
@@ -176,8 +180,9 @@ void soren_job_free(soren_job *job)
 }
 
 /* Sets parameter name to v (copied here), once it has been checked. */
+/* Sets a value: copied, or (in_place) bytes the caller keeps. */
 static soren_status set_param(soren_job *job, const char *name, const soren_param_value *v,
-                              soren_error *err)
+                              int in_place, soren_error *err)
 {
     const soren_manifest *m = job->plugin->manifest;
     int j = soren_param_find(m, name, strlen(name), err);
@@ -189,7 +194,9 @@ static soren_status set_param(soren_job *job, const char *name, const soren_para
     soren_param_value copy = {0};
     if (v->text && !(copy.text = strdup(v->text)))
         return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", m->name);
-    if (v->bytes) {
+    if (v->bytes && in_place) {
+        copy = *v;
+    } else if (v->bytes) {
         void *bytes = malloc(v->size ? v->size : 1);
         if (!bytes)
             return soren_error_set(err, SOREN_ENOMEM, "%s: out of memory", m->name);
@@ -197,8 +204,9 @@ static soren_status set_param(soren_job *job, const char *name, const soren_para
         copy.bytes = bytes;
         copy.size = v->size;
     }
-    value_clear(&job->values[j]);
+    value_clear(job, (size_t)j);
     job->values[j] = copy;
+    job->in_place[j] = v->bytes && in_place;
     job->versions[j] = ++job->versions_issued;
     return SOREN_OK;
 }
@@ -210,7 +218,14 @@ soren_status soren_job_param(soren_job *job, const char *name, const char *text,
     REFUSE_NULL(name);
     REFUSE_NULL(text);
     soren_param_value v = {.text = text};
-    return set_param(job, name, &v, err);
+    return set_param(job, name, &v, 0, err);
+}
+
+/* Empty bytes are still bytes: a string parameter may be empty. */
+static soren_param_value bytes_value(const void *data, size_t size)
+{
+    static const uint8_t none = 0;
+    return (soren_param_value){.bytes = data ? data : &none, .size = data ? size : 0};
 }
 
 soren_status soren_job_param_bytes(soren_job *job, const char *name, const void *data,
@@ -218,10 +233,17 @@ soren_status soren_job_param_bytes(soren_job *job, const char *name, const void 
 {
     REFUSE_NULL(job);
     REFUSE_NULL(name);
-    /* Empty bytes are still bytes: a string parameter may be empty. */
-    static const uint8_t none = 0;
-    soren_param_value v = {.bytes = data ? data : &none, .size = data ? size : 0};
-    return set_param(job, name, &v, err);
+    soren_param_value v = bytes_value(data, size);
+    return set_param(job, name, &v, 0, err);
+}
+
+soren_status soren_job_param_bytes_in_place(soren_job *job, const char *name, const void *data,
+                                            size_t size, soren_error *err)
+{
+    REFUSE_NULL(job);
+    REFUSE_NULL(name);
+    soren_param_value v = bytes_value(data, size);
+    return set_param(job, name, &v, 1, err);
 }
 
 static soren_status add_input(soren_job *job, const soren_job_input *in, soren_error *err)
@@ -424,7 +446,7 @@ soren_status soren_job_iterate(soren_job *job, uint64_t most, soren_iteration *h
     }
     /* the job keeps the parameter as the iteration left it */
     int j = soren_manifest_param_index(m, m->iterate_param);
-    value_clear(&job->values[j]);
+    value_clear(job, (size_t)j);
     job->values[j] = (soren_param_value){.bytes = job->outcome.iterated,
                                          .size = job->outcome.iterated_size};
     job->versions[j] = ++job->versions_issued;

@@ -426,6 +426,9 @@ static int open_job(const char *name, const svm_cli *o, soren_plugin **p, soren_
 
 #define SET(job, name, ptr, size)                                                          \
     (soren_job_param_bytes(job, name, ptr, size, &err) == SOREN_OK)
+/* The points, read where they are: the job is freed before them. */
+#define SET_IN_PLACE(job, name, ptr, size)                                                 \
+    (soren_job_param_bytes_in_place(job, name, ptr, size, &err) == SOREN_OK)
 
 /* The state svmstep iterates over (svmstep.cu): the choices (i_high, the
  * largest f of I_low, i_low), the phase, then f, alpha and the kernel row
@@ -513,8 +516,8 @@ static int train(const svm_cli *o)
     for (size_t i = 0; i < p.n; i++)
         state_set_real(state, SVM_F + i, -(double)p.y[i]);
     if (open_job("svmstep", o, &plugin, &job, &err) != 0 ||
-        !SET(job, "x", p.x, p.n * p.width * sizeof *p.x) ||
-        !SET(job, "y", p.y, p.n * sizeof *p.y) || !SET(job, "n", &n, 4) ||
+        !SET_IN_PLACE(job, "x", p.x, p.n * p.width * sizeof *p.x) ||
+        !SET_IN_PLACE(job, "y", p.y, p.n * sizeof *p.y) || !SET(job, "n", &n, 4) ||
         !SET(job, "d", &width, 4) || !SET(job, "slots", &slots, 4) || !SET(job, "c", &c, 8) ||
         !SET(job, "gamma", &gamma, 8) || !SET(job, "eps", &eps, 8) ||
         !SET(job, "state", state, state_size) ||
@@ -619,9 +622,9 @@ static int predict(const svm_cli *o)
     double scale = ldexp(1.0, 62 - (int)ceil(log2(total > 1 ? total : 1)) - 1);
     double t0 = now_s();
     if (open_job("svmclassify", o, &plugin, &job, &err) != 0 ||
-        !SET(job, "sv", sv, t.width * 8 * groups * sizeof *sv) ||
-        !SET(job, "coef", m.coef, m.svs * sizeof *m.coef) ||
-        !SET(job, "z", t.x, t.n * t.width * sizeof *t.x) || !SET(job, "d", &width, 4) ||
+        !SET_IN_PLACE(job, "sv", sv, t.width * 8 * groups * sizeof *sv) ||
+        !SET_IN_PLACE(job, "coef", m.coef, m.svs * sizeof *m.coef) ||
+        !SET_IN_PLACE(job, "z", t.x, t.n * t.width * sizeof *t.x) || !SET(job, "d", &width, 4) ||
         !SET(job, "tests", &tests, 4) || !SET(job, "svs", &svs, 4) ||
         !SET(job, "groups", &groups, 4) ||
         !SET(job, "gamma", &m.gamma, 8) || !SET(job, "scale", &scale, 8) ||

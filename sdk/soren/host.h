@@ -127,6 +127,11 @@ soren_status soren_job_param(soren_job *job, const char *name, const char *text,
  * Copied; a regex parameter takes text only. */
 soren_status soren_job_param_bytes(soren_job *job, const char *name, const void *data,
                                    size_t size, soren_error *err);
+/* The same, read where they are instead of copied, as memory inputs are:
+ * the caller keeps the bytes, unchanged, until the parameter is set again
+ * or the job freed.  For large parameters set once and run many times. */
+soren_status soren_job_param_bytes_in_place(soren_job *job, const char *name, const void *data,
+                                            size_t size, soren_error *err);
 
 /* Inputs, used by every run until soren_job_clear_inputs.  Files are mapped
  * when the next run starts; memory inputs are read where they are, so the
