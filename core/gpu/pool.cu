@@ -2,7 +2,8 @@
  * pool.cu - the GPU engine's device memory and checked CUDA calls: every
  * device block a run takes comes from dev_alloc and goes back through
  * dev_free, to a session's pool (which keeps it for the next run) or to the
- * device; CUB's scratch space; the host's waits for the device.
+ * device; sessions' pinned buffers, a few kept for the next session; CUB's
+ * scratch space; the host's waits for the device.
  */
 #include "run.h"
 
@@ -21,6 +22,45 @@ soren_status cuda_fail(gpu_run *r, cudaError_t rc, const char *call, const char 
     return soren_error_set(r->err, SOREN_EDEVICE, "%s: CUDA error during %s: %s (%s) in %s at %s:%d",
                            r->spec->job_name, r->phase, cudaGetErrorString(rc),
                            cudaGetErrorName(rc), call, file, line);
+}
+
+/* Pinned buffers kept from sessions that ended: pinning a session's buffer
+ * (over 1 MiB) takes about a millisecond and unpinning it most of one,
+ * which every new job, a resident host's above all, would pay at its first
+ * run and at its end.  A few are kept, each for its device, for the
+ * sessions that start next; the process's end unpins them. */
+enum { PINNED_KEPT = 4 };
+static pthread_mutex_t pinned_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *p;
+    int device;
+} pinned_kept[PINNED_KEPT];
+
+void *pinned_take(int device)
+{
+    void *p = NULL;
+    pthread_mutex_lock(&pinned_lock);
+    for (int i = 0; i < PINNED_KEPT && !p; i++)
+        if (pinned_kept[i].p && pinned_kept[i].device == device) {
+            p = pinned_kept[i].p;
+            pinned_kept[i].p = NULL;
+        }
+    pthread_mutex_unlock(&pinned_lock);
+    return p;
+}
+
+void pinned_give(int device, void *p)
+{
+    pthread_mutex_lock(&pinned_lock);
+    for (int i = 0; i < PINNED_KEPT && p; i++)
+        if (!pinned_kept[i].p) {
+            pinned_kept[i].p = p;
+            pinned_kept[i].device = device;
+            p = NULL;
+        }
+    pthread_mutex_unlock(&pinned_lock);
+    if (p)
+        cudaFreeHost(p);
 }
 
 /* Gives the pool's free blocks back to the device; returns how many. */

@@ -261,6 +261,14 @@ size_t pool_release_free(gpu_run *r);
 soren_status dev_alloc(gpu_run *r, void **p, uint64_t bytes, const char *what);
 void dev_free(gpu_run *r, void *p);
 
+/* A session's pinned host buffer: its counters (COUNTER_COUNT, twice), the
+ * one-wait result (READBACK_BYTES) and the parameters' staging. */
+enum { SESSION_PINNED_BYTES = 2 * COUNTER_COUNT * 8 + READBACK_BYTES + PARAM_STAGING_BYTES };
+/* One kept from a session that ended on device, or NULL; and a buffer
+ * given back, kept for the next session or unpinned. */
+void *pinned_take(int device);
+void pinned_give(int device, void *p);
+
 #define ALLOC(r, ptr, bytes, what)                                                         \
     do {                                                                                   \
         soren_status st_ = dev_alloc(r, (void **)&(ptr), (bytes), (what));                 \

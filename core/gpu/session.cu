@@ -51,7 +51,7 @@ static void gpu_run_destroy(gpu_run *r)
                 cudaEventDestroy(events[i]);
     }
     if (r->host_counters)
-        cudaFreeHost(r->host_counters);
+        pinned_give(r->opt->device, r->host_counters);
     if (r->loop_state)
         cudaFreeHost(r->loop_state);
     if (r->in.began)
@@ -90,8 +90,10 @@ static soren_status session_start(gpu_run *r)
 {
     ALLOC(r, r->counters, COUNTER_COUNT * sizeof(unsigned long long), "the engine's counters");
     const size_t counter_bytes = COUNTER_COUNT * sizeof(unsigned long long);
-    cudaError_t rc = cudaMallocHost((void **)&r->host_counters,
-                                    2 * counter_bytes + READBACK_BYTES + PARAM_STAGING_BYTES);
+    r->host_counters = (unsigned long long *)pinned_take(r->opt->device);
+    cudaError_t rc = r->host_counters ? cudaSuccess
+                                      : cudaMallocHost((void **)&r->host_counters,
+                                                       SESSION_PINNED_BYTES);
     if (rc != cudaSuccess) {
         r->host_counters = NULL;
         return cuda_fail(r, rc, "cudaMallocHost(the counters', the result's and the "
