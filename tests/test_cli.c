@@ -445,6 +445,7 @@ Test(cli, list_info_check)
     expect_run(0, "histogram", "list");
     expect_run(0, "grep", "list");
     expect_run(0, "param:     pattern (regex, required)", "info grep");
+    expect_run(0, "param:     rows (scratch, default 0)", "info svmstep");
     expect_run(0, "key:       index (0 to 767)", "info histogram");
     expect_run(0, ": ok (wordcount 1.0.0", "check wordcount");
     expect_run(0, "kmeans           1.0.0    One k-means step over 3-D float32 points", "list");

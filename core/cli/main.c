@@ -94,8 +94,6 @@ static void print_info(const soren_manifest *m)
 {
     static const char *const combines[] = {"none", "sum", "min", "max", "count", "function"};
     static const char *const reduces[] = {"none", "combine", "function"};
-    static const char *const params[] = {"", "string", "u32", "u64", "i64", "f32", "f64",
-                                         "regex"};
     printf("name:      %s\nversion:   %s\nsummary:   %s\nmanifest:  %s\nlibrary:   %s/%s\n",
            m->name, m->version, m->summary, m->path, m->dir, m->library);
     printf("input:     %s", input_name(m->input.format));
@@ -138,7 +136,8 @@ static void print_info(const soren_manifest *m)
                m->iterate_param);
     for (size_t i = 0; i < m->param_count; i++) {
         const soren_manifest_param *p = &m->params[i];
-        printf("param:     %s (%s%s", p->name, params[p->type], p->required ? ", required" : "");
+        printf("param:     %s (%s%s", p->name, soren_param_type_name(p->type),
+               p->required ? ", required" : "");
         if (p->default_value)
             printf(", default %s", p->default_value);
         printf(")%s%s\n", p->help ? ": " : "", p->help ? p->help : "");

@@ -1231,6 +1231,14 @@ size_t soren_type_size(soren_type t)
     return 0;
 }
 
+const char *soren_param_type_name(soren_param_type t)
+{
+    for (size_t i = 0; i < COUNT_OF(param_types); i++)
+        if (param_types[i].value == (int)t)
+            return param_types[i].name;
+    return "?";
+}
+
 const char *soren_type_name(soren_type t)
 {
     switch (t) {

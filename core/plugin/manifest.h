@@ -181,6 +181,8 @@ int soren_manifest_matches(const soren_manifest *m, const char *text, size_t siz
 size_t soren_type_size(soren_type t);
 /* The manifest spelling of t ("u32", "string", "index", ...). */
 const char *soren_type_name(soren_type t);
+/* The manifest spelling of a parameter's type ("string", "regex", ...). */
+const char *soren_param_type_name(soren_param_type t);
 
 /* The job's number of stages: 1 + stage_count. */
 size_t soren_manifest_stages(const soren_manifest *m);

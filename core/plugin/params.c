@@ -9,19 +9,10 @@
 #include "../number.h"
 #include "regex.h"
 
+/* A parameter's type in messages about its value. */
 static const char *param_type_name(soren_param_type t)
 {
-    switch (t) {
-    case SOREN_PARAM_STRING: return "string";
-    case SOREN_PARAM_U32: return "u32";
-    case SOREN_PARAM_U64: return "u64";
-    case SOREN_PARAM_I64: return "i64";
-    case SOREN_PARAM_F32: return "f32";
-    case SOREN_PARAM_F64: return "f64";
-    case SOREN_PARAM_REGEX: return "regex";
-    case SOREN_PARAM_SCRATCH: return "scratch size";
-    }
-    return "?";
+    return t == SOREN_PARAM_SCRATCH ? "scratch size" : soren_param_type_name(t);
 }
 
 /* Reads a whole file for "name=@file": a regular file of at most
