@@ -110,7 +110,8 @@ typedef struct soren_record {
 
 /* The job's parameters, in manifest order, as bytes: strings without a
  * terminator, numbers in native layout, regex parameters as a soren_dfa
- * (soren/dfa.h).  On the GPU the pointers are device pointers. */
+ * (soren/dfa.h), scratch parameters as memory the map may write
+ * (soren_scratch).  On the GPU the pointers are device pointers. */
 typedef struct soren_params {
     uint32_t count;
     const void *data[SOREN_MAX_PARAMS];
