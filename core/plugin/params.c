@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../file.h"
 #include "../number.h"
@@ -51,10 +52,10 @@ static size_t number_width(soren_param_type t)
     }
 }
 
-/* Scratch memory of the size given: zeroed, and untouched until the map
- * writes it (a large calloc maps fresh pages, so an engine that gives the
- * map its own copy, as the GPU's does, costs the host nothing).  Size 0 is
- * no memory: the parameter is absent. */
+/* Scratch memory of the size given: zero pages mapped and neither touched
+ * nor reserved until the map writes them, so that an engine that gives the
+ * map memory of its own, as the GPU's does, costs the host nothing, however
+ * much the device holds.  Size 0 is no memory: the parameter is absent. */
 static soren_status scratch_block(const char *job, const soren_manifest_param *mp,
                                   uint64_t bytes, void **out, uint64_t *size, soren_error *err)
 {
@@ -62,12 +63,25 @@ static soren_status scratch_block(const char *job, const soren_manifest_param *m
     *size = 0;
     if (bytes == 0)
         return SOREN_OK;
-    if (bytes > SIZE_MAX || !(*out = calloc(1, (size_t)bytes)))
-        return soren_error_set(err, SOREN_ENOMEM, "%s: parameter %s: cannot allocate %" PRIu64
+    void *p = bytes > SIZE_MAX ? MAP_FAILED
+                               : mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return soren_error_set(err, SOREN_ENOMEM, "%s: parameter %s: cannot map %" PRIu64
                                " bytes of scratch memory; give a smaller size", job, mp->name,
                                bytes);
+    *out = p;
     *size = bytes;
     return SOREN_OK;
+}
+
+/* Frees a value param_value made: a scratch mapping, or a block. */
+static void value_free(const soren_manifest_param *mp, void *owned, uint64_t size)
+{
+    if (owned && mp->type == SOREN_PARAM_SCRATCH)
+        munmap(owned, (size_t)size);
+    else
+        free(owned);
 }
 
 /* Converts text to the parameter's native representation in a new block. */
@@ -204,6 +218,8 @@ soren_status soren_param_set_from(soren_param_set *set, const soren_manifest *m,
     for (size_t j = 0; j < m->param_count && rc == SOREN_OK; j++) {
         rc = param_value(m, j, &values[j], &set->params.data[j], &set->owned[j],
                          &set->params.size[j], err);
+        if (m->params[j].type == SOREN_PARAM_SCRATCH)
+            set->mapped |= 1u << j;
     }
     if (rc != SOREN_OK)
         soren_param_set_destroy(set);
@@ -217,7 +233,7 @@ soren_status soren_param_check(const soren_manifest *m, size_t j, const soren_pa
     void *owned = NULL;
     uint64_t size = 0;
     soren_status rc = param_value(m, j, v, &value, &owned, &size, err);
-    free(owned);
+    value_free(&m->params[j], owned, size);
     return rc;
 }
 
@@ -253,7 +269,11 @@ soren_status soren_param_set_build(soren_param_set *set, const soren_manifest *m
 
 void soren_param_set_destroy(soren_param_set *set)
 {
-    for (size_t j = 0; j < SOREN_MAX_PARAMS; j++)
-        free(set->owned[j]);
+    for (size_t j = 0; j < SOREN_MAX_PARAMS; j++) {
+        if (set->owned[j] && set->mapped >> j & 1)
+            munmap(set->owned[j], (size_t)set->params.size[j]);
+        else
+            free(set->owned[j]);
+    }
     memset(set, 0, sizeof *set);
 }

@@ -22,6 +22,7 @@ typedef struct soren_param_set {
     soren_params params;               /* host pointers: into owned[], or at
                                           the bytes a soren_param_value gave */
     void *owned[SOREN_MAX_PARAMS];     /* values converted from text */
+    uint32_t mapped;                   /* bit j: owned[j] is a scratch mapping */
 } soren_param_set;
 
 /* The most bytes a parameter file (name=@file) may hold.  The file must be
