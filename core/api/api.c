@@ -179,8 +179,8 @@ void soren_job_free(soren_job *job)
     free(job);
 }
 
-/* Sets parameter name to v (copied here), once it has been checked. */
-/* Sets a value: copied, or (in_place) bytes the caller keeps. */
+/* Sets parameter name to v, once it has been checked: copied here, or
+ * (in_place) bytes the caller keeps. */
 static soren_status set_param(soren_job *job, const char *name, const soren_param_value *v,
                               int in_place, soren_error *err)
 {

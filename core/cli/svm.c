@@ -426,7 +426,7 @@ static int open_job(const char *name, const svm_cli *o, soren_plugin **p, soren_
 
 #define SET(job, name, ptr, size)                                                          \
     (soren_job_param_bytes(job, name, ptr, size, &err) == SOREN_OK)
-/* The points, read where they are: the job is freed before them. */
+/* Large arrays, read where they are: the job is freed before them. */
 #define SET_IN_PLACE(job, name, ptr, size)                                                 \
     (soren_job_param_bytes_in_place(job, name, ptr, size, &err) == SOREN_OK)
 
