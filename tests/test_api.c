@@ -824,31 +824,45 @@ static size_t overflows(soren_job *job)
     return n;
 }
 
-/* k-means on the GPU and on the CPU engine, each run equal, over 200,000
- * points, all sampled (96 keys make a table of 1,024 slots, full at 768):
- *   k = 24   the first run;
- *   k = 700  2,800 keys: the map stops for room after the one wait, and
- *            the run resumes it into a grown table, the usual way;
- *   k = 500  the run before had more keys than one block takes: the usual
- *            way from the start;
- *   k = 650  2,600 keys, more than one block takes, in a table that holds
- *            them: the usual way after the one wait;
- *   k = 500  the usual way again (the run before had 2,600);
- *   k = 24   one wait.
+/* Lines of every length from 1 to keys, each length reps times, the
+ * lengths interleaved: slowmap counts lines by their length, so keys
+ * distinct u32 keys, a count the job cannot know before its map. */
+static char *lines_of_lengths(uint32_t keys, uint32_t reps, size_t *size)
+{
+    *size = (size_t)reps * keys * (keys + 1) / 2;
+    char *text = malloc(*size);
+    cr_assert_not_null(text);
+    size_t at = 0;
+    for (uint32_t r = 0; r < reps; r++)
+        for (uint32_t len = 1; len <= keys; len++) {
+            memset(text + at, 'a' + (char)(len % 26), len - 1);
+            text[at + len - 1] = '\n';
+            at += len;
+        }
+    return text;
+}
+
+/* A job's runs again over inputs of other key counts, on the GPU and on
+ * the CPU engine, each run equal: slowmap (u32 keys, summed) over memory
+ * inputs, the first 200,064 lines all sampled (96 keys make a table of
+ * 1,024 slots, full at 768):
+ *   96 keys     the first run;
+ *   2,800 keys  the map stops for room after the one wait, and the run
+ *               resumes it into a grown table, the usual way;
+ *   2,000 keys  the run before had more keys than one block takes: the
+ *               usual way from the start;
+ *   2,600 keys  more than one block takes, in a table that holds them: the
+ *               usual way after the one wait;
+ *   2,000 keys  the usual way again (the run before had 2,600);
+ *   96 keys     one wait for the result, after the one for the lines'
+ *               count that a lines input's split on the device takes.
  * Each run's pairs on the device equal those copied back. */
 Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
 {
     need_gpu();
-    const size_t n = 200000, dims = 3, stride = dims + 1;
     char path[4096];
-    snprintf(path, sizeof path, "%s/points.bin", dir);
-    char args[256];
-    snprintf(args, sizeof args, "points --count %zu --dims %zu --clusters 24 --seed 77", n, dims);
-    tu_gen(path, args);
-    size_t size = 0;
-    float *points = (float *)tu_read(path, &size);
-    cr_assert_eq(size, n * dims * sizeof(float));
-    soren_plugin *p = open_plugin("kmeans");
+    snprintf(path, sizeof path, "%s/stage/test-plugins/slowmap.json", tu_builddir());
+    soren_plugin *p = open_plugin(path);
     soren_job_options o;
     soren_job_options_init(&o);
     o.sample = 1;
@@ -859,51 +873,42 @@ Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
     soren_job *jobs[2] = {gpu, cpu};
     soren_error err;
     soren_error_clear(&err);
-    enum { RUNS = 6, K_MOST = 700 };
-    const uint32_t ks[RUNS] = {24, 700, 500, 650, 500, 24};
-    static double centroids[K_MOST * 4];
+    enum { RUNS = 6 };
+    const uint32_t keys[RUNS] = {96, 2800, 2000, 2600, 2000, 96};
     for (int round = 0; round < RUNS; round++) {
-        uint32_t k = ks[round];
-        for (uint32_t c = 0; c < k; c++) {
-            for (size_t j = 0; j < dims; j++)
-                centroids[c * stride + j] = points[(c + round) * dims + j];
-            centroids[c * stride + dims] = 1;
-        }
+        size_t size = 0;
+        char *text = lines_of_lengths(keys[round], round == 0 ? 2084 : 2, &size);
         for (int j = 0; j < 2; j++) {
-            if (round == 0)
-                cr_assert_eq(soren_job_input_file(jobs[j], path, &err), SOREN_OK, "%s",
-                             err.text);
-            cr_assert_eq(soren_job_param_bytes(jobs[j], "k", &k, sizeof k, &err), SOREN_OK,
-                         "%s", err.text);
-            cr_assert_eq(soren_job_param_bytes(jobs[j], "centroids", centroids,
-                                               k * stride * sizeof(double), &err),
-                         SOREN_OK, "%s", err.text);
+            soren_job_clear_inputs(jobs[j]);
+            cr_assert_eq(soren_job_input_memory(jobs[j], text, size, &err), SOREN_OK, "%s",
+                         err.text);
             run(jobs[j]);
         }
         char *got = result_text(gpu), *want = result_text(cpu);
-        cr_expect_str_eq(got, want, "run %d, k = %u", round + 1, k);
+        cr_expect_str_eq(got, want, "run %d, %u keys", round + 1, keys[round]);
         free(got);
         free(want);
         long long waits = gpu_waits(gpu);
         size_t grew = overflows(gpu);
         if (round >= 1 && round <= 4)
-            cr_expect_gt(waits, 1, "run %d, k = %u went the usual way", round + 1, k);
+            cr_expect_gt(waits, 2, "run %d, %u keys went the usual way (%lld waits)", round + 1,
+                         keys[round], waits);
         if (round == 1)
             cr_expect_gt(grew, 0, "run 2 outgrew its table");
         if (round >= 2)
             cr_expect_eq(grew, 0, "run %d's table held its keys", round + 1);
         if (round == 5)
-            cr_expect_eq(waits, 1, "run 6 waited for the GPU %lld times", waits);
+            cr_expect_eq(waits, 2, "run 6 waited for the GPU %lld times", waits);
         /* the pairs left on the device are the ones copied back */
         soren_pairs host_pairs, dev_pairs;
         cr_assert_eq(soren_job_result(gpu, &host_pairs, &err), SOREN_OK, "%s", err.text);
         cr_assert_eq(soren_job_result_device(gpu, &dev_pairs, &err), SOREN_OK, "%s", err.text);
         expect_same_pairs(&dev_pairs, &host_pairs);
+        free(text);
     }
     soren_job_free(gpu);
     soren_job_free(cpu);
     soren_close(p);
-    free(points);
 }
 
 /* The error of a run on the job's engine (NULL: it ran). */
