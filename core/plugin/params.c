@@ -75,10 +75,11 @@ static soren_status scratch_block(const char *job, const soren_manifest_param *m
     return SOREN_OK;
 }
 
-/* Frees a value param_value made: a scratch mapping, or a block. */
-static void value_free(const soren_manifest_param *mp, void *owned, uint64_t size)
+/* Frees a value param_value made: a scratch mapping of size bytes
+ * (mapped), or a block. */
+static void value_free(void *owned, uint64_t size, int mapped)
 {
-    if (owned && mp->type == SOREN_PARAM_SCRATCH)
+    if (owned && mapped)
         munmap(owned, (size_t)size);
     else
         free(owned);
@@ -233,7 +234,7 @@ soren_status soren_param_check(const soren_manifest *m, size_t j, const soren_pa
     void *owned = NULL;
     uint64_t size = 0;
     soren_status rc = param_value(m, j, v, &value, &owned, &size, err);
-    value_free(&m->params[j], owned, size);
+    value_free(owned, size, m->params[j].type == SOREN_PARAM_SCRATCH);
     return rc;
 }
 
@@ -269,11 +270,7 @@ soren_status soren_param_set_build(soren_param_set *set, const soren_manifest *m
 
 void soren_param_set_destroy(soren_param_set *set)
 {
-    for (size_t j = 0; j < SOREN_MAX_PARAMS; j++) {
-        if (set->owned[j] && set->mapped >> j & 1)
-            munmap(set->owned[j], (size_t)set->params.size[j]);
-        else
-            free(set->owned[j]);
-    }
+    for (size_t j = 0; j < SOREN_MAX_PARAMS; j++)
+        value_free(set->owned[j], set->params.size[j], set->mapped >> j & 1);
     memset(set, 0, sizeof *set);
 }
