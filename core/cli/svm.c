@@ -504,8 +504,9 @@ static int train(const svm_cli *o)
     soren_plugin *plugin = NULL;
     soren_job *job = NULL;
     int status = 1;
+    const unsigned long long rows_bytes = cache_bytes(o->cache_mb, n);
     char rows[24];
-    snprintf(rows, sizeof rows, "%llu", cache_bytes(o->cache_mb, n));
+    snprintf(rows, sizeof rows, "%llu", rows_bytes);
     if (!state || !alpha) {
         fprintf(stderr, "soren-svm: out of memory\n");
         goto done;
@@ -574,8 +575,7 @@ static int train(const svm_cli *o)
                 "%llu steps in %.3f s (%.1f us a step; %llu of the runs looped on the GPU), "
                 "b_high %.6g, b_low %.6g; room for %llu kernel rows\n", p.n, p.d, reading, c,
                 gamma, steps, seconds, steps ? seconds * 1e6 / (double)steps : 0.0,
-                (unsigned long long)how.device_runs, b_high, b_low,
-                cache_bytes(o->cache_mb, n) / (16ull * n));
+                (unsigned long long)how.device_runs, b_high, b_low, rows_bytes / (16ull * n));
     status = converged ? 0 : 1;
 done:
     soren_job_free(job);
