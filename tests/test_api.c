@@ -824,23 +824,6 @@ static size_t overflows(soren_job *job)
     return n;
 }
 
-/* Lines of every length from 1 to keys, each length reps times, the
- * lengths interleaved: slowmap counts lines by their length, so keys
- * distinct u32 keys, a count the job cannot know before its map. */
-static char *lines_of_lengths(uint32_t keys, uint32_t reps, size_t *size)
-{
-    *size = (size_t)reps * keys * (keys + 1) / 2;
-    char *text = malloc(*size);
-    cr_assert_not_null(text);
-    size_t at = 0;
-    for (uint32_t r = 0; r < reps; r++)
-        for (uint32_t len = 1; len <= keys; len++) {
-            memset(text + at, 'a' + (char)(len % 26), len - 1);
-            text[at + len - 1] = '\n';
-            at += len;
-        }
-    return text;
-}
 
 /* A job's runs again over inputs of other key counts, on the GPU and on
  * the CPU engine, each run equal: slowmap (u32 keys, summed) over memory
@@ -877,7 +860,7 @@ Test(api, rerun_outgrowing_its_table_on_the_gpu, .timeout = 300)
     const uint32_t keys[RUNS] = {96, 2800, 2000, 2600, 2000, 96};
     for (int round = 0; round < RUNS; round++) {
         size_t size = 0;
-        char *text = lines_of_lengths(keys[round], round == 0 ? 2084 : 2, &size);
+        char *text = tu_lines_of_lengths(keys[round], round == 0 ? 2084 : 2, &size);
         for (int j = 0; j < 2; j++) {
             soren_job_clear_inputs(jobs[j]);
             cr_assert_eq(soren_job_input_memory(jobs[j], text, size, &err), SOREN_OK, "%s",

@@ -808,6 +808,67 @@ Test(host, library_jobs_in_the_host)
     free(start);
 }
 
+/* slowmap over lines of keys lengths, in a job of its own where it runs
+ * (NULL: this process's CPU engine, else the host at where, on its GPU,
+ * every line sampled): the pairs, and in *grew whether the run outgrew its
+ * table. */
+static char *slowmap_job(const char *where, uint32_t keys, uint32_t reps, int *grew)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stage/test-plugins/slowmap.json", tu_builddir());
+    soren_error err;
+    soren_error_clear(&err);
+    soren_plugin *p = NULL;
+    soren_job *job = NULL;
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.host = where;
+    o.device = where ? SOREN_DEVICE_GPU : SOREN_DEVICE_CPU;
+    o.sample = 1;
+    cr_assert_eq(soren_open(path, &p, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_new(p, &o, &job, &err), SOREN_OK, "%s", err.text);
+    size_t size = 0;
+    char *text = tu_lines_of_lengths(keys, reps, &size);
+    cr_assert_eq(soren_job_input_memory(job, text, size, &err), SOREN_OK, "%s", err.text);
+    cr_assert_eq(soren_job_run(job, &err), SOREN_OK, "%s", err.text);
+    char *pairs = pairs_text(job);
+    json_t *x = json_loads(soren_job_explain(job), 0, NULL);
+    cr_assert_not_null(x, "an explain report after the run");
+    *grew = json_array_size(json_object_get(x, "overflows")) > 0;
+    json_decref(x);
+    soren_job_free(job);
+    soren_close(p);
+    free(text);
+    return pairs;
+}
+
+/* A new library job takes the GPU sessions of one that ended, renewed:
+ * its first run monitors and sizes for its own keys, where a run again of
+ * the table the old job sized for 96 keys would outgrow it; its pairs are
+ * the CPU engine's; and the plugin keeps one job's sessions, not two. */
+Test(host, a_new_job_renews_the_sessions_of_one_that_ended)
+{
+    char why[256] = "";
+    if (soren_device_count(why, sizeof why) == 0)
+        cr_skip_test("no usable GPU (%s): sessions are the GPU engine's", why);
+    start_host("");
+    const uint32_t keys[2] = {96, 2800}, reps[2] = {2084, 2};
+    for (int i = 0; i < 2; i++) {
+        int grew = 0, cpu_grew = 0;
+        char *got = slowmap_job(sock, keys[i], reps[i], &grew);
+        char *want = slowmap_job(NULL, keys[i], reps[i], &cpu_grew);
+        cr_expect_str_eq(got, want, "job %d, %u keys: the host's GPU and the CPU engine differ",
+                         i + 1, keys[i]);
+        cr_expect(!grew, "job %d, %u keys, outgrew its table: its first run sized none", i + 1,
+                  keys[i]);
+        free(got);
+        free(want);
+    }
+    char *ps = expect(0, "slowmap", "ps");
+    cr_expect(strstr(ps, "GPU sessions of 1 kept"), "%s", ps);
+    free(ps);
+}
+
 /* Requests no soren-host client sends: each is refused with a reply or
  * dropped, and the host goes on serving. */
 static void send_raw(const void *bytes, size_t size, int expect_reply)

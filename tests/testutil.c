@@ -135,6 +135,21 @@ json_t *tu_explain_schema(void)
     return schema;
 }
 
+char *tu_lines_of_lengths(uint32_t keys, uint32_t reps, size_t *size)
+{
+    *size = (size_t)reps * keys * (keys + 1) / 2;
+    char *text = malloc(*size);
+    cr_assert_not_null(text);
+    size_t at = 0;
+    for (uint32_t r = 0; r < reps; r++)
+        for (uint32_t len = 1; len <= keys; len++) {
+            memset(text + at, 'a' + (char)(len % 26), len - 1);
+            text[at + len - 1] = '\n';
+            at += len;
+        }
+    return text;
+}
+
 uint64_t tu_rand(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);

@@ -46,6 +46,12 @@ json_t *tu_explain_schema(void);
  * least one), else default_mb. */
 size_t tu_test_bytes(long default_mb);
 
+/* Lines of every length from 1 to keys, each length reps times, the
+ * lengths interleaved (malloc'd, *size bytes): slowmap counts lines by
+ * their length, so keys distinct u32 keys, a count the job cannot know
+ * before its map. */
+char *tu_lines_of_lengths(uint32_t keys, uint32_t reps, size_t *size);
+
 /* splitmix64: deterministic, seedable. */
 uint64_t tu_rand(uint64_t *state);
 /* Uniform in [0, n). */

@@ -85,12 +85,8 @@ soren_status soren__run_gpu(const soren_stage_spec *spec, const soren_input *inp
     if (!session) {
         rc = soren_gpu_run(spec, inputs, input_count, params, &gpu, res, x, err);
     } else {
-        if (*session && !soren_gpu_session_fits(*session, spec, &gpu)) {
-            soren_gpu_session_free(*session);
-            *session = NULL;
-        }
-        if (!*session)
-            rc = soren_gpu_session_new(spec, &gpu, session, err);
+        if (!*session || !soren_gpu_session_fits(*session, spec, &gpu))
+            rc = soren_gpu_session_renew(session, spec, &gpu, err);
         if (rc == SOREN_OK) {
             soren_gpu_session_leave_result(*session, gpu.leave_result);
             rc = soren_gpu_session_run(*session, inputs, input_count, params,

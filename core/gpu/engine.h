@@ -108,9 +108,20 @@ soren_status soren_gpu_session_new(const soren_stage_spec *spec, const soren_gpu
                                    soren_gpu_session **out, soren_error *err);
 /* 1 if the session was made for this stage and these options (a key count
  * from the parameters, a forced variant or an order that changed need a
- * new one), and no run of it failed. */
+ * new one), no run of it failed and its job did not end. */
 int soren_gpu_session_fits(const soren_gpu_session *s, const soren_stage_spec *spec,
                            const soren_gpu_options *opt);
+/* Makes *s a session for spec and opt, as soren_gpu_session_new does (*s
+ * NULL: a new one): its next run is a first run, which monitors, chooses
+ * and sizes afresh, but on the stream, events, pinned buffers and device
+ * blocks *s holds, which a new session would take milliseconds to get.  A
+ * failed session, or one on another device, is freed and made anew. */
+soren_status soren_gpu_session_renew(soren_gpu_session **s, const soren_stage_spec *spec,
+                                     const soren_gpu_options *opt, soren_error *err);
+/* The session's job ended (a resident host hands its sessions to another
+ * job): soren_gpu_session_fits refuses it from now on, so that the next
+ * job renews it. */
+void soren_gpu_session_forget(soren_gpu_session *s);
 /* One run; inputs may be host memory or, on_device, the caller's device
  * memory (16-byte aligned), read where it is.  The result is copied into
  * out (initialised by the caller) and kept on the device.  A parameter

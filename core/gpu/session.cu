@@ -11,13 +11,10 @@
 
 namespace soren__gpu {
 
-static void gpu_run_destroy(gpu_run *r)
+/* Gives the run's device blocks back (to its pool, in a session) and frees
+ * the host memory its results held. */
+static void gpu_run_release_blocks(gpu_run *r)
 {
-    /* Copies from the staging buffers may still be in flight after an error. */
-    if (r->stream)
-        (void)cudaStreamSynchronize(r->stream);
-    if (r->in.copy_stream)
-        (void)cudaStreamSynchronize(r->in.copy_stream);
     void *owned[] = {r->in.input,           r->in.input_alt,         r->in.line_starts,
                      r->in.tile_first,      r->reg.keys,             r->counters,
                      r->map.resume,         r->map.sketch,           r->reg.slots,
@@ -34,6 +31,16 @@ static void gpu_run_destroy(gpu_run *r)
         dev_free(r, owned[i]);
     for (int i = 0; i < SOREN_MAX_PARAMS; i++)
         dev_free(r, r->in.param_blocks[i]);
+}
+
+static void gpu_run_destroy(gpu_run *r)
+{
+    /* Copies from the staging buffers may still be in flight after an error. */
+    if (r->stream)
+        (void)cudaStreamSynchronize(r->stream);
+    if (r->in.copy_stream)
+        (void)cudaStreamSynchronize(r->in.copy_stream);
+    gpu_run_release_blocks(r);
     pool_release_free(r);
     free(r->pool.blocks);
     for (int i = 0; i < MARKS; i++)
@@ -90,7 +97,8 @@ static soren_status session_start(gpu_run *r)
 {
     ALLOC(r, r->counters, COUNTER_COUNT * sizeof(unsigned long long), "the engine's counters");
     const size_t counter_bytes = COUNTER_COUNT * sizeof(unsigned long long);
-    r->host_counters = (unsigned long long *)pinned_take(r->opt->device);
+    if (!r->host_counters)
+        r->host_counters = (unsigned long long *)pinned_take(r->opt->device);
     cudaError_t rc = r->host_counters ? cudaSuccess
                                       : cudaMallocHost((void **)&r->host_counters,
                                                        SESSION_PINNED_BYTES);
@@ -394,10 +402,12 @@ static soren_status session_run(gpu_run *r, const soren_input *inputs, size_t in
     soren_status st = use_device(r);
     if (st != SOREN_OK)
         return st;
-    if (first) {
-        CUDA_TRY(r, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
+    if (first) { /* a renewed session has its stream and events */
+        if (!r->stream)
+            CUDA_TRY(r, cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking));
         for (int i = 0; i < MARKS; i++)
-            CUDA_TRY(r, cudaEventCreate(&r->mark[i]));
+            if (!r->mark[i])
+                CUDA_TRY(r, cudaEventCreate(&r->mark[i]));
         int sms = 0;
         CUDA_TRY(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, r->opt->device));
         r->grid = sms * 8;
@@ -492,7 +502,8 @@ struct soren_gpu_session {
     soren_stage_spec spec;
     soren_gpu_options opt;
     gpu_run run;
-    int failed; /* a run failed: the device state is not to be trusted */
+    int failed;    /* a run failed: the device state is not to be trusted */
+    int forgotten; /* its job ended: it serves another once renewed */
 };
 
 static void session_init(soren_gpu_session *s, const soren_stage_spec *spec,
@@ -538,13 +549,59 @@ extern "C" int soren_gpu_session_fits(const soren_gpu_session *s, const soren_st
                       a->value_size == spec->value_size && a->combine == spec->combine &&
                       a->reduce == spec->reduce && a->order == spec->order &&
                       a->limit == spec->limit;
-    return !s->failed && same_stage &&
+    return !s->failed && !s->forgotten && same_stage &&
            s->opt.variant == opt->variant && s->opt.device == opt->device &&
            s->opt.table_slots == opt->table_slots && s->opt.key_bytes == opt->key_bytes &&
            s->opt.pair_slots == opt->pair_slots && s->opt.block_slots == opt->block_slots &&
            s->opt.device_memory == opt->device_memory &&
            s->opt.small_keys == opt->small_keys &&
            s->opt.sample == opt->sample && s->opt.fold_pairs == opt->fold_pairs;
+}
+
+extern "C" void soren_gpu_session_forget(soren_gpu_session *s)
+{
+    s->forgotten = 1;
+}
+
+/* What a session keeps for the job it is renewed for: its stream, events,
+ * pinned buffers and device blocks, all free.  A run's other state is the
+ * first run's to set. */
+static void keep_resources(gpu_run *to, gpu_run *from)
+{
+    to->pool = from->pool;
+    to->pool.temp = NULL;
+    to->pool.temp_size = 0;
+    for (size_t i = 0; i < to->pool.count; i++)
+        to->pool.blocks[i].used = false;
+    to->stream = from->stream;
+    memcpy(to->mark, from->mark, sizeof to->mark);
+    to->host_counters = from->host_counters;
+    to->loop_state = from->loop_state;
+    to->in.pieces = from->in.pieces;
+    to->in.copy_threads = from->in.copy_threads;
+    memcpy(to->in.staged, from->in.staged, sizeof to->in.staged);
+    to->in.copy_stream = from->in.copy_stream;
+    memcpy(to->in.upload_began, from->in.upload_began, sizeof to->in.upload_began);
+    memcpy(to->in.uploaded, from->in.uploaded, sizeof to->in.uploaded);
+    to->in.began = from->in.began;
+}
+
+extern "C" soren_status soren_gpu_session_renew(soren_gpu_session **session,
+                                                const soren_stage_spec *spec,
+                                                const soren_gpu_options *opt, soren_error *err)
+{
+    soren_gpu_session *s = *session;
+    if (s && (s->failed || s->opt.device != opt->device || soren_gpu_unsupported(spec))) {
+        soren_gpu_session_free(s);
+        *session = s = NULL;
+    }
+    if (!s)
+        return soren_gpu_session_new(spec, opt, session, err);
+    gpu_run old = s->run;
+    gpu_run_release_blocks(&old);
+    session_init(s, spec, opt, true);
+    keep_resources(&s->run, &old);
+    return SOREN_OK;
 }
 
 extern "C" soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_input *inputs,
@@ -572,7 +629,7 @@ extern "C" soren_status soren_gpu_session_run(soren_gpu_session *s, const soren_
 extern "C" int soren_gpu_session_loops(const soren_gpu_session *s, const soren_input *inputs,
                                        size_t input_count)
 {
-    return !s->failed && loop_serves(&s->run, inputs, input_count);
+    return !s->failed && !s->forgotten && loop_serves(&s->run, inputs, input_count);
 }
 
 extern "C" soren_status soren_gpu_session_loop(soren_gpu_session *s, const soren_input *inputs,

@@ -247,20 +247,48 @@ void soren_loaded_note_run(soren_registry *r, soren_loaded *l, uint64_t bytes, u
     pthread_mutex_unlock(&r->lock);
 }
 
+/* Takes the set under key from the idle list, else the least recently used
+ * one (the lock held), or NULL where there is none. */
+static session_set *take_idle(soren_loaded *l, const char *key)
+{
+    session_set **last = NULL;
+    for (session_set **at = &l->idle; *at; at = &(*at)->next) {
+        if (strcmp((*at)->key, key) == 0) {
+            session_set *s = *at;
+            *at = s->next;
+            return s;
+        }
+        last = at;
+    }
+    if (!last)
+        return NULL;
+    session_set *s = *last;
+    *last = NULL;
+    return s;
+}
+
 soren_gpu_session **soren_loaded_take_sessions(soren_registry *r, soren_loaded *l,
                                               const char *key)
 {
     if (!key)
         return NULL;
-    session_set *s = NULL;
     pthread_mutex_lock(&r->lock);
-    for (session_set **at = &l->idle; *at; at = &(*at)->next)
-        if (strcmp((*at)->key, key) == 0) {
-            s = *at;
-            *at = s->next;
-            break;
-        }
+    session_set *s = take_idle(l, key);
     pthread_mutex_unlock(&r->lock);
+    if (s && strcmp(s->key, key) != 0) {
+        /* Another job's: this one renews its sessions, which keeps their
+         * streams, pinned buffers and device blocks. */
+        char *own = strdup(key);
+        if (!own) {
+            set_free(s);
+            return NULL;
+        }
+        free(s->key);
+        s->key = own;
+        for (size_t i = 0; i < SOREN_RUN_SESSIONS; i++)
+            if (s->stage[i])
+                soren_gpu_session_forget(s->stage[i]);
+    }
     if (!s && (s = calloc(1, sizeof *s)) != NULL && !(s->key = strdup(key))) {
         free(s);
         s = NULL;
@@ -314,10 +342,14 @@ void soren_registry_drop_idle_sessions(soren_registry *r)
 void soren_registry_print(soren_registry *r, FILE *f)
 {
     pthread_mutex_lock(&r->lock);
-    for (soren_loaded *l = r->list; l; l = l->next)
-        fprintf(f, "  %-16s %-8s %u job%s running  %s (library %s)\n",
+    for (soren_loaded *l = r->list; l; l = l->next) {
+        unsigned kept = 0;
+        for (const session_set *s = l->idle; s; s = s->next)
+            kept++;
+        fprintf(f, "  %-16s %-8s %u job%s running, GPU sessions of %u kept  %s (library %s)\n",
                 l->plugin->manifest->name, l->plugin->manifest->version, l->running,
-                l->running == 1 ? "" : "s", l->manifest_path, l->plugin->library_path);
+                l->running == 1 ? "" : "s", kept, l->manifest_path, l->plugin->library_path);
+    }
     if (!r->list)
         fprintf(f, "  (none)\n");
     pthread_mutex_unlock(&r->lock);

@@ -50,13 +50,16 @@ const soren_plugin *soren_loaded_plugin(const soren_loaded *l);
 void soren_loaded_last_run(soren_registry *r, soren_loaded *l, uint64_t *bytes, uint64_t *pairs);
 void soren_loaded_note_run(soren_registry *r, soren_loaded *l, uint64_t bytes, uint64_t pairs);
 /* The set of SOREN_RUN_SESSIONS GPU sessions (SOREN_RANK_SESSIONS for each
- * GPU of a run over several) that the job key names (all
- * NULL the first time), for one job's run at a time; NULL where key is NULL
+ * GPU of a run over several) that the job key names, for one job's run
+ * at a time; NULL where key is NULL
  * (the run sets up anew) or memory ran out.  A session keeps the variant
  * its first run chose, so a key names a job whose runs should share it:
- * the same inputs, or one library job's runs.  Given back with
- * soren_loaded_give_sessions once the run ended; a plugin keeps the
- * sessions of its last 8 keys. */
+ * the same inputs, or one library job's runs.  A key the plugin has none
+ * for takes its least recently used idle set, forgotten
+ * (soren_gpu_session_forget): the job's first run renews them and chooses
+ * afresh, on streams, pinned buffers and device blocks already there.
+ * Given back with soren_loaded_give_sessions once the run ended; a plugin
+ * keeps the sessions of its last 8 keys. */
 soren_gpu_session **soren_loaded_take_sessions(soren_registry *r, soren_loaded *l,
                                               const char *key);
 void soren_loaded_give_sessions(soren_registry *r, soren_loaded *l, soren_gpu_session **set);
