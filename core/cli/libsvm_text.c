@@ -393,7 +393,8 @@ int sparse_rows_parse(const char *text, size_t size, const char *path, size_t fi
 typedef struct dense_part {
     const rows_part *p;
     float *out;
-    size_t width;
+    size_t width;  /* rows: floats a row; columns: the features written */
+    size_t stride; /* columns: floats a column (0: rows) */
 } dense_part;
 
 static void *fill_dense(void *arg)
@@ -416,4 +417,24 @@ void sparse_rows_dense(const sparse_rows *r, float *out, size_t width)
     for (size_t i = 0; i < r->part_count; i++)
         parts[i] = (dense_part){.p = &r->parts[i], .out = out, .width = width};
     on_threads(fill_dense, parts, sizeof *parts, r->part_count);
+}
+
+static void *fill_columns(void *arg)
+{
+    const dense_part *s = arg;
+    const rows_part *p = s->p;
+    for (size_t i = 0; i < p->n; i++)
+        for (size_t e = p->first[i]; e < p->first[i + 1]; e++)
+            if (p->index[e] <= s->width)
+                s->out[(p->index[e] - 1) * s->stride + p->row0 + i] = p->value[e];
+    return NULL;
+}
+
+void sparse_rows_columns(const sparse_rows *r, float *out, size_t features, size_t stride)
+{
+    dense_part parts[PARTS_MOST];
+    for (size_t i = 0; i < r->part_count; i++)
+        parts[i] = (dense_part){.p = &r->parts[i], .out = out, .width = features,
+                                .stride = stride};
+    on_threads(fill_columns, parts, sizeof *parts, r->part_count);
 }

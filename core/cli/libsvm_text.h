@@ -49,4 +49,9 @@ int sparse_rows_parse(const char *text, size_t size, const char *path, size_t fi
  * where it lists nothing; indices past width are left out. */
 void sparse_rows_dense(const sparse_rows *r, float *out, size_t width);
 
+/* The rows of r as columns: feature k of row i at out + k * stride + i,
+ * for the features below features; out holds zeros, and only the entries
+ * the rows list are written. */
+void sparse_rows_columns(const sparse_rows *r, float *out, size_t features, size_t stride);
+
 #endif /* SOREN_CLI_LIBSVM_TEXT_H */

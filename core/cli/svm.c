@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,38 +101,13 @@ static void points_free(points *p)
     memset(p, 0, sizeof *p);
 }
 
-/* n rows of width floats as columns of d features: feature k of row i at
- * k * stride + i, zeros past the rows' width and past row n (stride >= n).
- * NULL when memory is short. */
-static float *columns_of_rows(const float *rows, size_t n, size_t width, size_t d,
-                              size_t stride)
+/* The rows of a LibSVM file (path, for messages) as dense points of at
+ * least d features (their own largest index where larger); the rows are
+ * freed.  labels gives the two labels in their order (from a model) or,
+ * when label_count is 0, they are taken in the order the file first names
+ * them (+1 before -1, as LibSVM does). */
+static int points_of_rows(const char *path, sparse_rows rows, points *p, size_t min_d)
 {
-    float *columns = calloc(d * stride, sizeof *columns);
-    if (!columns)
-        return NULL;
-    const size_t features = width < d ? width : d;
-    /* 16 rows at a time: a cache line of each column written at once */
-    for (size_t first = 0; first < n; first += 16)
-        for (size_t k = 0; k < features; k++)
-            for (size_t i = first; i < n && i < first + 16; i++)
-                columns[k * stride + i] = rows[i * width + k];
-    return columns;
-}
-
-/* Reads a LibSVM file into dense points of at least d features (its own
- * largest index where larger).  labels gives the two labels in their order
- * (from a model) or, when label_count is 0, they are taken in the order the
- * file first names them (+1 before -1, as LibSVM does). */
-static int points_read(const char *path, points *p, size_t min_d)
-{
-    libsvm_file file;
-    if (libsvm_file_open(path, &file) != 0)
-        return -1;
-    sparse_rows rows;
-    int rc = sparse_rows_parse(file.bytes, file.size, path, 0, &rows);
-    libsvm_file_close(&file);
-    if (rc != 0)
-        return -1;
     const size_t n = rows.n, d = rows.d > min_d ? rows.d : min_d;
     const int labels_from_file = p->label_count == 0;
     if (n == 0 || d == 0) {
@@ -183,19 +159,37 @@ fail:
     return -1;
 }
 
+/* The rows of the LibSVM file at path; 0, or -1 after saying why. */
+static int rows_read(const char *path, sparse_rows *rows)
+{
+    libsvm_file file;
+    if (libsvm_file_open(path, &file) != 0)
+        return -1;
+    int rc = sparse_rows_parse(file.bytes, file.size, path, 0, rows);
+    libsvm_file_close(&file);
+    return rc;
+}
+
+/* Reads a LibSVM file into dense points, as points_of_rows makes them. */
+static int points_read(const char *path, points *p, size_t min_d)
+{
+    sparse_rows rows;
+    return rows_read(path, &rows) == 0 ? points_of_rows(path, rows, p, min_d) : -1;
+}
+
 /* ---- Models (LibSVM's format) -------------------------------------------- */
 
 typedef struct model {
     double gamma, rho;
     double labels[2];
     size_t svs, d;
-    float *sv;    /* svs x d */
-    double *coef; /* alpha_i y_i, y = +1 for labels[0] */
+    sparse_rows sv; /* the support vectors, as the file lists them */
+    double *coef;   /* alpha_i y_i, y = +1 for labels[0] */
 } model;
 
 static void model_free(model *m)
 {
-    free(m->sv);
+    sparse_rows_free(&m->sv);
     free(m->coef);
     memset(m, 0, sizeof *m);
 }
@@ -347,32 +341,37 @@ static int model_read(const char *path, model *m)
         goto fail;
     }
     /* The support vectors: their coefficients and points. */
-    sparse_rows rows;
-    if (sparse_rows_parse(s, (size_t)(end - s), path, lineno, &rows) != 0)
+    if (sparse_rows_parse(s, (size_t)(end - s), path, lineno, &m->sv) != 0)
         goto fail;
-    if (rows.n != m->svs) {
+    if (m->sv.n != m->svs) {
         fprintf(stderr, "soren-svm: %s: total_sv says %zu support vectors, it lists %zu\n", path,
-                m->svs, rows.n);
-        sparse_rows_free(&rows);
+                m->svs, m->sv.n);
         goto fail;
     }
-    m->d = rows.d ? rows.d : 1;
-    m->sv = malloc(m->svs * m->d * sizeof *m->sv);
-    m->coef = malloc(m->svs * sizeof *m->coef);
-    if (!m->sv || !m->coef) {
-        fprintf(stderr, "soren-svm: %s: out of memory\n", path);
-        sparse_rows_free(&rows);
-        goto fail;
-    }
-    memcpy(m->coef, rows.label, m->svs * sizeof *m->coef);
-    sparse_rows_dense(&rows, m->sv, m->d);
-    sparse_rows_free(&rows);
+    m->d = m->sv.d ? m->sv.d : 1;
+    /* the coefficients stand where the labels of points stand */
+    m->coef = m->sv.label;
+    m->sv.label = NULL;
     libsvm_file_close(&file);
     return 0;
 fail:
     libsvm_file_close(&file);
     model_free(m);
     return -1;
+}
+
+/* A model read on a thread of its own. */
+typedef struct model_reading {
+    const char *path;
+    model m;
+    int rc;
+} model_reading;
+
+static void *read_model(void *arg)
+{
+    model_reading *r = arg;
+    r->rc = model_read(r->path, &r->m);
+    return NULL;
 }
 
 /* ---- Jobs --------------------------------------------------------------- */
@@ -590,12 +589,24 @@ static int predict(const svm_cli *o)
 {
     if (o->arg_count < 2 || o->arg_count > 3)
         return usage_error("predict takes TEST, MODEL and optionally OUTPUT");
-    model m;
     const double start = now_s();
-    if (model_read(o->args[1], &m) != 0)
-        return 1;
+    /* The model and the test set are read at once, each by threads of its
+     * own: their parsing is most of a small set's classification, and is
+     * held up as much by starting threads and taking pages as by work. */
+    model_reading mr = {.path = o->args[1]};
+    pthread_t reader;
+    const int apart = pthread_create(&reader, NULL, read_model, &mr) == 0;
+    sparse_rows test_rows;
+    const int test_rc = rows_read(o->args[0], &test_rows);
+    if (apart)
+        pthread_join(reader, NULL);
+    else
+        read_model(&mr);
+    model m = mr.m;
     points t = {.labels = {m.labels[0], m.labels[1]}, .label_count = 2};
-    if (points_read(o->args[0], &t, m.d) != 0) {
+    if (mr.rc != 0 || test_rc != 0 || points_of_rows(o->args[0], test_rows, &t, m.d) != 0) {
+        if (test_rc == 0 && mr.rc != 0)
+            sparse_rows_free(&test_rows);
         model_free(&m);
         return 1;
     }
@@ -604,7 +615,9 @@ static int predict(const svm_cli *o)
      * groups of eight (svmclassify.cu). */
     const uint32_t width = (uint32_t)t.width, tests = (uint32_t)t.n, svs = (uint32_t)m.svs;
     const uint32_t groups = (uint32_t)((m.svs + 7) / 8);
-    float *sv = columns_of_rows(m.sv, m.svs, m.d, t.width, 8 * (size_t)groups);
+    float *sv = calloc(t.width * 8 * (size_t)groups, sizeof *sv);
+    if (sv)
+        sparse_rows_columns(&m.sv, sv, t.width, 8 * (size_t)groups);
     int64_t *decision = NULL;
     soren_error err;
     soren_error_clear(&err);
