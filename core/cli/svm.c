@@ -664,12 +664,16 @@ static int predict(const svm_cli *o)
         fprintf(stderr, "soren-svm: cannot write %s: %s\n", o->args[2], strerror(errno));
         goto done;
     }
+    /* the two labels' lines, formatted once */
+    char line[2][40];
+    for (int l = 0; l < 2; l++)
+        snprintf(line[l], sizeof line[l], "%g\n", m.labels[l]);
     size_t right = 0;
     for (size_t j = 0; j < t.n; j++) {
         int first = (double)decision[j] / scale - m.rho > 0;
         right += first == (t.y[j] > 0);
         if (f)
-            fprintf(f, "%g\n", first ? m.labels[0] : m.labels[1]);
+            fputs(line[!first], f);
     }
     if (f && fclose(f) != 0) {
         fprintf(stderr, "soren-svm: writing %s: %s\n", o->args[2], strerror(errno));
