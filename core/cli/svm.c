@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,13 +100,20 @@ static void points_free(points *p)
     memset(p, 0, sizeof *p);
 }
 
-/* The rows of a LibSVM file (path, for messages) as dense points of at
- * least d features (their own largest index where larger); the rows are
- * freed.  labels gives the two labels in their order (from a model) or,
- * when label_count is 0, they are taken in the order the file first names
- * them (+1 before -1, as LibSVM does). */
-static int points_of_rows(const char *path, sparse_rows rows, points *p, size_t min_d)
+/* Reads a LibSVM file into dense points of at least d features (its own
+ * largest index where larger).  labels gives the two labels in their order
+ * (from a model) or, when label_count is 0, they are taken in the order the
+ * file first names them (+1 before -1, as LibSVM does). */
+static int points_read(const char *path, points *p, size_t min_d)
 {
+    libsvm_file file;
+    if (libsvm_file_open(path, &file) != 0)
+        return -1;
+    sparse_rows rows;
+    int rc = sparse_rows_parse(file.bytes, file.size, path, 0, &rows);
+    libsvm_file_close(&file);
+    if (rc != 0)
+        return -1;
     const size_t n = rows.n, d = rows.d > min_d ? rows.d : min_d;
     const int labels_from_file = p->label_count == 0;
     if (n == 0 || d == 0) {
@@ -157,24 +163,6 @@ fail:
     sparse_rows_free(&rows);
     points_free(p);
     return -1;
-}
-
-/* The rows of the LibSVM file at path; 0, or -1 after saying why. */
-static int rows_read(const char *path, sparse_rows *rows)
-{
-    libsvm_file file;
-    if (libsvm_file_open(path, &file) != 0)
-        return -1;
-    int rc = sparse_rows_parse(file.bytes, file.size, path, 0, rows);
-    libsvm_file_close(&file);
-    return rc;
-}
-
-/* Reads a LibSVM file into dense points, as points_of_rows makes them. */
-static int points_read(const char *path, points *p, size_t min_d)
-{
-    sparse_rows rows;
-    return rows_read(path, &rows) == 0 ? points_of_rows(path, rows, p, min_d) : -1;
 }
 
 /* ---- Models (LibSVM's format) -------------------------------------------- */
@@ -358,20 +346,6 @@ fail:
     libsvm_file_close(&file);
     model_free(m);
     return -1;
-}
-
-/* A model read on a thread of its own. */
-typedef struct model_reading {
-    const char *path;
-    model m;
-    int rc;
-} model_reading;
-
-static void *read_model(void *arg)
-{
-    model_reading *r = arg;
-    r->rc = model_read(r->path, &r->m);
-    return NULL;
 }
 
 /* ---- Jobs --------------------------------------------------------------- */
@@ -589,24 +563,12 @@ static int predict(const svm_cli *o)
 {
     if (o->arg_count < 2 || o->arg_count > 3)
         return usage_error("predict takes TEST, MODEL and optionally OUTPUT");
+    model m;
     const double start = now_s();
-    /* The model and the test set are read at once, each by threads of its
-     * own: their parsing is most of a small set's classification, and is
-     * held up as much by starting threads and taking pages as by work. */
-    model_reading mr = {.path = o->args[1]};
-    pthread_t reader;
-    const int apart = pthread_create(&reader, NULL, read_model, &mr) == 0;
-    sparse_rows test_rows;
-    const int test_rc = rows_read(o->args[0], &test_rows);
-    if (apart)
-        pthread_join(reader, NULL);
-    else
-        read_model(&mr);
-    model m = mr.m;
+    if (model_read(o->args[1], &m) != 0)
+        return 1;
     points t = {.labels = {m.labels[0], m.labels[1]}, .label_count = 2};
-    if (mr.rc != 0 || test_rc != 0 || points_of_rows(o->args[0], test_rows, &t, m.d) != 0) {
-        if (test_rc == 0 && mr.rc != 0)
-            sparse_rows_free(&test_rows);
+    if (points_read(o->args[0], &t, m.d) != 0) {
         model_free(&m);
         return 1;
     }
