@@ -240,22 +240,75 @@ static size_t threads_for(size_t work)
     return count < PARTS_MOST ? count : PARTS_MOST;
 }
 
-/* Runs fn on each of the count items at items (each size bytes), on a
- * thread each, the first on the calling thread; an item whose thread does
- * not start is run on the calling thread after the others. */
+/* Threads kept for the rest of the process: starting a thread costs tens
+ * of microseconds, and a classification reads two files in two passes
+ * each, one thread a part.  A batch's items go to whichever thread asks
+ * next, the caller's among them. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake, done;
+    size_t workers;      /* threads started */
+    unsigned long batch; /* which batch is under way */
+    void *(*fn)(void *);
+    char *items;
+    size_t size, count;
+    size_t next; /* the next item to hand out */
+    size_t left; /* items not finished */
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER,
+          .wake = PTHREAD_COND_INITIALIZER,
+          .done = PTHREAD_COND_INITIALIZER};
+
+/* Runs the batch's items until none is left to hand out; the lock held on
+ * entry and on return. */
+static void run_items(void)
+{
+    while (pool.next < pool.count) {
+        char *item = pool.items + pool.next++ * pool.size;
+        pthread_mutex_unlock(&pool.lock);
+        pool.fn(item);
+        pthread_mutex_lock(&pool.lock);
+        if (--pool.left == 0)
+            pthread_cond_broadcast(&pool.done);
+    }
+}
+
+static void *pool_thread(void *arg)
+{
+    unsigned long seen = (unsigned long)(uintptr_t)arg;
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        while (pool.batch == seen)
+            pthread_cond_wait(&pool.wake, &pool.lock);
+        seen = pool.batch;
+        run_items();
+    }
+    return NULL;
+}
+
+/* Runs fn on each of the count items at items (each size bytes), on up to
+ * count threads, the calling thread one of them; with fewer threads where
+ * no more start. */
 static void on_threads(void *(*fn)(void *), void *items, size_t size, size_t count)
 {
-    pthread_t thread[PARTS_MOST];
-    int started[PARTS_MOST] = {0};
-    for (size_t i = 1; i < count; i++)
-        started[i] = pthread_create(&thread[i], NULL, fn, (char *)items + i * size) == 0;
-    fn(items);
-    for (size_t i = 1; i < count; i++) {
-        if (started[i])
-            pthread_join(thread[i], NULL);
-        else
-            fn((char *)items + i * size);
-    }
+    pthread_mutex_lock(&pool.lock);
+    while (pool.left) /* another caller's batch */
+        pthread_cond_wait(&pool.done, &pool.lock);
+    for (pthread_t t; pool.workers + 1 < count; pool.workers++)
+        if (pthread_create(&t, NULL, pool_thread, (void *)(uintptr_t)pool.batch) != 0 ||
+            pthread_detach(t) != 0)
+            break;
+    pool.fn = fn;
+    pool.items = items;
+    pool.size = size;
+    pool.count = count;
+    pool.next = 0;
+    pool.left = count;
+    pool.batch++;
+    pthread_cond_broadcast(&pool.wake);
+    run_items();
+    while (pool.left)
+        pthread_cond_wait(&pool.done, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
 }
 
 /* ---- Files ------------------------------------------------------------------- */

@@ -5,8 +5,9 @@
  *
  * A file is mapped (read whole where it is not a regular file), cut at line
  * ends into parts, one for each CPU the process may use, and each part is
- * parsed by a thread of its own: a test set of a few megabytes is most of
- * what a classification costs beside the run.  The rows come back in the
+ * parsed by a thread of its own, of threads kept for the process's later
+ * files and passes: a test set of a few megabytes is most of what a
+ * classification costs beside the run.  The rows come back in the
  * file's order, and a bad line is reported as the first bad line of the
  * file, whichever thread met it.
  */
