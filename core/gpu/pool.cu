@@ -63,12 +63,13 @@ void pinned_give(int device, void *p)
         cudaFreeHost(p);
 }
 
-/* Gives the pool's free blocks back to the device; returns how many. */
-size_t pool_release_free(gpu_run *r)
+/* Gives the pool's free blocks of more than larger_than bytes back to the
+ * device; returns how many. */
+size_t pool_release_free(gpu_run *r, uint64_t larger_than)
 {
     size_t kept = 0, released = 0;
     for (size_t i = 0; i < r->pool.count; i++) {
-        if (r->pool.blocks[i].used) {
+        if (r->pool.blocks[i].used || r->pool.blocks[i].size <= larger_than) {
             r->pool.blocks[kept++] = r->pool.blocks[i];
         } else {
             cudaFree(r->pool.blocks[i].p);
@@ -111,7 +112,7 @@ soren_status dev_alloc(gpu_run *r, void **p, uint64_t bytes, const char *what)
         r->pool.cap = cap;
     }
     cudaError_t rc = cudaMalloc(p, bytes);
-    if (rc != cudaSuccess && r->pool.pooled && pool_release_free(r) > 0) {
+    if (rc != cudaSuccess && r->pool.pooled && pool_release_free(r, 0) > 0) {
         /* the pool held what the device needs now */
         (void)cudaGetLastError();
         rc = cudaMalloc(p, bytes);

@@ -257,7 +257,7 @@ soren_status cuda_fail(gpu_run *r, cudaError_t rc, const char *call, const char 
             return cuda_fail(r, rc_, #call, __FILE__, __LINE__);                           \
     } while (0)
 
-size_t pool_release_free(gpu_run *r);
+size_t pool_release_free(gpu_run *r, uint64_t larger_than);
 soren_status dev_alloc(gpu_run *r, void **p, uint64_t bytes, const char *what);
 void dev_free(gpu_run *r, void *p);
 

@@ -41,7 +41,7 @@ static void gpu_run_destroy(gpu_run *r)
     if (r->in.copy_stream)
         (void)cudaStreamSynchronize(r->in.copy_stream);
     gpu_run_release_blocks(r);
-    pool_release_free(r);
+    pool_release_free(r, 0);
     free(r->pool.blocks);
     for (int i = 0; i < MARKS; i++)
         if (r->mark[i])
@@ -563,11 +563,18 @@ extern "C" void soren_gpu_session_forget(soren_gpu_session *s)
     s->forgotten = 1;
 }
 
+/* A renewed session keeps device blocks of at most this size, the ones
+ * every run takes (counters, resume points, parameters, small tables):
+ * the larger ones of the job before (inputs, large tables) go back to the
+ * device, which other jobs may need while this one runs. */
+enum { RENEWED_BLOCK_MOST = 16 << 20 };
+
 /* What a session keeps for the job it is renewed for: its stream, events,
- * pinned buffers and device blocks, all free.  A run's other state is the
- * first run's to set. */
+ * pinned buffers and small device blocks, all free.  A run's other state
+ * is the first run's to set. */
 static void keep_resources(gpu_run *to, gpu_run *from)
 {
+    pool_release_free(from, RENEWED_BLOCK_MOST);
     to->pool = from->pool;
     to->pool.temp = NULL;
     to->pool.temp_size = 0;
