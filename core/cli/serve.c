@@ -388,8 +388,12 @@ static void run_job(host *h, job *j)
 }
 
 /* Runs a library job as soren_job_run (or soren_job_iterate) would, from
- * what the request says (read_library_job checked its shape). */
-static void run_library_job(host *h, job *j)
+ * what the request says (read_library_job checked its shape).  The
+ * request (its parameters, mapped or copied) and the outcome come back in
+ * *request and *outcome, for the caller to destroy once the client has
+ * its reply, which need not wait for the unmapping and the frees. */
+static void run_library_job(host *h, job *j, soren_remote_request *request,
+                            soren_run_outcome *outcome)
 {
     const soren_plugin *p = soren_loaded_plugin(j->loaded);
     const soren_manifest *m = p->manifest;
@@ -434,11 +438,11 @@ static void run_library_job(host *h, job *j)
             text[size - 1] = '\0';
         j->explain = text;
     }
-    soren_run_outcome_destroy(&out);
     soren_progress_free(o.progress);
     if (quiet)
         fclose(quiet);
-    soren_remote_request_destroy(&r);
+    *request = r;
+    *outcome = out;
 }
 
 static void *worker_main(void *arg)
@@ -460,11 +464,15 @@ static void *worker_main(void *arg)
         h->running++;
         j->started = 1;
         pthread_mutex_unlock(&h->lock);
+        soren_remote_request request;
+        soren_run_outcome outcome;
+        memset(&request, 0, sizeof request);
+        memset(&outcome, 0, sizeof outcome);
         if (!own_folder)
             soren_error_set(&j->err, SOREN_EIO, "the host's workers cannot have working "
                             "folders of their own here; run with --local");
         else if (j->library)
-            run_library_job(h, j);
+            run_library_job(h, j, &request, &outcome);
         else
             run_job(h, j);
         pthread_mutex_lock(&h->lock);
@@ -472,6 +480,10 @@ static void *worker_main(void *arg)
         h->served++;
         j->done = 1;
         pthread_cond_signal(&j->finished);
+        pthread_mutex_unlock(&h->lock); /* the reply goes out while these are freed */
+        soren_run_outcome_destroy(&outcome);
+        soren_remote_request_destroy(&request);
+        pthread_mutex_lock(&h->lock);
     }
     pthread_mutex_unlock(&h->lock);
     return NULL;
