@@ -65,8 +65,6 @@ soren_status soren_remote_run(const char *socket, const soren_remote_job *job,
  * input, in order. */
 enum { SOREN_REMOTE_FD_CWD, SOREN_REMOTE_FD_RESULT, SOREN_REMOTE_FD_REST };
 
-/* A request as the host read it; it points into the message's fields and
- * descriptors, which stay the caller's and must outlive it. */
 /* A parameter's bytes as the host holds them: the program's sealed memory
  * file mapped, or a copy read from an unsealed one. */
 typedef struct soren_remote_bytes {
@@ -74,6 +72,8 @@ typedef struct soren_remote_bytes {
     size_t size;
 } soren_remote_bytes;
 
+/* A request as the host read it; it points into the message's fields and
+ * descriptors, which stay the caller's and must outlive it. */
 typedef struct soren_remote_request {
     const char *manifest_path;
     const char *token;
