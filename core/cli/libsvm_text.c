@@ -446,8 +446,7 @@ int sparse_rows_parse(const char *text, size_t size, const char *path, size_t fi
 typedef struct dense_part {
     const rows_part *p;
     float *out;
-    size_t width;  /* rows: floats a row; columns: the features written */
-    size_t stride; /* columns: floats a column (0: rows) */
+    size_t width; /* floats a row */
 } dense_part;
 
 static void *fill_dense(void *arg)
@@ -472,22 +471,53 @@ void sparse_rows_dense(const sparse_rows *r, float *out, size_t width)
     on_threads(fill_dense, parts, sizeof *parts, r->part_count);
 }
 
+/* Columns [k0, k1) of every row: a thread each, so that no two threads
+ * write to one page (a row's features lie a column, thousands of bytes,
+ * apart) and each writes a stretch of its own. */
+typedef struct column_range {
+    const sparse_rows *r;
+    float *out;
+    size_t k0, k1, stride;
+} column_range;
+
+/* The first of entries [lo, hi) of p whose index is at least index: where
+ * the row lists every feature before it, the entry index - 1 places on. */
+static size_t first_entry_from(const rows_part *p, size_t lo, size_t hi, uint32_t index)
+{
+    if (lo + index - 1 < hi && p->index[lo + index - 1] == index)
+        return lo + index - 1;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (p->index[mid] < index)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static void *fill_columns(void *arg)
 {
-    const dense_part *s = arg;
-    const rows_part *p = s->p;
-    for (size_t i = 0; i < p->n; i++)
-        for (size_t e = p->first[i]; e < p->first[i + 1]; e++)
-            if (p->index[e] <= s->width)
-                s->out[(p->index[e] - 1) * s->stride + p->row0 + i] = p->value[e];
+    const column_range *c = arg;
+    for (size_t q = 0; q < c->r->part_count; q++) {
+        const rows_part *p = &c->r->parts[q];
+        for (size_t i = 0; i < p->n; i++) {
+            const size_t hi = p->first[i + 1];
+            for (size_t e = first_entry_from(p, p->first[i], hi, (uint32_t)c->k0 + 1);
+                 e < hi && p->index[e] <= c->k1; e++)
+                c->out[(p->index[e] - 1) * c->stride + p->row0 + i] = p->value[e];
+        }
+    }
     return NULL;
 }
 
 void sparse_rows_columns(const sparse_rows *r, float *out, size_t features, size_t stride)
 {
-    dense_part parts[PARTS_MOST];
-    for (size_t i = 0; i < r->part_count; i++)
-        parts[i] = (dense_part){.p = &r->parts[i], .out = out, .width = features,
-                                .stride = stride};
-    on_threads(fill_columns, parts, sizeof *parts, r->part_count);
+    column_range ranges[PARTS_MOST];
+    size_t count = r->part_count < features ? r->part_count : features;
+    for (size_t i = 0; i < count; i++)
+        ranges[i] = (column_range){.r = r, .out = out, .k0 = features * i / count,
+                                   .k1 = features * (i + 1) / count, .stride = stride};
+    if (count)
+        on_threads(fill_columns, ranges, sizeof *ranges, count);
 }
