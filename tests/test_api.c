@@ -110,6 +110,62 @@ Test(api, open_by_name_and_by_path)
     soren_job_free(NULL);
 }
 
+/* Whether the process has the file whose path ends in tail mapped. */
+static int mapped(const char *tail)
+{
+    char *maps = tu_read("/proc/self/maps", NULL);
+    cr_assert_not_null(maps);
+    int found = 0;
+    for (char *line = strtok(maps, "\n"); line && !found; line = strtok(NULL, "\n")) {
+        size_t n = strlen(line), t = strlen(tail);
+        found = n >= t && strcmp(line + n - t, tail) == 0;
+    }
+    free(maps);
+    return found;
+}
+
+static soren_plugin *mismatched;
+static soren_status new_here_mismatched(soren_error *err)
+{
+    soren_job *job = NULL;
+    soren_status st = soren_job_new(mismatched, NULL, &job, err);
+    cr_expect_null(job, "a failed soren_job_new leaves *out NULL");
+    return st;
+}
+
+/* soren_open reads the manifest alone; the first job in the process loads
+ * the library and checks it against the manifest, and a job for a
+ * resident host leaves the library unloaded, whatever it holds. */
+Test(api, the_library_is_loaded_by_a_job_in_the_process)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stage/plugins/grep.json", tu_builddir());
+    soren_plugin *p = open_plugin(path);
+    soren_job_options o;
+    soren_job_options_init(&o);
+    o.host = "/nonexistent/soren-host.sock";
+    soren_job *in_host = new_job(p, &o);
+    cr_expect_not(mapped("/grep.so"), "soren_open and a job for a host loaded grep.so");
+    soren_job *here = new_job(p, NULL);
+    cr_expect(mapped("/grep.so"), "a job in the process did not load grep.so");
+    soren_job_free(here);
+    soren_job_free(in_host);
+    soren_close(p);
+
+    /* a library built for another key type than its manifest says */
+    cr_assert_eq(tu_runf(NULL, NULL, "cp '%s/tests/plugins/.libs/mismatch.so' "
+                         "'%s/tests/plugins/mismatch.json' '%s/'", tu_builddir(), tu_srcdir(),
+                         dir), 0);
+    snprintf(path, sizeof path, "%s/mismatch.json", dir);
+    mismatched = open_plugin(path);
+    EXPECT_FAIL(new_here_mismatched, SOREN_EPLUGIN, "key type: the library was built for u32");
+    in_host = new_job(mismatched, &o);
+    cr_expect_not(mapped("/mismatch.so"), "a failed load or a job for a host left mismatch.so "
+                  "loaded");
+    soren_job_free(in_host);
+    soren_close(mismatched);
+}
+
 static soren_plugin *wc;
 static soren_status new_with_engine(soren_error *err)
 {

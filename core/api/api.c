@@ -6,6 +6,7 @@
  */
 #include <soren/host.h>
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +71,7 @@ soren_status soren_open(const char *name_or_path, soren_plugin **out, soren_erro
     char *path = NULL;
     rc = soren_plugin_resolve(&sp, name_or_path, &path, err);
     if (rc == SOREN_OK)
-        rc = soren_plugin_open(path, SOREN_TRUST_CHECK, out, err);
+        rc = soren_plugin_open_unloaded(path, SOREN_TRUST_CHECK, out, err);
     free(path);
     soren_search_path_destroy(&sp);
     return rc;
@@ -107,6 +108,18 @@ static soren_status check_options(const soren_job_options *o, soren_error *err)
     return SOREN_OK;
 }
 
+/* Loads p's library where no job of it has run in this process yet: a
+ * program whose jobs all run in a resident host never loads it (nor the
+ * CUDA code and C++ runtime it brings), the host does. */
+static soren_status plugin_loaded(soren_plugin *p, soren_error *err)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    soren_status rc = p->table ? SOREN_OK : soren_plugin_load(p, SOREN_TRUST_CHECK, NULL, err);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
 soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_job **out,
                            soren_error *err)
 {
@@ -119,6 +132,8 @@ soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_jo
     if (!o)
         o = &defaults;
     soren_status rc = check_options(o, err);
+    if (rc == SOREN_OK && !o->host)
+        rc = plugin_loaded(p, err);
     if (rc != SOREN_OK)
         return rc;
     soren_job *job = calloc(1, sizeof *job);
@@ -371,7 +386,7 @@ static soren_status run_in_host(soren_job *job, uint64_t iterate, soren_error *e
     }
     size_t stages = soren_manifest_stages(m);
     soren_stage_spec last;
-    soren_stage_spec_init_at(&last, m, &job->plugin->table->stages[stages - 1], stages - 1);
+    soren_stage_spec_init_at(&last, m, NULL, stages - 1); /* the result's types alone */
     soren_result_init(&job->outcome.result, &last);
     /* The job's token: this process and this job, which no later job of the
      * process reuses (a serial number, not the address, which can be). */

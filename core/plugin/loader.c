@@ -551,8 +551,8 @@ soren_status soren_plugin_open(const char *manifest_path, soren_trust trust, sor
     return soren_plugin_open_copy(manifest_path, trust, NULL, out, err);
 }
 
-soren_status soren_plugin_open_copy(const char *manifest_path, soren_trust trust,
-                                    const char *copy_dir, soren_plugin **out, soren_error *err)
+soren_status soren_plugin_open_unloaded(const char *manifest_path, soren_trust trust,
+                                        soren_plugin **out, soren_error *err)
 {
     *out = NULL;
     soren_plugin *p = calloc(1, sizeof *p);
@@ -561,8 +561,30 @@ soren_status soren_plugin_open_copy(const char *manifest_path, soren_trust trust
     soren_status rc = soren_plugin_manifest_load(manifest_path, trust, &p->manifest, err);
     if (rc == SOREN_OK)
         rc = resolve_library(p->manifest, &p->library_path, err);
-    if (rc == SOREN_OK)
-        rc = load_library(p, trust, copy_dir, err);
+    if (rc != SOREN_OK) {
+        soren_plugin_close(p);
+        return rc;
+    }
+    *out = p;
+    return SOREN_OK;
+}
+
+/* What loading put in p taken back: p is unloaded again. */
+static void unload(soren_plugin *p)
+{
+    if (p->handle)
+        dlclose(p->handle);
+    if (p->entered)
+        loaded_leave(p->file_dev, p->file_ino);
+    p->handle = NULL;
+    p->entered = 0;
+    p->table = NULL;
+}
+
+soren_status soren_plugin_load(soren_plugin *p, soren_trust trust, const char *copy_dir,
+                               soren_error *err)
+{
+    soren_status rc = load_library(p, trust, copy_dir, err);
     if (rc == SOREN_OK) {
         dlerror();
         p->table = dlsym(p->handle, SOREN_PLUGIN_SYMBOL);
@@ -580,22 +602,27 @@ soren_status soren_plugin_open_copy(const char *manifest_path, soren_trust trust
         rc = check_table(p, err);
     if (rc == SOREN_OK)
         rc = keep_device_code(p, err);
-    if (rc != SOREN_OK) {
-        soren_plugin_close(p);
-        return rc;
+    if (rc != SOREN_OK)
+        unload(p);
+    return rc;
+}
+
+soren_status soren_plugin_open_copy(const char *manifest_path, soren_trust trust,
+                                    const char *copy_dir, soren_plugin **out, soren_error *err)
+{
+    soren_status rc = soren_plugin_open_unloaded(manifest_path, trust, out, err);
+    if (rc == SOREN_OK && (rc = soren_plugin_load(*out, trust, copy_dir, err)) != SOREN_OK) {
+        soren_plugin_close(*out);
+        *out = NULL;
     }
-    *out = p;
-    return SOREN_OK;
+    return rc;
 }
 
 void soren_plugin_close(soren_plugin *p)
 {
     if (!p)
         return;
-    if (p->handle)
-        dlclose(p->handle);
-    if (p->entered)
-        loaded_leave(p->file_dev, p->file_ino);
+    unload(p);
     free(p->library_path);
     soren_manifest_free(p->manifest);
     free(p);

@@ -54,10 +54,12 @@ typedef struct soren_plugin soren_plugin;
 
 /* Opens a plugin by name (searched for as NAME.json in $SOREN_PLUGIN_PATH,
  * $XDG_DATA_HOME/soren/plugins and the installed plugin folder, as
- * soren-host does) or by path (NAME.json, or NAME.so beside it), and checks
- * it as `soren-host check` does: the manifest, the library's ABI and
- * agreement with the manifest, and that nobody but its owner can write to
- * it. */
+ * soren-host does) or by path (NAME.json, or NAME.so beside it): reads and
+ * checks its manifest, and that nobody but its owner can write to it.  Its
+ * library is loaded and checked as `soren-host check` does (its ABI, its
+ * agreement with the manifest) by the first soren_job_new that runs a job
+ * in this process; jobs in a resident host leave that to the host, and the
+ * process never loads the library, its device code or what it links. */
 soren_status soren_open(const char *name_or_path, soren_plugin **out, soren_error *err);
 /* Closes the plugin; its jobs must be freed first.  NULL is fine.  A plugin
  * with device code stays mapped until the process ends (the CUDA runtime
@@ -108,7 +110,9 @@ void soren_job_options_init(soren_job_options *o);
 int soren_host_answers(const char *socket, soren_error *err);
 
 /* A job of plugin p (which must outlive it), with options o (NULL: the
- * defaults).  Its parameters start at their manifest defaults. */
+ * defaults).  Its parameters start at their manifest defaults.  A job in
+ * this process (o->host NULL) fails with SOREN_EPLUGIN where p's library
+ * does not load or disagrees with its manifest. */
 soren_status soren_job_new(soren_plugin *p, const soren_job_options *o, soren_job **out,
                            soren_error *err);
 /* Frees the job and everything it holds.  NULL is fine. */
