@@ -51,6 +51,12 @@ soren_status soren_plugin_manifest_load(const char *path, soren_trust trust,
 
 soren_status soren_plugin_open(const char *manifest_path, soren_trust trust, soren_plugin **out,
                                soren_error *err);
+/* The same, loading a private copy of the library made in copy_dir (a
+ * folder only this user can write) rather than the library itself, so that
+ * a library rebuilt at the same path loads as the new code while the old
+ * one is still loaded (the resident host).  copy_dir NULL: the library. */
+soren_status soren_plugin_open_copy(const char *manifest_path, soren_trust trust,
+                                    const char *copy_dir, soren_plugin **out, soren_error *err);
 /* Steps 1 and 2 alone: a plugin whose library is not loaded (table NULL),
  * for a program whose jobs may run in the resident host, which loads it. */
 soren_status soren_plugin_open_unloaded(const char *manifest_path, soren_trust trust,
@@ -59,12 +65,6 @@ soren_status soren_plugin_open_unloaded(const char *manifest_path, soren_trust t
  * soren_plugin_open_copy); where one fails, p stays unloaded. */
 soren_status soren_plugin_load(soren_plugin *p, soren_trust trust, const char *copy_dir,
                                soren_error *err);
-/* The same, loading a private copy of the library made in copy_dir (a
- * folder only this user can write) rather than the library itself, so that
- * a library rebuilt at the same path loads as the new code while the old
- * one is still loaded (the resident host).  copy_dir NULL: the library. */
-soren_status soren_plugin_open_copy(const char *manifest_path, soren_trust trust,
-                                    const char *copy_dir, soren_plugin **out, soren_error *err);
 /* Closes the library and frees p (NULL is fine). */
 void soren_plugin_close(soren_plugin *p);
 
