@@ -407,3 +407,32 @@ Test(mpi, devices_is_refused_under_mpirun)
                           "--devices") != NULL, "%s", err);
     free(err);
 }
+
+/* Only mpirun's ranks load Open MPI, through soren-mpi.so: soren-host
+ * itself links none of it, so a plain command or one a resident host
+ * serves starts without MPI's libraries. */
+Test(mpi, soren_host_links_no_mpi)
+{
+    need_mpi();
+    char *out = NULL;
+    cr_assert_eq(tu_runf(&out, NULL, "ldd '%s'", tu_host()), 0);
+    cr_expect(strstr(out, "libmpi") == NULL, "soren-host links MPI:\n%s", out);
+    free(out);
+}
+
+Test(mpi, a_missing_module_is_named)
+{
+    need_mpi();
+    char *err = NULL;
+    int rc = tu_runf(NULL, &err,
+                     "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                     "SOREN_MPI_MODULE='%s/none/soren-mpi.so' timeout -s KILL 120 '%s' "
+                     "--oversubscribe -x SOREN_MPI_MODULE -x ASAN_OPTIONS=detect_leaks=0 -np 2 "
+                     "'%s' run --device cpu wordcount /dev/null",
+                     dir, dir, mpirun(), tu_host());
+    cr_expect_neq(rc, 0);
+    cr_expect(strstr(err, "mpirun started soren-host, but its MPI module did not load") &&
+                  strstr(err, "/none/soren-mpi.so") && strstr(err, "SOREN_MPI_MODULE"),
+              "%s", err);
+    free(err);
+}

@@ -11,10 +11,8 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "config.h"
-#ifdef HAVE_MPI
 #include "cli/mpi.h"
-#endif
+#include "config.h"
 #include "engine/job.h"
 #include "io/signals.h"
 #include "nearest.h"
@@ -205,17 +203,21 @@ static int want_progress(const cli *c)
 
 /* The ranks of a distributed run, when mpirun started two or more of us
  * (one rank runs as a plain run does); *comm stays NULL otherwise.
- * *started says whether MPI is to be finalised. */
-static soren_status start_ranks(soren_comm *storage, const soren_comm **comm, int *started,
-                                soren_error *err)
+ * *mpi is the module whose MPI is to be finalised, NULL where none started. */
+static soren_status start_ranks(soren_comm *storage, const soren_comm **comm,
+                                const soren_mpi_module **mpi, soren_error *err)
 {
     *comm = NULL;
-    *started = 0;
+    *mpi = NULL;
 #ifdef HAVE_MPI
     if (soren__mpi_launched() == 0)
         return SOREN_OK;
-    soren_status rc = soren__mpi_start(storage, err);
-    *started = 1;
+    const soren_mpi_module *m;
+    soren_status rc = soren__mpi_module_load(&m, err);
+    if (rc != SOREN_OK)
+        return rc;
+    rc = m->start(storage, err);
+    *mpi = m;
     if (rc == SOREN_OK && storage->size > 1)
         *comm = storage;
     return rc;
@@ -233,14 +235,10 @@ static soren_status start_ranks(soren_comm *storage, const soren_comm **comm, in
 }
 
 /* MPI ends where it started. */
-static void end_ranks(int started)
+static void end_ranks(const soren_mpi_module *mpi)
 {
-#ifdef HAVE_MPI
-    if (started)
-        soren__mpi_end();
-#else
-    (void)started;
-#endif
+    if (mpi)
+        mpi->end();
 }
 
 static int cmd_run(cli *c, const soren_search_path *sp, int argc, char **argv)
@@ -255,9 +253,9 @@ static int cmd_run(cli *c, const soren_search_path *sp, int argc, char **argv)
     soren_error_clear(&err);
     soren_comm storage;
     const soren_comm *comm = NULL;
-    int started = 0;
-    if (start_ranks(&storage, &comm, &started, &err) != SOREN_OK) {
-        end_ranks(started);
+    const soren_mpi_module *mpi = NULL;
+    if (start_ranks(&storage, &comm, &mpi, &err) != SOREN_OK) {
+        end_ranks(mpi);
         return report(&err);
     }
     /* Only rank 0 speaks: the others fail with it, silently. */
@@ -288,7 +286,7 @@ static int cmd_run(cli *c, const soren_search_path *sp, int argc, char **argv)
     int rc = err.code == SOREN_OK ? 0
              : speaks            ? report(&err)
                                  : soren_status_exit_code(err.code);
-    end_ranks(started);
+    end_ranks(mpi);
     return rc;
 }
 

@@ -1,4 +1,5 @@
-/* mpi.c - the collectives of a distributed run over Open MPI (mpi.h). */
+/* mpi.c - soren-mpi.so: the collectives of a distributed run over Open MPI
+ * (mpi.h). */
 #include "mpi.h"
 
 #include <limits.h>
@@ -179,13 +180,7 @@ static const soren_comm_ops mpi_ops = {
     .bcast = bcast,
 };
 
-int soren__mpi_launched(void)
-{
-    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
-    return size ? atoi(size) : 0;
-}
-
-soren_status soren__mpi_start(soren_comm *c, soren_error *err)
+static soren_status start(soren_comm *c, soren_error *err)
 {
     int rc = MPI_Init(NULL, NULL);
     if (rc != MPI_SUCCESS)
@@ -204,7 +199,11 @@ soren_status soren__mpi_start(soren_comm *c, soren_error *err)
     return rc == MPI_SUCCESS ? SOREN_OK : failed(err, "MPI_Comm_split_type", rc);
 }
 
-void soren__mpi_end(void)
+static void end(void)
 {
     MPI_Finalize();
 }
+
+/* The module's one export (SOREN_MPI_MODULE_SYMBOL). */
+extern const soren_mpi_module soren__mpi_module;
+const soren_mpi_module soren__mpi_module = {.start = start, .end = end};
