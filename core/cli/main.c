@@ -209,9 +209,10 @@ static soren_status start_ranks(soren_comm *storage, const soren_comm **comm,
 {
     *comm = NULL;
     *mpi = NULL;
-#ifdef HAVE_MPI
-    if (soren__mpi_launched() == 0)
+    const int ranks = soren__mpi_launched();
+    if (ranks == 0)
         return SOREN_OK;
+#ifdef HAVE_MPI
     const soren_mpi_module *m;
     soren_status rc = soren__mpi_module_load(&m, err);
     if (rc != SOREN_OK)
@@ -223,13 +224,12 @@ static soren_status start_ranks(soren_comm *storage, const soren_comm **comm,
     return rc;
 #else
     (void)storage;
-    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
-    if (size && atoi(size) > 1)
-        return soren_error_set(err, SOREN_EUSAGE, "mpirun started %s copies of soren-host, which "
+    if (ranks > 1)
+        return soren_error_set(err, SOREN_EUSAGE, "mpirun started %d copies of soren-host, which "
                                "was built without MPI, so each would run the whole job: "
                                "rebuild it with MPI ('sudo apt-get install libopenmpi-dev "
                                "openmpi-bin', then ./configure --with-mpi) or run it without "
-                               "mpirun", size);
+                               "mpirun", ranks);
     return SOREN_OK;
 #endif
 }

@@ -16,6 +16,8 @@
 
 #include "engine/dist.h"
 
+#include <stdlib.h>
+
 /* What soren-mpi.so exports, as the symbol SOREN_MPI_MODULE_SYMBOL. */
 typedef struct soren_mpi_module {
     /* Initialises MPI and fills *c with this rank, the ranks, its local
@@ -27,8 +29,14 @@ typedef struct soren_mpi_module {
 
 #define SOREN_MPI_MODULE_SYMBOL "soren__mpi_module"
 
-/* The number of ranks mpirun started (OMPI_COMM_WORLD_SIZE), 0 outside it. */
-int soren__mpi_launched(void);
+/* The number of ranks mpirun started (OMPI_COMM_WORLD_SIZE), 0 outside it:
+ * read by every soren-host, with MPI or without (which refuses to be
+ * several ranks). */
+static inline int soren__mpi_launched(void)
+{
+    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+    return size ? atoi(size) : 0;
+}
 
 /* Loads soren-mpi.so: from $SOREN_MPI_MODULE where set, else from where it
  * was installed (SOREN_MPI_MODULE_PATH); the module stays loaded until the

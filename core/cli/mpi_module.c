@@ -4,12 +4,6 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
-int soren__mpi_launched(void)
-{
-    const char *size = getenv("OMPI_COMM_WORLD_SIZE");
-    return size ? atoi(size) : 0;
-}
-
 soren_status soren__mpi_module_load(const soren_mpi_module **m, soren_error *err)
 {
     const char *env = getenv("SOREN_MPI_MODULE");
