@@ -63,16 +63,19 @@ static void gen(const char *name, const char *args)
 
 /* Runs `soren-host run ARGS` on the CPU engine in dir: as mpirun's ranks
  * (oversubscribed, one thread each, as root where CI is root), or plainly
- * when ranks is 0; under a time limit, so a hang fails the test.  Returns
- * the exit status; *err gets standard error (may be NULL). */
-static int run(int ranks, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(int ranks, char **err, const char *fmt, ...)
+ * when ranks is 0; under a time limit, so a hang fails the test.  env, where
+ * not NULL, is NAME=VALUE (VALUE quoted for the shell as needed), set for
+ * the run and handed to every rank.  Returns the exit status; *err gets
+ * standard error (may be NULL). */
+static int run_args(const char *env, int ranks, char **err, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+static int run_args(const char *env, int ranks, char **err, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     char *args = NULL;
     cr_assert(vasprintf(&args, fmt, ap) > 0);
-    va_end(ap);
+    char forward[128] = "";
+    if (env)
+        snprintf(forward, sizeof forward, "-x %.*s", (int)strcspn(env, "="), env);
     /* Under --enable-sanitizers, the ranks check everything but leaks: Open
      * MPI's components, unloaded by MPI_Finalize, leave allocations that
      * LeakSanitizer can only call "(unknown module)", so no suppression by
@@ -80,12 +83,34 @@ static int run(int ranks, char **err, const char *fmt, ...)
     char launcher[512] = "";
     if (ranks)
         snprintf(launcher, sizeof launcher,
-                 "'%s' --oversubscribe -x ASAN_OPTIONS=detect_leaks=0 -np %d", mpirun(), ranks);
+                 "'%s' --oversubscribe %s -x ASAN_OPTIONS=detect_leaks=0 -np %d", mpirun(),
+                 forward, ranks);
     int rc = tu_runf(NULL, err,
-                     "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+                     "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 %s "
                      "timeout -s KILL 120 %s '%s' run --device cpu %s %s",
-                     dir, launcher, tu_host(), ranks ? "-t 1" : "", args);
+                     dir, env ? env : "", launcher, tu_host(), ranks ? "-t 1" : "", args);
     free(args);
+    return rc;
+}
+
+static int run_env(const char *env, int ranks, char **err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int run_env(const char *env, int ranks, char **err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = run_args(env, ranks, err, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int run(int ranks, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int run(int ranks, char **err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = run_args(NULL, ranks, err, fmt, ap);
+    va_end(ap);
     return rc;
 }
 
@@ -227,12 +252,7 @@ Test(mpi, many_rounds_as_one_process)
     cr_assert_eq(run(0, &err, "pageviewcount log -o plain.out"), 0, "%s", err);
     free(err);
     err = NULL;
-    int rc = tu_runf(NULL, &err,
-                     "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                     "SOREN_MPI_CHUNK=333 timeout -s KILL 120 '%s' --oversubscribe -np 3 "
-                     "-x SOREN_MPI_CHUNK -x ASAN_OPTIONS=detect_leaks=0 '%s' run --device cpu "
-                     "-t 1 pageviewcount log -o ranks.out",
-                     dir, mpirun(), tu_host());
+    int rc = run_env("SOREN_MPI_CHUNK=333", 3, &err, "pageviewcount log -o ranks.out");
     cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
     free(err);
     same_file("plain.out", "ranks.out", "pageviewcount with SOREN_MPI_CHUNK=333");
@@ -423,13 +443,9 @@ Test(mpi, soren_host_links_no_mpi)
 Test(mpi, a_missing_module_is_named)
 {
     need_mpi();
-    char *err = NULL;
-    int rc = tu_runf(NULL, &err,
-                     "cd '%s' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-                     "SOREN_MPI_MODULE='%s/none/soren-mpi.so' timeout -s KILL 120 '%s' "
-                     "--oversubscribe -x SOREN_MPI_MODULE -x ASAN_OPTIONS=detect_leaks=0 -np 2 "
-                     "'%s' run --device cpu wordcount /dev/null",
-                     dir, dir, mpirun(), tu_host());
+    char env[4200], *err = NULL;
+    snprintf(env, sizeof env, "SOREN_MPI_MODULE='%s/none/soren-mpi.so'", dir);
+    int rc = run_env(env, 2, &err, "wordcount /dev/null");
     cr_expect_neq(rc, 0);
     cr_expect(strstr(err, "mpirun started soren-host, but its MPI module did not load") &&
                   strstr(err, "/none/soren-mpi.so") && strstr(err, "SOREN_MPI_MODULE"),
