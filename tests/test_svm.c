@@ -183,10 +183,10 @@ Test(svm, every_gpu_variant_equals_the_cpu_engine)
 }
 
 /* Kernel rows kept between steps change no bit of the model: none kept
- * (-m 0), room for 43 of 1,500 rows (-m 1: rows that share a slot take it
- * from each other, and a task's entry holds another row's value, so a
- * check of the wrong row gives another model), and room for all; on the
- * CPU engine, and on a GPU where there is one. */
+ * (-m 0), room for 43 of 1,500 rows (-m 1: five sets of eight or nine
+ * slots, whose rows take slots from each other, so a task's entry holds
+ * another row's value and a check of the wrong row gives another model),
+ * and room for all; on the CPU engine, and on a GPU where there is one. */
 Test(svm, kept_kernel_rows_give_the_same_model)
 {
     char train[4096], cmd[16384];

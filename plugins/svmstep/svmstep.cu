@@ -133,15 +133,24 @@ SOREN_FN double svm_kernel(const float *x, uint64_t d, uint64_t a, uint64_t b, d
     return soren_exp(soren_mul(-gamma, distance));
 }
 
-/* Kernel rows kept between steps (the scratch parameter rows): LibSVM's
- * cache, direct-mapped.  Row a sits in slot a mod slots, where task i keeps
- * K(x_a, x_i) with a's number beside it (plus one: zeroed memory holds no
- * row).  A task reads and writes only its own entry of a slot, and checks
- * the number, so an entry another row took since, or one never written on
- * this device, is computed again: the value is K's bits either way. */
+/* Kernel rows kept between steps (the scratch parameter rows), in sets of
+ * about SVM_WAYS slots: row a may sit in any slot of set a mod sets.  Task i
+ * keeps, in its own entry of a slot, K(x_a, x_i) with a tag: a's number plus
+ * one (0: empty, as the zeroed memory starts) and the entry's last use,
+ * counted in the set.  A row asked for again becomes the set's most recent;
+ * a row not kept takes an empty slot, else the least recent one, and enters
+ * as the least recent itself, so that it stays only if it is asked for
+ * again before the set's next miss (LRU insertion: SMO visits many points
+ * once, which would otherwise push out the rows it comes back to).  A task
+ * reads and writes only its own entries and checks the number, so an entry
+ * another row took since, or one never written on this device, is computed
+ * again: the value is K's bits either way.  Every task asks for the same
+ * rows in the same order, so all keep the same rows. */
+#define SVM_WAYS 8
+
 typedef struct __align__(16) svm_cached {
     double k;
-    uint64_t row; /* a + 1; 0: empty */
+    uint64_t tag; /* last use << 32 | a + 1 */
 } svm_cached;
 
 SOREN_FN double svm_row(const soren_params *p, const float *x, uint64_t n, uint64_t d,
@@ -151,14 +160,42 @@ SOREN_FN double svm_row(const soren_params *p, const float *x, uint64_t n, uint6
     const uint64_t slots = soren_param_size(p, SVM_ROWS) / (sizeof *rows * n);
     if (slots == 0 || ((uintptr_t)rows & (sizeof *rows - 1)) != 0)
         return svm_kernel(x, d, a, i, gamma);
-    svm_cached *entry = rows + (a % slots) * n + i;
-    svm_cached seen = *entry;
-    if (seen.row == a + 1)
-        return seen.k;
-    seen.k = svm_kernel(x, d, a, i, gamma);
-    seen.row = a + 1;
-    *entry = seen;
-    return seen.k;
+    /* sets of SVM_WAYS slots or a few more: the first slots % sets sets
+     * take one each of the slots the division leaves */
+    const uint64_t sets = slots > SVM_WAYS ? slots / SVM_WAYS : 1;
+    const uint64_t set = a % sets, ways = slots / sets + (set < slots % sets);
+    const uint64_t first = set * (slots / sets) + (set < slots % sets ? set : slots % sets);
+    svm_cached *entry = rows + first * n + i;
+    uint64_t found = ways, victim = 0, victim_rank = ~0ull;
+    uint32_t last = 0, found_use = 0;
+    double k = 0;
+    for (uint64_t w = 0; w < ways; w++) {
+        const svm_cached e = entry[w * n];
+        const uint32_t use = (uint32_t)(e.tag >> 32), row = (uint32_t)e.tag;
+        if (row == a + 1) {
+            found = w;
+            found_use = use;
+            k = e.k;
+        }
+        if (use > last)
+            last = use;
+        const uint64_t rank = (uint64_t)use << 1 | (row != 0); /* empty slots first */
+        if (rank < victim_rank) {
+            victim_rank = rank;
+            victim = w;
+        }
+    }
+    if (found < ways) {
+        /* a set stops counting at 2^32 - 1 uses: what it gives up is then
+         * not the least recent, and what it keeps still K's bits */
+        if (found_use == 0 || found_use != last)
+            entry[found * n].tag = (uint64_t)(last == 0xffffffffu ? last : last + 1) << 32 |
+                                   (a + 1);
+        return k;
+    }
+    const svm_cached kept = {svm_kernel(x, d, a, i, gamma), a + 1};
+    entry[victim * n] = kept;
+    return kept.k;
 }
 
 /* f's bits, ordered as f is (IEEE total order): negative numbers reversed. */
