@@ -134,18 +134,19 @@ SOREN_FN double svm_kernel(const float *x, uint64_t d, uint64_t a, uint64_t b, d
 }
 
 /* Kernel rows kept between steps (the scratch parameter rows), in sets of
- * about SVM_WAYS slots: row a may sit in any slot of set a mod sets.  Task i
- * keeps, in its own entry of a slot, K(x_a, x_i) with a tag: a's number plus
- * one (0: empty, as the zeroed memory starts) and the entry's last use,
- * counted in the set.  A row asked for again becomes the set's most recent;
- * a row not kept takes an empty slot, else the least recent one, and enters
- * as the least recent itself, so that it stays only if it is asked for
- * again before the set's next miss (LRU insertion: SMO visits many points
- * once, which would otherwise push out the rows it comes back to).  A task
- * reads and writes only its own entries and checks the number, so an entry
- * another row took since, or one never written on this device, is computed
- * again: the value is K's bits either way.  Every task asks for the same
- * rows in the same order, so all keep the same rows. */
+ * about SVM_WAYS slots (of one slot where every row has one): row a may sit
+ * in any slot of set a mod sets.  Task i keeps, in its own entry of a slot,
+ * K(x_a, x_i) with a tag: a's number plus one (0: empty, as the zeroed
+ * memory starts) and the entry's last use, counted in the set.  A row asked
+ * for again becomes the set's most recent; a row not kept takes an empty
+ * slot, else the least recent one, and enters as the least recent itself,
+ * so that it stays only if it is asked for again before the set's next miss
+ * (LRU insertion: SMO visits many points once, which would otherwise push
+ * out the rows it comes back to).  A task reads and writes only its own
+ * entries and checks the number, so an entry another row took since, or one
+ * never written on this device, is computed again: the value is K's bits
+ * either way.  Every task asks for the same rows in the same order, so all
+ * keep the same rows. */
 #define SVM_WAYS 8
 
 typedef struct __align__(16) svm_cached {
@@ -160,9 +161,10 @@ SOREN_FN double svm_row(const soren_params *p, const float *x, uint64_t n, uint6
     const uint64_t slots = soren_param_size(p, SVM_ROWS) / (sizeof *rows * n);
     if (slots == 0 || ((uintptr_t)rows & (sizeof *rows - 1)) != 0)
         return svm_kernel(x, d, a, i, gamma);
-    /* sets of SVM_WAYS slots or a few more: the first slots % sets sets
-     * take one each of the slots the division leaves */
-    const uint64_t sets = slots > SVM_WAYS ? slots / SVM_WAYS : 1;
+    /* where every row has a slot, row a keeps slot a (one load a lookup);
+     * else sets of SVM_WAYS slots or a few more, the first slots % sets
+     * sets taking one each of the slots the division leaves */
+    const uint64_t sets = slots >= n ? slots : slots > SVM_WAYS ? slots / SVM_WAYS : 1;
     const uint64_t set = a % sets, ways = slots / sets + (set < slots % sets);
     const uint64_t first = set * (slots / sets) + (set < slots % sets ? set : slots % sets);
     svm_cached *entry = rows + first * n + i;
