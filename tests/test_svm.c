@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../plugins/svmstep/rows.h"
 #include "testutil.h"
 
 static char *dir;
@@ -249,6 +250,81 @@ Test(svm, in_a_resident_host_as_in_the_process)
     char *ps = run("soren-host ps", cmd);
     cr_expect(strstr(ps, "svmstep") && strstr(ps, "svmclassify"), "ps: %s", ps);
     free(ps);
+}
+
+/* Asks svmstep's kept rows for row a on behalf of task 0, as svm_row
+ * does, keeping 1000 + a where it is not found: whether it was found. */
+static int ask(svm_cached *rows, uint64_t slots, uint64_t n, uint64_t a)
+{
+    svm_lookup l = svm_rows_find(rows, slots, n, a, 0);
+    if (l.found) {
+        cr_expect_eq(l.k, 1000.0 + (double)a, "row %llu found with %g",
+                     (unsigned long long)a, l.k);
+        return 1;
+    }
+    cr_assert(l.entry >= rows && l.entry < rows + slots * n, "row %llu: an entry outside the rows",
+              (unsigned long long)a);
+    svm_rows_keep(&l, a, 1000.0 + (double)a);
+    return 0;
+}
+
+static svm_cached *new_rows(uint64_t slots, uint64_t n)
+{
+    svm_cached *rows = aligned_alloc(16, slots * n * sizeof *rows);
+    cr_assert(rows);
+    memset(rows, 0, slots * n * sizeof *rows);
+    return rows;
+}
+
+/* A row not kept takes an empty slot, else one of a row not asked for
+ * again since it came in, else the least recently used; so a new row stays
+ * only if asked for again before its set's next miss, and the rows asked
+ * for again stay. */
+Test(svm, kept_rows_give_up_new_rows_first_then_the_least_recent)
+{
+    svm_cached *rows = new_rows(8, 64); /* one set of eight slots for 64 points */
+    for (uint64_t a = 0; a < 8; a++)
+        cr_expect(!ask(rows, 8, 64, a), "row %llu found in empty slots", (unsigned long long)a);
+    cr_expect(ask(rows, 8, 64, 0), "row 0 not kept");
+    cr_expect(!ask(rows, 8, 64, 8), "row 8 found before it was kept");
+    cr_expect(!ask(rows, 8, 64, 9), "row 9 found before it was kept");
+    cr_expect(!ask(rows, 8, 64, 8), "row 8 kept over row 9, which came after it");
+    for (uint64_t a = 0; a < 8; a++)
+        if (a != 1)
+            cr_expect(ask(rows, 8, 64, a), "row %llu given up for a row asked for once",
+                      (unsigned long long)a);
+    cr_expect(!ask(rows, 8, 64, 1), "row 1, the first never asked for again, kept");
+    cr_expect(ask(rows, 8, 64, 1), "row 1 not kept");
+    /* every row has now been asked for again: row 0 was used longest ago */
+    cr_expect(!ask(rows, 8, 64, 10), "row 10 found before it was kept");
+    cr_expect(!ask(rows, 8, 64, 0), "row 0, the least recently used, kept");
+    for (uint64_t a = 1; a < 8; a++)
+        cr_expect(ask(rows, 8, 64, a), "row %llu given up before the least recent",
+                  (unsigned long long)a);
+    free(rows);
+}
+
+/* 43 slots for 100 points: five sets of nine, nine, nine, eight and eight
+ * slots, row a in set a mod 5, so rows 0 to 42 fill every slot; with a
+ * slot for every point, row a keeps slot a. */
+Test(svm, kept_rows_use_every_slot)
+{
+    svm_cached *rows = new_rows(43, 100);
+    for (uint64_t a = 0; a < 43; a++)
+        cr_expect(!ask(rows, 43, 100, a), "row %llu found in empty slots", (unsigned long long)a);
+    for (uint64_t a = 0; a < 43; a++)
+        cr_expect(ask(rows, 43, 100, a), "row %llu of 43 not kept in 43 slots",
+                  (unsigned long long)a);
+    cr_expect(!ask(rows, 43, 100, 43), "row 43 found before it was kept");
+    cr_expect(!ask(rows, 43, 100, 3), "row 3 kept beside eight others in set 3 of eight slots");
+    free(rows);
+    rows = new_rows(4, 4);
+    for (uint64_t a = 0; a < 4; a++) {
+        svm_lookup l = svm_rows_find(rows, 4, 4, a, 1);
+        cr_expect(!l.found && l.entry == rows + a * 4 + 1, "row %llu of task 1 not in slot %llu",
+                  (unsigned long long)a, (unsigned long long)a);
+    }
+    free(rows);
 }
 
 /* Mistakes are errors that say what to do, and write nothing. */

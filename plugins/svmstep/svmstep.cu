@@ -33,7 +33,7 @@
  *
  * K(a, b) = exp(-gamma |a - b|^2) in float64 with soren/exact.h (the same
  * bits on every engine), kept for later steps in the scratch parameter rows
- * where it has room (svm_row); combine max.  A packed choice is the top 40 bits
+ * where it has room (rows.h); combine max.  A packed choice is the top 40 bits
  * of the order-preserving bits of what it is chosen by, then the point's
  * index subtracted from 2^24 - 1, so that ties go to the lower index; the
  * next run reads the chosen points' f exactly from the state.  Task 0
@@ -42,6 +42,8 @@
 #include <soren/exact.h>
 #include <soren/soren.h>
 #include <string.h>
+
+#include "rows.h"
 
 enum { SVM_X, SVM_Y, SVM_N, SVM_D, SVM_SLOTS, SVM_C, SVM_GAMMA, SVM_EPS, SVM_STATE, SVM_ROWS };
 
@@ -133,27 +135,8 @@ SOREN_FN double svm_kernel(const float *x, uint64_t d, uint64_t a, uint64_t b, d
     return soren_exp(soren_mul(-gamma, distance));
 }
 
-/* Kernel rows kept between steps (the scratch parameter rows), in sets of
- * about SVM_WAYS slots (of one slot where every row has one): row a may sit
- * in any slot of set a mod sets.  Task i keeps, in its own entry of a slot,
- * K(x_a, x_i) with a tag: a's number plus one (0: empty, as the zeroed
- * memory starts) and the entry's last use, counted in the set.  A row asked
- * for again becomes the set's most recent; a row not kept takes an empty
- * slot, else the least recent one, and enters as the least recent itself,
- * so that it stays only if it is asked for again before the set's next miss
- * (LRU insertion: SMO visits many points once, which would otherwise push
- * out the rows it comes back to).  A task reads and writes only its own
- * entries and checks the number, so an entry another row took since, or one
- * never written on this device, is computed again: the value is K's bits
- * either way.  Every task asks for the same rows in the same order, so all
- * keep the same rows. */
-#define SVM_WAYS 8
-
-typedef struct __align__(16) svm_cached {
-    double k;
-    uint64_t tag; /* last use << 32 | a + 1 */
-} svm_cached;
-
+/* K(x_a, x_i), kept between steps where the scratch parameter rows has
+ * room (rows.h). */
 SOREN_FN double svm_row(const soren_params *p, const float *x, uint64_t n, uint64_t d,
                         uint64_t a, uint64_t i, double gamma)
 {
@@ -161,43 +144,12 @@ SOREN_FN double svm_row(const soren_params *p, const float *x, uint64_t n, uint6
     const uint64_t slots = soren_param_size(p, SVM_ROWS) / (sizeof *rows * n);
     if (slots == 0 || ((uintptr_t)rows & (sizeof *rows - 1)) != 0)
         return svm_kernel(x, d, a, i, gamma);
-    /* where every row has a slot, row a keeps slot a (one load a lookup);
-     * else sets of SVM_WAYS slots or a few more, the first slots % sets
-     * sets taking one each of the slots the division leaves */
-    const uint64_t sets = slots >= n ? slots : slots > SVM_WAYS ? slots / SVM_WAYS : 1;
-    const uint64_t set = a % sets, ways = slots / sets + (set < slots % sets);
-    const uint64_t first = set * (slots / sets) + (set < slots % sets ? set : slots % sets);
-    svm_cached *entry = rows + first * n + i;
-    uint64_t found = ways, victim = 0, victim_rank = ~0ull;
-    uint32_t last = 0, found_use = 0;
-    double k = 0;
-    for (uint64_t w = 0; w < ways; w++) {
-        const svm_cached e = entry[w * n];
-        const uint32_t use = (uint32_t)(e.tag >> 32), row = (uint32_t)e.tag;
-        if (row == a + 1) {
-            found = w;
-            found_use = use;
-            k = e.k;
-        }
-        if (use > last)
-            last = use;
-        const uint64_t rank = (uint64_t)use << 1 | (row != 0); /* empty slots first */
-        if (rank < victim_rank) {
-            victim_rank = rank;
-            victim = w;
-        }
-    }
-    if (found < ways) {
-        /* a set stops counting at 2^32 - 1 uses: what it gives up is then
-         * not the least recent, and what it keeps still K's bits */
-        if (found_use == 0 || found_use != last)
-            entry[found * n].tag = (uint64_t)(last == 0xffffffffu ? last : last + 1) << 32 |
-                                   (a + 1);
-        return k;
-    }
-    const svm_cached kept = {svm_kernel(x, d, a, i, gamma), a + 1};
-    entry[victim * n] = kept;
-    return kept.k;
+    const svm_lookup l = svm_rows_find(rows, slots, n, a, i);
+    if (l.found)
+        return l.k;
+    const double k = svm_kernel(x, d, a, i, gamma);
+    svm_rows_keep(&l, a, k);
+    return k;
 }
 
 /* f's bits, ordered as f is (IEEE total order): negative numbers reversed. */
