@@ -1,6 +1,6 @@
 /*
- * rows.h - svmstep's kernel rows kept between steps: where row a's entry for
- * task i is, whether it holds K(x_a, x_i), and keeping it there.
+ * rows.h - svmstep's kernel rows kept between steps: K(x_a, x_i) found where
+ * it was kept, or computed and kept.
  *
  * The rows live in the job's scratch parameter `rows`: slots of n entries,
  * in sets of about SVM_WAYS slots (of one slot where every row has one),
@@ -12,11 +12,12 @@
  * the least recently used one, and enters below every row asked for again:
  * it stays only if it is asked for again before the set's next miss (LRU
  * insertion: SMO visits many points once, which would otherwise push out the
- * rows it comes back to).  A task reads and writes only its own
- * entries and checks the number, so an entry another row took since, or one
- * never written on this device, is computed again: the value is K's bits
- * either way.  Every task asks for the same rows in the same order, so all
- * keep the same rows.  Plain C beside CUDA, for the tests.
+ * rows it comes back to).  A task reads and writes only its own entries and
+ * checks the number, so an entry another row took since, or one never
+ * written on this device, is computed again: the value is K's bits either
+ * way.  Every task asks for the same rows in the same order, so all keep the
+ * same rows.  Plain C beside CUDA: the tests include it with an svm_kernel
+ * of their own.
  */
 #ifndef SVMSTEP_ROWS_H
 #define SVMSTEP_ROWS_H
@@ -36,17 +37,11 @@ typedef struct SVM_ALIGN16 svm_cached {
     uint64_t tag; /* last use << 32 | a + 1 */
 } svm_cached;
 
-/* What a lookup found: k where found, else the entry to keep the row in. */
-typedef struct svm_lookup {
-    int found;
-    double k;
-    svm_cached *entry;
-} svm_lookup;
-
-/* Row a's entry for task i among `slots` slots of n entries at rows; marks
- * a row found as its set's most recent. */
-SOREN_FN svm_lookup svm_rows_find(svm_cached *rows, uint64_t slots, uint64_t n, uint64_t a,
-                                  uint64_t i)
+/* K(x_a, x_i) from `slots` slots of n entries at rows, computed by
+ * svm_kernel, which the file including this one defines, and kept where row
+ * a is not found. */
+SOREN_FN double svm_rows_k(svm_cached *rows, uint64_t slots, const float *x, uint64_t n,
+                           uint64_t d, uint64_t a, uint64_t i, double gamma)
 {
     /* where every row has a slot, row a keeps slot a (one load a lookup);
      * else sets of SVM_WAYS slots or a few more, the first slots % sets
@@ -57,14 +52,14 @@ SOREN_FN svm_lookup svm_rows_find(svm_cached *rows, uint64_t slots, uint64_t n, 
     svm_cached *entry = rows + first * n + i;
     uint64_t found = ways, victim = 0, victim_rank = ~0ull;
     uint32_t last = 0, found_use = 0;
-    svm_lookup l = {0, 0, 0};
+    double k = 0;
     for (uint64_t w = 0; w < ways; w++) {
         const svm_cached e = entry[w * n];
         const uint32_t use = (uint32_t)(e.tag >> 32), row = (uint32_t)e.tag;
         if (row == a + 1) {
             found = w;
             found_use = use;
-            l.k = e.k;
+            k = e.k;
         }
         if (use > last)
             last = use;
@@ -74,24 +69,17 @@ SOREN_FN svm_lookup svm_rows_find(svm_cached *rows, uint64_t slots, uint64_t n, 
             victim = w;
         }
     }
-    if (found == ways) {
-        l.entry = entry + victim * n;
-        return l;
+    if (found < ways) {
+        /* a set stops counting at 2^32 - 1 uses: what it gives up is then
+         * not the least recent, and what it keeps still K's bits */
+        if (found_use == 0 || found_use != last)
+            entry[found * n].tag = (uint64_t)(last == 0xffffffffu ? last : last + 1) << 32 |
+                                   (a + 1);
+        return k;
     }
-    /* a set stops counting at 2^32 - 1 uses: what it gives up is then not
-     * the least recent, and what it keeps still K's bits */
-    if (found_use == 0 || found_use != last)
-        entry[found * n].tag = (uint64_t)(last == 0xffffffffu ? last : last + 1) << 32 | (a + 1);
-    l.found = 1;
-    return l;
-}
-
-/* Keeps k = K(x_a, x_i) in the entry a lookup that did not find row a gave,
- * as the least recent of its set. */
-SOREN_FN void svm_rows_keep(const svm_lookup *l, uint64_t a, double k)
-{
-    const svm_cached kept = {k, a + 1};
-    *l->entry = kept;
+    const svm_cached kept = {svm_kernel(x, d, a, i, gamma), a + 1};
+    entry[victim * n] = kept;
+    return kept.k;
 }
 
 #endif /* SVMSTEP_ROWS_H */

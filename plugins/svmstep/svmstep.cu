@@ -43,8 +43,6 @@
 #include <soren/soren.h>
 #include <string.h>
 
-#include "rows.h"
-
 enum { SVM_X, SVM_Y, SVM_N, SVM_D, SVM_SLOTS, SVM_C, SVM_GAMMA, SVM_EPS, SVM_STATE, SVM_ROWS };
 
 /* The state's elements: the choices, the phase, then three arrays of n. */
@@ -135,8 +133,11 @@ SOREN_FN double svm_kernel(const float *x, uint64_t d, uint64_t a, uint64_t b, d
     return soren_exp(soren_mul(-gamma, distance));
 }
 
+/* the kept rows, which compute a row they do not find with svm_kernel */
+#include "rows.h"
+
 /* K(x_a, x_i), kept between steps where the scratch parameter rows has
- * room (rows.h). */
+ * room. */
 SOREN_FN double svm_row(const soren_params *p, const float *x, uint64_t n, uint64_t d,
                         uint64_t a, uint64_t i, double gamma)
 {
@@ -144,12 +145,7 @@ SOREN_FN double svm_row(const soren_params *p, const float *x, uint64_t n, uint6
     const uint64_t slots = soren_param_size(p, SVM_ROWS) / (sizeof *rows * n);
     if (slots == 0 || ((uintptr_t)rows & (sizeof *rows - 1)) != 0)
         return svm_kernel(x, d, a, i, gamma);
-    const svm_lookup l = svm_rows_find(rows, slots, n, a, i);
-    if (l.found)
-        return l.k;
-    const double k = svm_kernel(x, d, a, i, gamma);
-    svm_rows_keep(&l, a, k);
-    return k;
+    return svm_rows_k(rows, slots, x, n, d, a, i, gamma);
 }
 
 /* f's bits, ordered as f is (IEEE total order): negative numbers reversed. */
