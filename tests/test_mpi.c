@@ -67,12 +67,15 @@ static void gen(const char *name, const char *args)
  * not NULL, is NAME=VALUE (VALUE quoted for the shell as needed), set for
  * the run and handed to every rank.  Returns the exit status; *err gets
  * standard error (may be NULL). */
-static int run_args(const char *env, int ranks, char **err, const char *fmt, va_list ap)
-    __attribute__((format(printf, 4, 0)));
-static int run_args(const char *env, int ranks, char **err, const char *fmt, va_list ap)
+static int run_env(const char *env, int ranks, char **err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int run_env(const char *env, int ranks, char **err, const char *fmt, ...)
 {
+    va_list ap;
+    va_start(ap, fmt);
     char *args = NULL;
     cr_assert(vasprintf(&args, fmt, ap) > 0);
+    va_end(ap);
     char forward[128] = "";
     if (env)
         snprintf(forward, sizeof forward, "-x %.*s", (int)strcspn(env, "="), env);
@@ -93,26 +96,8 @@ static int run_args(const char *env, int ranks, char **err, const char *fmt, va_
     return rc;
 }
 
-static int run_env(const char *env, int ranks, char **err, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int run_env(const char *env, int ranks, char **err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = run_args(env, ranks, err, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-static int run(int ranks, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run(int ranks, char **err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = run_args(NULL, ranks, err, fmt, ap);
-    va_end(ap);
-    return rc;
-}
+/* run_env without a variable. */
+#define run(...) run_env(NULL, __VA_ARGS__)
 
 static void same_file(const char *a, const char *b, const char *what)
 {
