@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <locale.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,10 +75,54 @@ static void run_threads(const char *job, const char *args, const char *input, co
     }
 }
 
+/* One process of a distributed run, standing in for one under mpirun: a
+ * thread whose ranks run in threads of their own, its collectives with the
+ * other processes those of threads too. */
+typedef struct process_run {
+    const soren_plugin *p;
+    soren_run_options o;
+    soren_comm outer;
+    size_t ranks;
+    soren_status rc;
+    soren_error err;
+} process_run;
+
+static void *process_main(void *arg)
+{
+    static const int devices[] = {0, 1, 2};
+    process_run *r = arg;
+    r->rc = soren__run_ranks(r->p, &r->o, devices, r->ranks, &r->err);
+    return NULL;
+}
+
+/* The run of o over processes of ranks[0 .. n) ranks each. */
+static void run_processes(const soren_plugin *p, const soren_run_options *o,
+                          const size_t *ranks, int n, const char *what)
+{
+    soren_thread_comm *outer = soren__thread_comm_new(n);
+    cr_assert_not_null(outer);
+    process_run runs[4];
+    pthread_t threads[4];
+    cr_assert_leq(n, 4);
+    for (int q = 0; q < n; q++) {
+        runs[q] = (process_run){.p = p, .o = *o, .ranks = ranks[q]};
+        runs[q].outer = soren__thread_comm_rank(outer, q, 0);
+        runs[q].o.comm = &runs[q].outer;
+        soren_error_clear(&runs[q].err);
+        cr_assert_eq(pthread_create(&threads[q], NULL, process_main, &runs[q]), 0);
+    }
+    for (int q = 0; q < n; q++)
+        pthread_join(threads[q], NULL);
+    for (int q = 0; q < n; q++)
+        cr_assert_eq(runs[q].rc, SOREN_OK, "%s, process %d: %s", what, q, runs[q].err.text);
+    soren__thread_comm_free(outer);
+}
+
 /* job (a name in the build's plugins, or a path) over input by 2 and by 3
- * ranks in threads of this process, each on the CPU engine with one thread:
- * the distributed run that --devices spreads over GPUs, whose output must
- * be the one process's. */
+ * ranks in threads of this process, and by processes of 2, 1 and 2 ranks
+ * (mpirun's processes each on the GPUs of --devices), each rank on the CPU
+ * engine with one thread: the distributed run that --devices spreads over
+ * GPUs, whose output must be the one process's. */
 static void run_ranks(const char *job, const char *input, const char *want)
 {
     char manifest[4096];
@@ -91,21 +136,26 @@ static void run_ranks(const char *job, const char *input, const char *want)
     cr_assert_eq(soren_plugin_open(manifest, SOREN_TRUST_CHECK, &p, &err), SOREN_OK, "%s",
                  err.text);
     static const int devices[] = {0, 1, 2};
+    static const size_t processes[] = {2, 1, 2};
+    char out[4096], what[256];
+    soren_run_options o;
+    soren_run_options_init(&o);
+    o.device = SOREN_DEVICE_CPU;
+    o.threads = 1;
+    o.inputs = &input;
+    o.input_count = 1;
+    o.output = out;
     for (size_t ranks = 2; ranks <= 3; ranks++) {
-        char out[4096], what[256];
         snprintf(out, sizeof out, "%s/out-ranks-%zu.tsv", dir, ranks);
         snprintf(what, sizeof what, "%s by %zu ranks in threads", job, ranks);
-        soren_run_options o;
-        soren_run_options_init(&o);
-        o.device = SOREN_DEVICE_CPU;
-        o.threads = 1;
-        o.inputs = &input;
-        o.input_count = 1;
-        o.output = out;
         cr_assert_eq(soren__run_ranks(p, &o, devices, ranks, &err), SOREN_OK, "%s: %s", what,
                      err.text);
         expect_same_file(out, want, what);
     }
+    snprintf(out, sizeof out, "%s/out-processes.tsv", dir);
+    snprintf(what, sizeof what, "%s by processes of 2, 1 and 2 ranks", job);
+    run_processes(p, &o, processes, 3, what);
+    expect_same_file(out, want, what);
     soren_plugin_close(p);
 }
 

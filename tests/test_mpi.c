@@ -403,13 +403,26 @@ Test(mpi, standard_input_is_refused)
     free(err);
 }
 
-Test(mpi, devices_is_refused_under_mpirun)
+/* A process under mpirun with --devices runs a rank of the run on each GPU
+ * it names, and the processes' ranks make one run.  On a host without a
+ * GPU, --devices all gives each process one rank, on the CPU engine: the
+ * collectives of the ranks in threads go through MPI's all the same. */
+Test(mpi, devices_all_as_one_process)
+{
+    need_mpi();
+    gen("text", "text --size 3M --vocab 50000 --seed 13");
+    same_as_plain("wordcount --device auto --devices all text");
+}
+
+/* Every process checks --devices, and all fail with the first one's
+ * words: none is left waiting in a collective. */
+Test(mpi, a_bad_devices_fails_every_rank)
 {
     need_mpi();
     char *err = NULL;
     cr_expect_eq(run(2, &err, "wordcount --devices 2 /dev/null"), 2);
-    cr_expect(strstr(err, "under mpirun each rank takes one GPU: run one rank per GPU without "
-                          "--devices") != NULL, "%s", err);
+    cr_expect(strstr(err, "rank 0 of 2: --devices spreads a run over GPUs, and --device cpu "
+                          "asks for the CPU engine") != NULL, "%s", err);
     free(err);
 }
 

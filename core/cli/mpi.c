@@ -185,7 +185,7 @@ static soren_status start(soren_comm *c, soren_error *err)
     int rc = MPI_Init(NULL, NULL);
     if (rc != MPI_SUCCESS)
         return failed(err, "MPI_Init", rc);
-    *c = (soren_comm){.ops = &mpi_ops};
+    *c = (soren_comm){.process_ranks = 1, .ops = &mpi_ops};
     MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c->size);
     /* The ranks that share this host (and so its GPUs), numbered from 0. */

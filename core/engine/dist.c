@@ -10,10 +10,7 @@
 #include "../cpu/cpu.h"
 #include "../cpu/internal.h"
 
-/* The bookkeeping of a collective (a few words per rank).  A rank that
- * cannot have it cannot take part, and must not leave the others waiting in
- * the collective: it ends, and the launcher ends the others. */
-static void *must_alloc(size_t size)
+void *soren_dist_must_alloc(size_t size)
 {
     void *p = calloc(1, size ? size : 1);
     if (!p) {
@@ -76,7 +73,7 @@ void soren_dist_slice(const soren_comm *c, const soren_stage_spec *spec,
 
 soren_status soren_dist_agree(const soren_comm *c, soren_status rc, soren_error *err)
 {
-    uint64_t *all = must_alloc((size_t)c->size * sizeof *all);
+    uint64_t *all = soren_dist_must_alloc((size_t)c->size * sizeof *all);
     soren_error local;
     soren_error_clear(&local);
     soren_status st = c->ops->allgather(c->ctx, (uint64_t)(int64_t)rc, all, &local);
@@ -251,7 +248,7 @@ unsigned soren_dist_rank_threads(int ranks_in_process)
 /* The threads this rank packs with. */
 static unsigned pack_threads(const soren_comm *c)
 {
-    return soren_dist_rank_threads(c->in_process ? c->size : 1);
+    return soren_dist_rank_threads(c->process_ranks);
 }
 
 /* Exchanges packed pairs: *sizes and *bytes get what every rank sent this
@@ -261,8 +258,8 @@ static soren_status exchange(const soren_comm *c, const packed *p, uint32_t **si
                              soren_error *err)
 {
     int n = c->size;
-    uint64_t *send = must_alloc((size_t)n * sizeof *send);
-    uint64_t *recv = must_alloc((size_t)n * sizeof *recv);
+    uint64_t *send = soren_dist_must_alloc((size_t)n * sizeof *send);
+    uint64_t *recv = soren_dist_must_alloc((size_t)n * sizeof *recv);
     for (int d = 0; d < n; d++)
         send[d] = p->pairs_to[d] * sizeof(uint32_t);
     void *s = NULL, *b = NULL;
@@ -414,7 +411,7 @@ soren_status soren_dist_gather(const soren_comm *c, const soren_result *local, i
 soren_status soren_dist_ends(const soren_comm *c, uint64_t count, uint64_t **ends,
                              soren_error *err)
 {
-    uint64_t *all = *ends = must_alloc((size_t)c->size * sizeof *all);
+    uint64_t *all = *ends = soren_dist_must_alloc((size_t)c->size * sizeof *all);
     soren_status rc = c->ops->allgather(c->ctx, count, all, err);
     for (int r = 1; rc == SOREN_OK && r < c->size; r++)
         all[r] += all[r - 1];
@@ -434,8 +431,8 @@ soren_status soren_dist_first(const soren_comm *c, uint64_t count, uint64_t *fir
 soren_status soren_dist_gather_fixed(const soren_comm *c, const void *mine, size_t size,
                                      void *all, soren_error *err)
 {
-    uint64_t *send = must_alloc((size_t)c->size * sizeof *send);
-    uint64_t *recv = must_alloc((size_t)c->size * sizeof *recv);
+    uint64_t *send = soren_dist_must_alloc((size_t)c->size * sizeof *send);
+    uint64_t *recv = soren_dist_must_alloc((size_t)c->size * sizeof *recv);
     send[0] = size;
     void *got = NULL;
     soren_status rc = c->ops->alltoallv(c->ctx, mine, send, &got, recv, err);

@@ -63,6 +63,10 @@ typedef struct soren_comm {
     /* 1: the ranks are threads of this process (--devices), so pairs move
      * between them at the speed of a copy: rank 0 may fold them all. */
     int in_process;
+    /* The ranks that are threads of this process, this one among them
+     * (they share its CPUs): size where in_process, 1 for a process of
+     * its own under mpirun, its GPUs for one under mpirun with --devices. */
+    int process_ranks;
     const soren_comm_ops *ops;
     void *ctx;
 } soren_comm;
@@ -114,6 +118,11 @@ soren_status soren_dist_first(const soren_comm *c, uint64_t count, uint64_t *fir
  * that are threads of it (1 where the rank is a process of its own), at
  * most 16. */
 unsigned soren_dist_rank_threads(int ranks_in_process);
+
+/* The bookkeeping of a collective (a few words per rank), zeroed: a rank
+ * that cannot have it cannot take part, and must not leave the others
+ * waiting in the collective, so it ends, and the launcher ends the others. */
+void *soren_dist_must_alloc(size_t size);
 
 /* Gathers size bytes of every rank's mine on rank 0 into all (rank i's at
  * all + i * size; all is size * ranks bytes, used on rank 0 only). */

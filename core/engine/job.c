@@ -219,18 +219,21 @@ static uint64_t first_pairs(const soren_run_outcome *run, const soren_comm *comm
 
 soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, soren_error *err)
 {
-    if (opt->comm && (opt->devices_all || opt->device_count > 1))
-        return soren_error_set(err, SOREN_EUSAGE, "--devices spreads a run over the GPUs of "
-                               "one process, and under mpirun each rank takes one GPU: run one "
-                               "rank per GPU without --devices (docs/mpi.md)");
     soren_run_options ro = *opt;
-    if (!opt->comm) {
+    /* A process of its own spreads over the GPUs the adaptive engine or
+     * --devices gives it.  Under mpirun a process takes the GPU of its
+     * place on the host, or with --devices the GPUs it names, a rank of the
+     * run on each, every process alike so that all call the same
+     * collectives. */
+    if (!opt->comm || opt->devices_all || opt->device_count > 0) {
         int devices[SOREN_MAX_DEVICES];
         size_t count = 0;
         soren_status rc = soren__devices_pick(opt, devices, &count, &ro.devices_rule, err);
+        if (opt->comm)
+            rc = soren_dist_agree(opt->comm, rc, err);
         if (rc != SOREN_OK)
             return rc;
-        if (count > 1)
+        if (count > 1 || opt->comm)
             return soren__run_ranks(p, &ro, devices, count, err);
     }
     const soren_manifest *m = p->manifest;
@@ -312,7 +315,7 @@ soren_status soren_run(const soren_plugin *p, const soren_run_options *opt, sore
     /* The GPUs of this process that the run spread over (not an MPI run's),
      * said once the run knows its first stage ran on a GPU at all. */
     if (o->devices_rule && run.stages[0].device && strcmp(run.stages[0].device, "gpu") == 0) {
-        int gpus = comm && comm->in_process ? comm->size : 1;
+        int gpus = comm ? comm->process_ranks : 1;
         run.stages[0].devices = gpus;
         run.stages[0].devices_rule = o->devices_rule;
         if (rc == SOREN_OK && o->verbose)
