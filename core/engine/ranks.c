@@ -38,9 +38,11 @@ struct soren_thread_comm {
     soren_status outer_rc;         /* the leader's last outer collective */
     soren_error outer_err;
     /* The leader's exchange (alltoallv): what leaves this process, for
-     * each process in turn, each of its ranks' blocks for that process's
-     * ranks; what arrives, laid out by the sending rank of the run and then
-     * by the receiving rank of this process. */
+     * each other process in turn, each of its ranks' blocks for that
+     * process's ranks; what arrives, laid out by the sending rank of the
+     * run and then by the receiving rank of this process.  Blocks between
+     * ranks of this process are read from their send buffers, as where
+     * the process is the run. */
     uint64_t *out_counts;          /* n * total: the blocks' sizes, as they leave */
     uint64_t *out_bytes;           /* outer->size: the bytes for each process */
     uint64_t *pack_at;             /* n * outer->size: where rank s's part for process q goes */
@@ -112,7 +114,9 @@ static soren_status thread_allgather(void *ctx, uint64_t value, uint64_t *all, s
 
 /* The leader lays out what leaves this process: rank s's blocks for the
  * ranks of process q lie end to end in its send buffer, and go to
- * pack_at[s * P + q], after the blocks of the ranks before s for q. */
+ * pack_at[s * P + q], after the blocks of the ranks before s for q.  Every
+ * block's size goes to its process, this one's too (it receives none of
+ * the bytes). */
 static soren_status outer_pack_layout(soren_thread_comm *t)
 {
     const int P = t->outer->size, n = t->n;
@@ -125,7 +129,7 @@ static soren_status outer_pack_layout(soren_thread_comm *t)
             for (int d = 0; d < size; d++) {
                 uint64_t bytes = t->send_counts[s][first + d];
                 t->out_counts[(uint64_t)n * first + (uint64_t)s * size + d] = bytes;
-                at += bytes;
+                at += q == t->outer->rank ? 0 : bytes;
             }
         }
         t->out_bytes[q] = at - start;
@@ -146,7 +150,8 @@ static void outer_pack(soren_thread_comm *t, int s)
         uint64_t bytes = 0;
         for (int d = t->process_first[q]; d < t->process_first[q + 1]; d++)
             bytes += t->send_counts[s][d];
-        memcpy(t->packed + t->pack_at[s * P + q], from, bytes);
+        if (q != t->outer->rank)
+            memcpy(t->packed + t->pack_at[s * P + q], from, bytes);
         from += bytes;
     }
 }
@@ -176,14 +181,16 @@ static soren_status outer_exchange(soren_thread_comm *t)
         free(bytes);
         return rc;
     }
-    /* Process q sent its ranks' blocks for ours, rank after rank: by the
-     * sending rank of the run, then by ours. */
+    /* Each other process sent its ranks' blocks for ours, rank after
+     * rank: by the sending rank of the run, then by ours. */
     t->in_counts = counts;
     t->in_bytes = bytes;
     uint64_t at = 0;
     for (uint64_t i = 0; i < (uint64_t)t->total * (uint64_t)n; i++) {
+        const uint64_t from = i / (uint64_t)n;
         t->in_at[i] = at;
-        at += t->in_counts[i];
+        if (from < (uint64_t)t->first || from >= (uint64_t)(t->first + n))
+            at += t->in_counts[i];
     }
     return SOREN_OK;
 }
@@ -209,16 +216,19 @@ static void copy_one(void *arg, uint64_t i)
 /* Where rank i's block for this process's rank me lies, and its size. */
 static const uint8_t *block_for(const soren_thread_comm *t, int i, int me, uint64_t *size)
 {
-    if (t->outer) {
+    const int sender = i - t->first;
+    if (sender < 0 || sender >= t->n) { /* another process's: in what it sent */
         uint64_t k = (uint64_t)i * (uint64_t)t->n + (uint64_t)me;
         *size = t->in_counts[k];
         return t->in_bytes + t->in_at[k];
     }
-    uint64_t from = 0; /* rank i's block for me follows its blocks for ranks before me */
-    for (int k = 0; k < me; k++)
-        from += t->send_counts[i][k];
-    *size = t->send_counts[i][me];
-    return (const uint8_t *)t->send[i] + from;
+    /* this process's: after its blocks for the ranks before me */
+    const int to = t->first + me;
+    uint64_t from = 0;
+    for (int k = 0; k < to; k++)
+        from += t->send_counts[sender][k];
+    *size = t->send_counts[sender][to];
+    return (const uint8_t *)t->send[sender] + from;
 }
 
 /* Copies each rank's block for rank me into in, end to end (on this
