@@ -60,12 +60,11 @@ typedef struct soren_comm_ops {
 typedef struct soren_comm {
     int rank, size;
     int local_rank; /* among the ranks of this host: picks its GPU */
-    /* 1: the ranks are threads of this process (--devices), so pairs move
-     * between them at the speed of a copy: rank 0 may fold them all. */
-    int in_process;
     /* The ranks that are threads of this process, this one among them
-     * (they share its CPUs): size where in_process, 1 for a process of
-     * its own under mpirun, its GPUs for one under mpirun with --devices. */
+     * (they share its CPUs): 1 for a process of its own under mpirun, its
+     * GPUs for one under mpirun with --devices, size where every rank is a
+     * thread of this process (--devices alone), so that pairs move between
+     * them at the speed of a copy and rank 0 may fold them all. */
     int process_ranks;
     const soren_comm_ops *ops;
     void *ctx;

@@ -16,8 +16,8 @@
 static int folds_whole(const soren_stage_spec *spec, soren_device where,
                        const soren_run_options *o)
 {
-    return o->comm->in_process && where == SOREN_DEVICE_GPU && !o->output_parts &&
-           !o->iterate && soren_gpu_folds_pairs(spec);
+    return o->comm->process_ranks == o->comm->size && where == SOREN_DEVICE_GPU &&
+           !o->output_parts && !o->iterate && soren_gpu_folds_pairs(spec);
 }
 
 /* One stage on one rank: map its share (unless prior failed), agree, and

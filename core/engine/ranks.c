@@ -431,8 +431,7 @@ void soren__thread_comm_free(soren_thread_comm *t)
 soren_comm soren__thread_comm_rank(soren_thread_comm *t, int rank, int local_rank)
 {
     return (soren_comm){.rank = t->first + rank, .size = t->total, .local_rank = local_rank,
-                        .in_process = !t->outer, .process_ranks = t->n, .ops = &thread_ops,
-                        .ctx = &t->ranks[rank]};
+                        .process_ranks = t->n, .ops = &thread_ops, .ctx = &t->ranks[rank]};
 }
 
 soren_status soren__devices_pick(const soren_run_options *o, int devices[SOREN_MAX_DEVICES],
